@@ -1,0 +1,50 @@
+#pragma once
+// What we record next to an entry (npc-entry.json): the NEFF's integrity
+// record and one record per compile attempt (how it ended, how long it took,
+// its peak memory). Later scheduling learns compile costs from these.
+// Also the reader and writer of compile_flags.json (a JSON array of strings).
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <npc/util/result.hpp>
+
+namespace npc::cache {
+
+namespace fs = std::filesystem;
+
+struct AttemptRecord {
+  int attempt = 0;              // 1-based, counted over the entry's life
+  std::string outcome;          // "success", "failed", "timeout", "interrupted"
+  std::string exit;             // "exit code 0", "killed by signal SIGKILL"
+  int exit_code = 0;
+  std::string signal;           // "SIGKILL" when killed by a signal, else ""
+  double wall_seconds = 0;
+  std::uint64_t peak_rss_bytes = 0;
+  std::int64_t started_unix = 0;
+};
+
+struct EntryMeta {
+  std::optional<std::string> neff_sha256;
+  std::optional<std::uint64_t> neff_bytes;
+  std::uint64_t graph_bytes = 0;
+  std::vector<AttemptRecord> attempts;
+
+  // The last successful attempt, if any (its time and memory predict the next).
+  [[nodiscard]] const AttemptRecord* last_success() const;
+};
+
+[[nodiscard]] Result<EntryMeta> parse_entry_meta(std::string_view json_text);
+[[nodiscard]] std::string serialize_entry_meta(const EntryMeta& meta);
+// A missing file is an empty record (an entry written by another tool).
+[[nodiscard]] Result<EntryMeta> read_entry_meta(const fs::path& entry_dir);
+[[nodiscard]] Status write_entry_meta(const fs::path& entry_dir, const EntryMeta& meta);
+
+[[nodiscard]] Result<std::vector<std::string>> parse_compile_flags(std::string_view json_text);
+[[nodiscard]] std::string serialize_compile_flags(const std::vector<std::string>& flags);
+[[nodiscard]] Result<std::vector<std::string>> read_compile_flags(const fs::path& entry_dir);
+
+} // namespace npc::cache

@@ -1,0 +1,55 @@
+#pragma once
+// Eviction, as torch-neuronx documents it: while the cache is larger than its
+// limit, delete entries least recently used first; an entry used within the
+// TTL is never deleted (even if the cache stays over the limit), nor is one a
+// compile holds locked. One process evicts at a time; the others skip.
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include <npc/cache/store.hpp>
+
+namespace npc::cache {
+
+struct EvictionPolicy {
+  std::uint64_t max_bytes = 0;
+  std::chrono::seconds ttl{0};
+};
+
+enum class DryRun { no, yes };
+
+struct EvictionReport {
+  bool ran = false;               // false when another process was evicting
+  std::uint64_t bytes_before = 0;
+  std::uint64_t bytes_after = 0;  // what remains (or would remain, in a dry run)
+  std::size_t entries_before = 0;
+  std::vector<EntryInfo> deleted; // in deletion order
+  std::size_t kept_by_ttl = 0;    // over the limit but used within the TTL
+  std::size_t kept_locked = 0;
+  std::size_t stale_temps_removed = 0;
+};
+
+// A temp file this old in an entry nobody holds is left by a dead writer.
+inline constexpr auto kStaleTempAge = std::chrono::minutes(10);
+// After a write, a full eviction scan runs at most this often: a scan of a
+// large cache costs about a second, a write happens per graph.
+inline constexpr auto kEvictionInterval = std::chrono::seconds(60);
+
+// The deletion order for `entries` under `policy` at `now` (pure, for tests
+// and --dry-run).
+[[nodiscard]] std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entries,
+                                                          const EvictionPolicy& policy,
+                                                          util::WallTime now,
+                                                          std::size_t* kept_by_ttl = nullptr,
+                                                          std::size_t* kept_locked = nullptr);
+
+// Runs one eviction pass now (skipped, ran=false, if another process is
+// evicting). Also removes stale temp files and leftover trash.
+[[nodiscard]] EvictionReport evict(const Cache& cache, const EvictionPolicy& policy,
+                                   DryRun dry_run = DryRun::no);
+
+// After a write: evicts if the last pass is older than kEvictionInterval.
+void evict_after_write(const Cache& cache, const EvictionPolicy& policy);
+
+} // namespace npc::cache

@@ -1,0 +1,31 @@
+#pragma once
+// The on-disk layout torch-neuronx reads and writes:
+//   <root>/neuronxcc-<compiler version>/MODULE_<graph hash>+<flags hash>/
+// with the files named below. Files we add for our own use start with "npc-"
+// or live under <root>/.npc, which torch-neuronx ignores.
+
+#include <string_view>
+
+namespace npc::cache {
+
+inline constexpr std::string_view kVersionDirPrefix = "neuronxcc-";
+inline constexpr std::string_view kModulePrefix = "MODULE_";
+
+inline constexpr std::string_view kGraphFile = "model.hlo_module.pb";
+inline constexpr std::string_view kFlagsFile = "compile_flags.json";
+inline constexpr std::string_view kNeffFile = "model.neff";
+inline constexpr std::string_view kDoneFile = "model.done";
+inline constexpr std::string_view kLogFile = "model.log";
+// Ours: integrity record and per-attempt history of the entry.
+inline constexpr std::string_view kMetaFile = "npc-entry.json";
+// Ours: held (flock) while a compile of the entry is in progress.
+inline constexpr std::string_view kLockFile = "npc-compile.lock";
+
+// Ours, under the root: eviction lock, remembered compiler versions, trash.
+inline constexpr std::string_view kPrivateDir = ".npc";
+inline constexpr std::string_view kEvictionLock = "eviction.lock";
+inline constexpr std::string_view kEvictionStamp = "last-eviction";
+inline constexpr std::string_view kCompilerVersionsDir = "compilers";
+inline constexpr std::string_view kTrashDir = "trash";
+
+} // namespace npc::cache

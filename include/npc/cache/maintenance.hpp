@@ -1,0 +1,41 @@
+#pragma once
+// Whole-cache maintenance behind `neuron_cache`: integrity verification with
+// repair, clearing stale locks, forgetting cached failures.
+
+#include <string>
+#include <vector>
+
+#include <npc/cache/store.hpp>
+
+namespace npc::cache {
+
+enum class Repair { no, yes };
+
+struct VerifyReport {
+  struct Problem {
+    EntryInfo entry;
+    std::string what;
+    bool repaired = false;
+  };
+  std::size_t checked = 0;    // done entries looked at
+  std::size_t unverified = 0; // done entries with no integrity record (another tool's)
+  std::vector<Problem> problems;
+};
+
+// Hashes every done entry's NEFF against its record. With Repair::yes a bad
+// entry is demoted to pending (under its lock) so the next run recompiles it.
+[[nodiscard]] VerifyReport verify_cache(const Cache& cache, Repair repair);
+
+struct ClearLocksReport {
+  std::vector<fs::path> removed;
+  std::vector<fs::path> held; // kept: a live process holds them
+};
+
+// Removes lock files nobody holds; with force, every lock file.
+[[nodiscard]] ClearLocksReport clear_locks(const Cache& cache, bool force);
+
+// Forgets every cached failure (model.log of entries with no result), so those
+// graphs compile again. Entries being compiled are left alone.
+[[nodiscard]] std::vector<EntryInfo> clear_failed(const Cache& cache);
+
+} // namespace npc::cache

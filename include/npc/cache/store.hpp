@@ -1,0 +1,118 @@
+#pragma once
+// The persistent cache: the only way our programs touch it.
+//
+// An entry is a directory; its state follows from which files it holds:
+//   done    model.done (written last) and model.neff
+//   locked  a compile holds npc-compile.lock
+//   failed  model.log and no model.done
+//   pending the graph, no result
+// Everything is published by rename of a temp file in the same directory;
+// model.done comes last, so a reader that sees it sees a whole NEFF.
+// Last use is the entry directory's mtime, set on every hit.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/key.hpp>
+#include <npc/util/clock.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/result.hpp>
+
+namespace npc::cache {
+
+enum class EntryState { pending, locked, done, failed, incomplete };
+[[nodiscard]] std::string_view to_string(EntryState state);
+
+struct EntryInfo {
+  CacheKey key;
+  fs::path dir;
+  EntryState state = EntryState::incomplete;
+  std::uint64_t bytes = 0;
+  util::WallTime last_used;
+  bool has_graph = false;
+  bool has_neff = false;
+  bool has_done = false;
+  bool has_log = false;
+  bool has_lock_file = false;
+  std::uint64_t graph_bytes = 0;
+  std::vector<std::string> temp_files; // names of our temp files in the entry
+};
+
+// How a NEFF read compared with its integrity record.
+enum class Integrity { ok, mismatch, unverified /* no record: written by another tool */ };
+
+class Cache {
+public:
+  explicit Cache(fs::path root, const util::Clock& clock = util::SystemClock::instance());
+
+  [[nodiscard]] const fs::path& root() const { return root_; }
+  [[nodiscard]] const util::Clock& clock() const { return clock_; }
+  [[nodiscard]] fs::path entry_dir(const CacheKey& key) const { return root_ / key.relative_path(); }
+  [[nodiscard]] fs::path private_dir() const;
+
+  // Creates the root (private to the user: 0700) and our private folder.
+  [[nodiscard]] Status ensure_root() const;
+
+  [[nodiscard]] Result<EntryInfo> inspect(const fs::path& entry_dir) const;
+  // Every entry of every compiler version, in no particular order.
+  [[nodiscard]] std::vector<EntryInfo> list() const;
+  // Every entry of one compiler version.
+  [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
+
+  // Copies the entry's NEFF to `output` (atomically), hashing it on the way
+  // and checking it against the integrity record. On a mismatch nothing is
+  // left at `output`.
+  [[nodiscard]] Result<Integrity> copy_neff(const fs::path& entry_dir, const fs::path& output) const;
+  // Hashes the NEFF and checks it against the record, copying nothing.
+  [[nodiscard]] Result<Integrity> verify_neff(const fs::path& entry_dir) const;
+
+  // Records a use: sets the entry directory's mtime to now.
+  [[nodiscard]] Status touch(const fs::path& entry_dir) const;
+
+  // Creates the entry with its graph and compile_flags.json, unless they are
+  // already there (many ranks store the same graph at once: first one wins).
+  [[nodiscard]] Status store_graph(const fs::path& entry_dir, std::string_view graph_bytes,
+                                   const std::vector<std::string>& flags) const;
+
+  [[nodiscard]] fs::path lock_path(const fs::path& entry_dir) const;
+  [[nodiscard]] Result<util::FileLock>
+  lock_entry(const fs::path& entry_dir, std::chrono::milliseconds timeout,
+             const std::function<void(const std::optional<util::LockHolder>&)>& on_wait = {}) const;
+  [[nodiscard]] Result<std::optional<util::FileLock>> try_lock_entry(const fs::path& entry_dir) const;
+
+  // The following require the entry's lock.
+  // Moves `neff` (a file on the same filesystem) into the entry, records its
+  // integrity and the attempt, writes model.done last, removes model.log.
+  [[nodiscard]] Status publish_success(const fs::path& entry_dir, const fs::path& neff,
+                                       const AttemptRecord& attempt) const;
+  // Moves `log` into the entry as model.log and records the attempt.
+  [[nodiscard]] Status publish_failure(const fs::path& entry_dir, const fs::path& log,
+                                       const AttemptRecord& attempt) const;
+  // Back to pending: the done marker first, then the NEFF and its record.
+  [[nodiscard]] Status demote(const fs::path& entry_dir) const;
+  // Forgets a cached failure so the graph compiles again.
+  [[nodiscard]] Status clear_failure(const fs::path& entry_dir) const;
+
+  // Removes a whole entry: renamed into the trash first, so no reader ever
+  // sees half of it. Skipped (false) when a compile holds its lock.
+  [[nodiscard]] Result<bool> remove_entry(const fs::path& entry_dir) const;
+  // Empties the trash left by an interrupted removal.
+  void empty_trash() const;
+
+private:
+  fs::path root_;
+  const util::Clock& clock_;
+};
+
+// The tool name written into lock records by this process.
+void set_lock_tool_name(std::string name);
+[[nodiscard]] const std::string& lock_tool_name();
+
+} // namespace npc::cache

@@ -1,0 +1,45 @@
+#pragma once
+// What every program's main shares: turning errors into one line and an exit
+// code, and reading the cache settings from NEURON_CC_FLAGS and the command
+// line.
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <npc/config/neuron_cc_flags.hpp>
+
+namespace npc::cli {
+
+namespace fs = std::filesystem;
+
+// Runs `body`, printing "<program>: error: <message>" for an npc::Error (its
+// exit code), a CLI11 parse error (exit 2) or anything else (exit 1).
+int run_program(const std::string& program, const std::function<int()>& body);
+
+// Parses the command line with CLI11, mapping --help/--version to exit 0 and
+// parse errors to a UsageError.
+void parse_command_line(CLI::App& app, int argc, char** argv);
+
+struct Settings {
+  config::CacheSettings cache;            // NEURON_CC_FLAGS, then the command line
+  std::vector<std::string> compiler_flags; // NEURON_CC_FLAGS minus cache options
+  fs::path cache_root;
+};
+
+// Reads NEURON_CC_FLAGS, applies `overrides` from the command line, resolves
+// the cache root and sets the log level.
+[[nodiscard]] Settings load_settings(const config::CacheSettings& overrides);
+
+// Adds --cache_dir, --cache_size, --cache_ttl (the NEURON_CC_FLAGS options)
+// to a command line.
+void add_cache_options(CLI::App& app, config::CacheSettings& settings,
+                       std::string& cache_size_text, std::string& cache_ttl_text);
+// Parses what add_cache_options collected.
+void finish_cache_options(config::CacheSettings& settings, const std::string& cache_size_text,
+                          const std::string& cache_ttl_text);
+
+} // namespace npc::cli

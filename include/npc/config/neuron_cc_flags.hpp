@@ -1,0 +1,64 @@
+#pragma once
+// NEURON_CC_FLAGS: compiler flags plus the persistent cache's own options,
+// which are taken out (in both --opt=value and --opt value forms). Every other
+// word is a compiler flag and is passed on untouched, in order.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/util/log.hpp>
+
+namespace npc::config {
+
+namespace fs = std::filesystem;
+
+// torch-neuronx documents a 100GB default; we read "GB" as 10^9 bytes.
+inline constexpr std::uint64_t kDefaultCacheSizeBytes = 100ULL * 1000 * 1000 * 1000;
+// torch-neuronx's default: an entry used within 30 days is never evicted.
+inline constexpr double kDefaultCacheTtlDays = 30;
+inline constexpr const char* kDefaultCacheRoot = "/var/tmp/neuron-compile-cache";
+inline constexpr const char* kCacheDirName = "neuron-compile-cache";
+
+struct CacheSettings {
+  std::optional<fs::path> cache_dir; // --cache_dir=DIR (the cache is DIR/neuron-compile-cache)
+  bool no_cache = false;
+  std::optional<std::uint64_t> cache_size;
+  std::optional<double> cache_ttl_days;
+  bool retry_failed_compilation = false;
+  std::optional<util::LogLevel> log_level;
+
+  [[nodiscard]] std::uint64_t size_limit() const { return cache_size.value_or(kDefaultCacheSizeBytes); }
+  [[nodiscard]] std::chrono::seconds ttl() const;
+  // Later settings (e.g. from the command line) override earlier ones.
+  void merge(const CacheSettings& later);
+};
+
+struct NeuronCcFlags {
+  CacheSettings cache;
+  std::vector<std::string> compiler_flags;
+};
+
+// Splits and parses NEURON_CC_FLAGS. Throws UsageError naming the variable,
+// the option and the bad value (or the position of an unbalanced quote).
+[[nodiscard]] NeuronCcFlags parse_neuron_cc_flags(std::string_view text);
+
+// Takes the cache options out of already-split words. `source` names where
+// the words came from, for error messages.
+[[nodiscard]] NeuronCcFlags split_cache_options(const std::vector<std::string>& words,
+                                                std::string_view source);
+
+// NEURON_CC_FLAGS from the environment (empty when unset).
+[[nodiscard]] NeuronCcFlags neuron_cc_flags_from_environment();
+
+// The cache root: DIR/neuron-compile-cache with --cache_dir, else
+// NEURON_COMPILE_CACHE_URL (a path or file:// URL), else the default.
+// A remote URL scheme (s3://) is a UsageError.
+[[nodiscard]] fs::path resolve_cache_root(const CacheSettings& settings,
+                                          const std::optional<std::string>& cache_url);
+
+} // namespace npc::config

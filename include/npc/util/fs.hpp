@@ -1,0 +1,118 @@
+#pragma once
+// Filesystem helpers. Final files are never written in place: AtomicFile
+// writes a temp name in the same directory and renames it on commit().
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/util/result.hpp>
+
+namespace npc::util {
+
+namespace fs = std::filesystem;
+using FileTime = std::chrono::system_clock::time_point;
+
+// "<what> <path>: <strerror(err)>"
+std::string errno_text(std::string_view what, const fs::path& path, int err);
+
+// Prefix of every temporary name this project creates; eviction and repair
+// recognise stale ones by it.
+inline constexpr std::string_view kTempPrefix = ".tmp-";
+[[nodiscard]] bool is_temp_name(std::string_view filename);
+
+[[nodiscard]] Result<std::string> read_file(const fs::path& path);
+
+enum class Overwrite { no, yes };
+
+// Writes to "<dir>/.tmp-<name>.<pid>.<random>", renames over the final name on
+// commit(). The destructor removes an uncommitted temp.
+class AtomicFile {
+public:
+  explicit AtomicFile(fs::path final_path, unsigned mode = 0644);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  [[nodiscard]] Status open();
+  [[nodiscard]] Status write(std::string_view data);
+  // Overwrite::no fails (and removes the temp) when the final name exists.
+  [[nodiscard]] Status commit(Overwrite overwrite = Overwrite::yes);
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] const fs::path& temp_path() const { return temp_path_; }
+
+private:
+  fs::path final_path_;
+  fs::path temp_path_;
+  unsigned mode_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+[[nodiscard]] Status write_file_atomic(const fs::path& path, std::string_view data,
+                                       Overwrite overwrite = Overwrite::yes,
+                                       unsigned mode = 0644);
+
+// Appends one line with a single write() on an O_APPEND descriptor, so many
+// processes can append to one file at once without interleaving (lines up to
+// PIPE_BUF bytes are atomic on local filesystems).
+[[nodiscard]] Status append_line(const fs::path& path, std::string_view line);
+
+// mkdir -p; fails when the path exists and is not a directory.
+[[nodiscard]] Status ensure_dir(const fs::path& path, unsigned mode = 0755);
+
+// Removes a file or a directory tree; a missing path is fine.
+[[nodiscard]] Status remove_tree(const fs::path& path);
+
+[[nodiscard]] Result<FileTime> mtime(const fs::path& path);
+[[nodiscard]] Status set_mtime(const fs::path& path, FileTime when);
+
+// A fresh directory "<parent>/<prefix>XXXXXX", removed by the destructor
+// unless keep() was called.
+class TempDir {
+public:
+  TempDir(const fs::path& parent, std::string_view prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] const fs::path& path() const { return path_; }
+  void keep() { keep_ = true; }
+
+private:
+  fs::path path_;
+  bool keep_ = false;
+};
+
+// Closes a file descriptor on scope exit.
+class UniqueFd {
+public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+  [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+private:
+  int fd_ = -1;
+};
+
+// Writes all of data to fd, retrying on EINTR and short writes.
+[[nodiscard]] bool write_all(int fd, std::string_view data);
+
+// Last `max_lines` lines of a text file (for failure reports).
+[[nodiscard]] std::vector<std::string> tail_lines(const fs::path& path, std::size_t max_lines);
+
+} // namespace npc::util

@@ -1,0 +1,18 @@
+#pragma once
+// Logging setup: spdlog at info by default with a short pattern on stderr
+// ("<program>: warning: <message>"); debug adds time and pid.
+
+#include <string>
+#include <string_view>
+
+namespace npc::util {
+
+enum class LogLevel { debug, info, warning, error };
+
+// "DEBUG"/"INFO"/"WARNING"/"WARN"/"ERROR", any case; false on anything else.
+[[nodiscard]] bool parse_log_level(std::string_view text, LogLevel& level);
+
+void setup_logging(const std::string& program, LogLevel level);
+void set_log_level(LogLevel level);
+
+} // namespace npc::util

@@ -1,0 +1,89 @@
+#pragma once
+// Child processes: spawned with posix_spawn and an explicit argv (never a
+// shell), default signal handlers, an empty signal mask, their own process
+// group and stdin from /dev/null.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <npc/util/result.hpp>
+
+namespace npc::util {
+
+namespace fs = std::filesystem;
+
+// The environment handed to a child: a copy of ours with changes applied.
+class Environment {
+public:
+  static Environment current();
+  void set(const std::string& name, const std::string& value);
+  void unset(const std::string& name);
+  [[nodiscard]] std::optional<std::string> get(const std::string& name) const;
+  [[nodiscard]] std::vector<std::string> entries() const; // "NAME=value"
+
+private:
+  std::map<std::string, std::string> vars_;
+};
+
+enum class OutputTo {
+  inherit, // the child writes where we write
+  file,    // stdout and stderr appended to output_file
+  pipe     // stdout and stderr to a pipe whose read end is returned
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;
+  std::optional<Environment> environment; // nullopt: inherit ours
+  std::optional<fs::path> working_dir;
+  OutputTo output = OutputTo::inherit;
+  fs::path output_file;
+  bool stdin_from_null = true;
+  bool own_process_group = true;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int output_fd = -1; // read end of the pipe with OutputTo::pipe; caller closes it
+};
+
+// argv[0] is looked up on PATH when it has no slash.
+[[nodiscard]] Result<Child> spawn(const SpawnOptions& options);
+
+struct ExitStatus {
+  bool signaled = false;
+  int code = 0;   // exit code when !signaled
+  int signal = 0; // signal number when signaled
+  std::uint64_t peak_rss_bytes = 0;
+
+  [[nodiscard]] bool success() const { return !signaled && code == 0; }
+  // "exit code 3" or "killed by signal SIGKILL"
+  [[nodiscard]] std::string describe() const;
+  // What a shell would report: the code, or 128 + the signal number.
+  [[nodiscard]] int shell_code() const { return signaled ? 128 + signal : code; }
+};
+
+// Blocks until the child ends (waitpid loops on EINTR).
+[[nodiscard]] ExitStatus wait_child(pid_t pid);
+// The status if the child has ended, else nullopt. Never blocks.
+[[nodiscard]] std::optional<ExitStatus> try_wait_child(pid_t pid);
+
+// "SIGKILL" for 9; "signal 77" for one without a name.
+[[nodiscard]] std::string signal_name(int signal);
+
+// Signals a whole process group; ESRCH (already gone) is not an error.
+void kill_process_group(pid_t pgid, int signal);
+
+// Absolute path of an executable: a name with a slash is checked as it is,
+// else each PATH entry is tried. The failure says what was searched.
+[[nodiscard]] Result<fs::path> find_executable(const std::string& name,
+                                               const std::optional<std::string>& path_var);
+
+[[nodiscard]] bool process_alive(pid_t pid);
+
+} // namespace npc::util

@@ -1,0 +1,43 @@
+#pragma once
+// SHA-256 through OpenSSL's EVP interface (uses the CPU's SHA extensions when
+// it has them).
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <npc/util/result.hpp>
+
+struct evp_md_ctx_st;
+
+namespace npc::util {
+
+class Sha256 {
+public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void update(std::string_view data);
+  // Lower-case hex of the 32-byte digest. The object is spent afterwards.
+  [[nodiscard]] std::string hex_digest();
+
+private:
+  evp_md_ctx_st* ctx_;
+};
+
+[[nodiscard]] std::string sha256_hex(std::string_view data);
+
+struct FileDigest {
+  std::string sha256;
+  std::uint64_t size = 0;
+};
+
+// Hashes an open descriptor from its start; if `copy_to` >= 0 the bytes are
+// also written there (one read pass serves both integrity check and copy).
+[[nodiscard]] Result<FileDigest> sha256_fd(int fd, int copy_to = -1);
+[[nodiscard]] Result<FileDigest> sha256_file(const std::filesystem::path& path);
+
+} // namespace npc::util

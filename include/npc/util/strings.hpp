@@ -1,0 +1,42 @@
+#pragma once
+// Parsing and formatting of the values users type and read: sizes, counts,
+// durations.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace npc::util {
+
+// "1000", "100GB", "1.5G", "512MiB", "64k" -> bytes. Decimal suffixes
+// (k, M, G, T, with or without B) are powers of 1000, binary ones (Ki, Mi,
+// Gi, Ti, with or without B) powers of 1024. Returns nullopt on anything else.
+[[nodiscard]] std::optional<std::uint64_t> parse_bytes(std::string_view text);
+
+// A non-negative decimal number ("30", "0.5"); nullopt otherwise.
+[[nodiscard]] std::optional<double> parse_non_negative(std::string_view text);
+
+// A whole number in [min, max]; nullopt otherwise.
+[[nodiscard]] std::optional<long long> parse_integer(std::string_view text, long long min,
+                                                     long long max);
+
+// True for 1/true/yes/on (any case): how NEURON_* switches are read.
+[[nodiscard]] bool is_truthy(std::string_view value);
+
+// Value of an environment variable, or nullopt when unset.
+[[nodiscard]] std::optional<std::string> env(const char* name);
+
+[[nodiscard]] std::string format_bytes(std::uint64_t bytes); // "1.5 GB"
+[[nodiscard]] std::string format_seconds(double seconds);    // "1m05s", "3.2s"
+[[nodiscard]] std::string to_lower(std::string_view text);
+[[nodiscard]] std::string_view trim(std::string_view text);
+
+} // namespace npc::util
+
+#include <chrono>
+namespace npc::util {
+// "2026-11-22T08:30:05Z"
+[[nodiscard]] std::string format_utc(std::chrono::system_clock::time_point when);
+[[nodiscard]] std::int64_t to_unix_seconds(std::chrono::system_clock::time_point when);
+} // namespace npc::util

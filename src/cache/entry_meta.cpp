@@ -1,0 +1,134 @@
+#include <npc/cache/entry_meta.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <npc/cache/layout.hpp>
+#include <npc/util/fs.hpp>
+
+namespace npc::cache {
+
+using nlohmann::json;
+
+const AttemptRecord* EntryMeta::last_success() const {
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it)
+    if (it->outcome == "success") return &*it;
+  return nullptr;
+}
+
+namespace {
+
+// The record is ours, but it lives in a shared directory: read it strictly
+// (types checked) and never trust it to be well formed.
+template <typename T> bool get_to(const json& object, const char* name, T& out) {
+  auto it = object.find(name);
+  if (it == object.end()) return true;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return false;
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!it->is_number()) return false;
+  } else {
+    if (!it->is_number_integer()) return false;
+  }
+  out = it->get<T>();
+  return true;
+}
+
+} // namespace
+
+Result<EntryMeta> parse_entry_meta(std::string_view json_text) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return fail("not a JSON object");
+  EntryMeta meta;
+  if (auto it = doc.find("neff"); it != doc.end()) {
+    if (!it->is_object()) return fail("'neff' is not an object");
+    std::string sha;
+    std::uint64_t bytes = 0;
+    if (!get_to(*it, "sha256", sha) || !get_to(*it, "bytes", bytes))
+      return fail("'neff' has fields of the wrong type");
+    if (it->contains("sha256")) meta.neff_sha256 = sha;
+    if (it->contains("bytes")) meta.neff_bytes = bytes;
+  }
+  if (!get_to(doc, "graph_bytes", meta.graph_bytes)) return fail("'graph_bytes' is not a number");
+  if (auto it = doc.find("attempts"); it != doc.end()) {
+    if (!it->is_array()) return fail("'attempts' is not an array");
+    for (const auto& a : *it) {
+      if (!a.is_object()) return fail("an attempt is not an object");
+      AttemptRecord r;
+      if (!get_to(a, "attempt", r.attempt) || !get_to(a, "outcome", r.outcome) ||
+          !get_to(a, "exit", r.exit) || !get_to(a, "exit_code", r.exit_code) ||
+          !get_to(a, "signal", r.signal) || !get_to(a, "wall_seconds", r.wall_seconds) ||
+          !get_to(a, "peak_rss_bytes", r.peak_rss_bytes) ||
+          !get_to(a, "started_unix", r.started_unix))
+        return fail("an attempt has fields of the wrong type");
+      meta.attempts.push_back(std::move(r));
+    }
+  }
+  return meta;
+}
+
+std::string serialize_entry_meta(const EntryMeta& meta) {
+  json doc = json::object();
+  doc["format"] = 1;
+  if (meta.neff_sha256 || meta.neff_bytes) {
+    json neff = json::object();
+    if (meta.neff_sha256) neff["sha256"] = *meta.neff_sha256;
+    if (meta.neff_bytes) neff["bytes"] = *meta.neff_bytes;
+    doc["neff"] = neff;
+  }
+  doc["graph_bytes"] = meta.graph_bytes;
+  json attempts = json::array();
+  for (const auto& r : meta.attempts) {
+    attempts.push_back({{"attempt", r.attempt},
+                        {"outcome", r.outcome},
+                        {"exit", r.exit},
+                        {"exit_code", r.exit_code},
+                        {"signal", r.signal},
+                        {"wall_seconds", r.wall_seconds},
+                        {"peak_rss_bytes", r.peak_rss_bytes},
+                        {"started_unix", r.started_unix}});
+  }
+  doc["attempts"] = attempts;
+  return doc.dump(1) + "\n";
+}
+
+Result<EntryMeta> read_entry_meta(const fs::path& entry_dir) {
+  fs::path path = entry_dir / kMetaFile;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(path, ec))) return EntryMeta{};
+  auto text = util::read_file(path);
+  if (!text) return fail(text.error());
+  auto meta = parse_entry_meta(*text);
+  if (!meta) return fail(path.string() + " is corrupt: " + meta.error());
+  return meta;
+}
+
+Status write_entry_meta(const fs::path& entry_dir, const EntryMeta& meta) {
+  return util::write_file_atomic(entry_dir / kMetaFile, serialize_entry_meta(meta));
+}
+
+Result<std::vector<std::string>> parse_compile_flags(std::string_view json_text) {
+  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return fail("not valid JSON");
+  if (!doc.is_array()) return fail("not a JSON array of strings");
+  std::vector<std::string> flags;
+  for (const auto& item : doc) {
+    if (!item.is_string()) return fail("not a JSON array of strings");
+    flags.push_back(item.get<std::string>());
+  }
+  return flags;
+}
+
+std::string serialize_compile_flags(const std::vector<std::string>& flags) {
+  return json(flags).dump() + "\n";
+}
+
+Result<std::vector<std::string>> read_compile_flags(const fs::path& entry_dir) {
+  fs::path path = entry_dir / kFlagsFile;
+  auto text = util::read_file(path);
+  if (!text) return fail(text.error());
+  auto flags = parse_compile_flags(*text);
+  if (!flags) return fail(path.string() + " is corrupt: " + flags.error());
+  return flags;
+}
+
+} // namespace npc::cache

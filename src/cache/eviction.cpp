@@ -1,0 +1,128 @@
+#include <npc/cache/eviction.hpp>
+
+#include <algorithm>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/layout.hpp>
+#include <npc/util/fs.hpp>
+
+namespace npc::cache {
+
+std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entries,
+                                            const EvictionPolicy& policy, util::WallTime now,
+                                            std::size_t* kept_by_ttl, std::size_t* kept_locked) {
+  std::uint64_t total = 0;
+  for (const auto& e : entries) total += e.bytes;
+  std::vector<const EntryInfo*> order;
+  for (const auto& e : entries) order.push_back(&e);
+  // Oldest use first; the key breaks ties so the order is reproducible.
+  std::sort(order.begin(), order.end(), [](const EntryInfo* a, const EntryInfo* b) {
+    if (a->last_used != b->last_used) return a->last_used < b->last_used;
+    return a->key < b->key;
+  });
+  std::vector<const EntryInfo*> victims;
+  std::size_t ttl_count = 0, locked_count = 0;
+  for (const EntryInfo* e : order) {
+    if (total <= policy.max_bytes) break;
+    if (now - e->last_used < policy.ttl) {
+      ++ttl_count; // and so is everything after it: all used more recently
+      continue;
+    }
+    if (e->state == EntryState::locked) {
+      ++locked_count;
+      continue;
+    }
+    victims.push_back(e);
+    total -= e->bytes;
+  }
+  if (kept_by_ttl) *kept_by_ttl = ttl_count;
+  if (kept_locked) *kept_locked = locked_count;
+  return victims;
+}
+
+namespace {
+
+std::size_t remove_stale_temps(const EntryInfo& entry, util::WallTime now) {
+  if (entry.temp_files.empty() || entry.state == EntryState::locked) return 0;
+  std::size_t removed = 0;
+  for (const auto& name : entry.temp_files) {
+    fs::path path = entry.dir / name;
+    auto when = util::mtime(path);
+    if (!when || now - *when < kStaleTempAge) continue;
+    if (util::remove_tree(path)) ++removed;
+  }
+  return removed;
+}
+
+} // namespace
+
+EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dry_run) {
+  EvictionReport report;
+  std::optional<util::FileLock> lock;
+  if (dry_run == DryRun::no) {
+    if (auto s = util::ensure_dir(cache.private_dir(), 0700); !s) throw EnvironmentError(s.error());
+    auto taken = util::FileLock::try_acquire(cache.private_dir() / kEvictionLock,
+                                             util::LockHolder::self(lock_tool_name()));
+    if (!taken) throw EnvironmentError(taken.error());
+    if (!taken->has_value()) return report; // someone else is evicting
+    lock = std::move(**taken);
+    cache.empty_trash();
+  }
+  report.ran = true;
+  auto now = cache.clock().now();
+  std::vector<EntryInfo> entries = cache.list();
+  report.entries_before = entries.size();
+  for (const auto& e : entries) report.bytes_before += e.bytes;
+  report.bytes_after = report.bytes_before;
+
+  auto victims = plan_eviction(entries, policy, now, &report.kept_by_ttl, &report.kept_locked);
+  for (const EntryInfo* victim : victims) {
+    if (dry_run == DryRun::yes) {
+      report.deleted.push_back(*victim);
+      report.bytes_after -= victim->bytes;
+      continue;
+    }
+    // Look again: it may have been used or locked since the listing.
+    auto fresh = cache.inspect(victim->dir);
+    if (!fresh) continue;
+    if (now - fresh->last_used < policy.ttl) {
+      ++report.kept_by_ttl;
+      continue;
+    }
+    auto removed = cache.remove_entry(victim->dir);
+    if (!removed) {
+      spdlog::warn("eviction: {}", removed.error());
+      continue;
+    }
+    if (!*removed) {
+      ++report.kept_locked;
+      continue;
+    }
+    report.deleted.push_back(*fresh);
+    report.bytes_after -= std::min(report.bytes_after, fresh->bytes);
+  }
+  if (dry_run == DryRun::no) {
+    for (const auto& e : entries) report.stale_temps_removed += remove_stale_temps(e, now);
+    std::ignore = util::write_file_atomic(cache.private_dir() / kEvictionStamp, "");
+    std::ignore = util::set_mtime(cache.private_dir() / kEvictionStamp, now);
+  }
+  return report;
+}
+
+void evict_after_write(const Cache& cache, const EvictionPolicy& policy) {
+  auto last = util::mtime(cache.private_dir() / kEvictionStamp);
+  if (last && cache.clock().now() - *last < kEvictionInterval) return;
+  try {
+    auto report = evict(cache, policy);
+    if (!report.deleted.empty())
+      spdlog::info("evicted {} cache entries ({} bytes) to stay under the limit of {} bytes",
+                   report.deleted.size(), report.bytes_before - report.bytes_after,
+                   policy.max_bytes);
+  } catch (const std::exception& e) {
+    spdlog::warn("cache eviction skipped: {}", e.what());
+  }
+}
+
+} // namespace npc::cache

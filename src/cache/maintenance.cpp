@@ -1,0 +1,72 @@
+#include <npc/cache/maintenance.hpp>
+
+#include <npc/cache/layout.hpp>
+
+namespace npc::cache {
+
+namespace {
+
+// Why a done entry cannot be served, or "" when it can.
+std::string check_done_entry(const Cache& cache, const EntryInfo& entry, bool& unverified) {
+  auto integrity = cache.verify_neff(entry.dir);
+  if (!integrity) return integrity.error();
+  if (*integrity == Integrity::mismatch) return "NEFF does not match its integrity record";
+  if (*integrity == Integrity::unverified) unverified = true;
+  return "";
+}
+
+} // namespace
+
+VerifyReport verify_cache(const Cache& cache, Repair repair) {
+  VerifyReport report;
+  for (auto& entry : cache.list()) {
+    if (!entry.has_done) continue;
+    ++report.checked;
+    bool unverified = false;
+    std::string problem = entry.has_neff ? check_done_entry(cache, entry, unverified)
+                                         : "done marker without a NEFF";
+    if (unverified) ++report.unverified;
+    if (problem.empty()) continue;
+    VerifyReport::Problem item{entry, problem, false};
+    if (repair == Repair::yes) {
+      auto lock = cache.try_lock_entry(entry.dir);
+      if (lock && lock->has_value()) {
+        // Check again under the lock: a compile may have just fixed it.
+        bool again_unverified = false;
+        std::string still = entry.has_neff ? check_done_entry(cache, entry, again_unverified)
+                                           : problem;
+        if (!still.empty()) item.repaired = static_cast<bool>(cache.demote(entry.dir));
+        else item.repaired = true;
+      }
+    }
+    report.problems.push_back(std::move(item));
+  }
+  return report;
+}
+
+ClearLocksReport clear_locks(const Cache& cache, bool force) {
+  ClearLocksReport report;
+  auto consider = [&](const fs::path& path) {
+    if (util::remove_lock_file(path, force)) report.removed.push_back(path);
+    else if (util::probe_lock(path) != util::LockState::absent) report.held.push_back(path);
+  };
+  for (const auto& entry : cache.list())
+    if (entry.has_lock_file) consider(cache.lock_path(entry.dir));
+  std::error_code ec;
+  fs::path eviction_lock = cache.private_dir() / kEvictionLock;
+  if (fs::exists(fs::symlink_status(eviction_lock, ec))) consider(eviction_lock);
+  return report;
+}
+
+std::vector<EntryInfo> clear_failed(const Cache& cache) {
+  std::vector<EntryInfo> cleared;
+  for (auto& entry : cache.list()) {
+    if (entry.state != EntryState::failed) continue;
+    auto lock = cache.try_lock_entry(entry.dir);
+    if (!lock || !lock->has_value()) continue;
+    if (cache.clear_failure(entry.dir)) cleared.push_back(std::move(entry));
+  }
+  return cleared;
+}
+
+} // namespace npc::cache

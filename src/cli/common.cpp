@@ -1,0 +1,77 @@
+#include <npc/cli/common.hpp>
+
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/util/error.hpp>
+#include <npc/util/log.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::cli {
+
+int run_program(const std::string& program, const std::function<int()>& body) {
+  util::setup_logging(program, util::LogLevel::info);
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::success) return 0; // --help or --version was printed
+    spdlog::error("{}", e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return static_cast<int>(ExitCode::failure);
+  }
+}
+
+void parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::ignore = app.exit(e);
+    throw Error("", ExitCode::success);
+  } catch (const CLI::CallForAllHelp& e) {
+    std::ignore = app.exit(e);
+    throw Error("", ExitCode::success);
+  } catch (const CLI::CallForVersion& e) {
+    std::ignore = app.exit(e);
+    throw Error("", ExitCode::success);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string(e.what()) + " (run with --help for usage)");
+  }
+}
+
+Settings load_settings(const config::CacheSettings& overrides) {
+  Settings settings;
+  auto flags = config::neuron_cc_flags_from_environment();
+  settings.cache = flags.cache;
+  settings.cache.merge(overrides);
+  settings.compiler_flags = std::move(flags.compiler_flags);
+  settings.cache_root =
+      config::resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL"));
+  if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
+  return settings;
+}
+
+void add_cache_options(CLI::App& app, config::CacheSettings& settings,
+                       std::string& cache_size_text, std::string& cache_ttl_text) {
+  app.add_option_function<std::string>(
+         "--cache_dir", [&settings](const std::string& dir) { settings.cache_dir = fs::path(dir); },
+         "Use the cache DIR/neuron-compile-cache (as in NEURON_CC_FLAGS)")
+      ->type_name("DIR");
+  app.add_option("--cache_size", cache_size_text, "Cache size limit in bytes (100GB = 10^11)")
+      ->type_name("BYTES");
+  app.add_option("--cache_ttl", cache_ttl_text, "Never evict entries used within DAYS")
+      ->type_name("DAYS");
+}
+
+void finish_cache_options(config::CacheSettings& settings, const std::string& cache_size_text,
+                          const std::string& cache_ttl_text) {
+  std::vector<std::string> words;
+  if (!cache_size_text.empty()) words.push_back("--cache_size=" + cache_size_text);
+  if (!cache_ttl_text.empty()) words.push_back("--cache_ttl=" + cache_ttl_text);
+  if (words.empty()) return;
+  settings.merge(config::split_cache_options(words, "command line").cache);
+}
+
+} // namespace npc::cli

@@ -1,0 +1,280 @@
+// neuron_cache: inspect and maintain the persistent cache.
+
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/eviction.hpp>
+#include <npc/cache/maintenance.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/cli/common.hpp>
+#include <npc/cli/programs.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/strings.hpp>
+#include <npc/util/table.hpp>
+
+namespace npc::cli {
+
+namespace {
+
+using nlohmann::json;
+using cache::EntryInfo;
+using cache::EntryState;
+
+json entry_json(const EntryInfo& e) {
+  return {{"key", e.key.str()},
+          {"state", cache::to_string(e.state)},
+          {"bytes", e.bytes},
+          {"last_used", util::format_utc(e.last_used)},
+          {"last_used_unix", util::to_unix_seconds(e.last_used)},
+          {"compiler_version", e.key.compiler_version},
+          {"path", e.dir.string()}};
+}
+
+void print_json(const json& doc) { std::cout << doc.dump(2) << '\n'; }
+
+int cmd_ls(const cache::Cache& cache, bool as_json) {
+  auto entries = cache.list();
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
+  if (as_json) {
+    json list = json::array();
+    for (const auto& e : entries) list.push_back(entry_json(e));
+    print_json({{"cache_root", cache.root().string()}, {"entries", list}});
+    return 0;
+  }
+  util::Table table({"KEY", "STATE", "SIZE", "LAST USED", "COMPILER"});
+  for (const auto& e : entries)
+    table.add({e.key.module_name(), std::string(cache::to_string(e.state)),
+               util::format_bytes(e.bytes), util::format_utc(e.last_used),
+               e.key.compiler_version});
+  table.print(std::cout);
+  return 0;
+}
+
+int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, bool as_json) {
+  auto entries = cache.list();
+  std::map<std::string, std::size_t> by_state = {
+      {"pending", 0}, {"locked", 0}, {"done", 0}, {"failed", 0}, {"incomplete", 0}};
+  std::uint64_t total = 0;
+  std::optional<util::WallTime> oldest, newest;
+  for (const auto& e : entries) {
+    ++by_state[std::string(cache::to_string(e.state))];
+    total += e.bytes;
+    if (!oldest || e.last_used < *oldest) oldest = e.last_used;
+    if (!newest || e.last_used > *newest) newest = e.last_used;
+  }
+  double ttl_days = settings.cache_ttl_days.value_or(config::kDefaultCacheTtlDays);
+  if (as_json) {
+    json doc = {{"cache_root", cache.root().string()},
+                {"entries", entries.size()},
+                {"states", by_state},
+                {"bytes", total},
+                {"limit_bytes", settings.size_limit()},
+                {"ttl_days", ttl_days},
+                {"oldest_use", oldest ? json(util::format_utc(*oldest)) : json(nullptr)},
+                {"newest_use", newest ? json(util::format_utc(*newest)) : json(nullptr)}};
+    print_json(doc);
+    return 0;
+  }
+  util::Table table({"FIELD", "VALUE"});
+  table.add({"cache root", cache.root().string()});
+  table.add({"entries", std::to_string(entries.size())});
+  for (const auto& [state, count] : by_state) table.add({"  " + state, std::to_string(count)});
+  table.add({"total size", util::format_bytes(total) + " (" + std::to_string(total) + " bytes)"});
+  table.add({"size limit", util::format_bytes(settings.size_limit()) + " (" +
+                               std::to_string(settings.size_limit()) + " bytes)"});
+  table.add({"ttl", fmt::format("{} days", ttl_days)});
+  table.add({"oldest use", oldest ? util::format_utc(*oldest) : "-"});
+  table.add({"newest use", newest ? util::format_utc(*newest) : "-"});
+  table.print(std::cout);
+  return 0;
+}
+
+int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, bool dry_run,
+              bool as_json) {
+  cache::EvictionPolicy policy{settings.size_limit(), settings.ttl()};
+  auto report = cache::evict(cache, policy, dry_run ? cache::DryRun::yes : cache::DryRun::no);
+  if (!report.ran) {
+    spdlog::warn("another process is evicting from {} now; nothing done", cache.root().string());
+    if (as_json) print_json({{"ran", false}});
+    return 0;
+  }
+  if (as_json) {
+    json deleted = json::array();
+    for (const auto& e : report.deleted) deleted.push_back(entry_json(e));
+    print_json({{"ran", true},
+                {"dry_run", dry_run},
+                {"limit_bytes", policy.max_bytes},
+                {"ttl_days", settings.cache_ttl_days.value_or(config::kDefaultCacheTtlDays)},
+                {"bytes_before", report.bytes_before},
+                {"bytes_after", report.bytes_after},
+                {"deleted", deleted},
+                {"kept_by_ttl", report.kept_by_ttl},
+                {"kept_locked", report.kept_locked},
+                {"stale_temps_removed", report.stale_temps_removed}});
+    return 0;
+  }
+  util::Table table({dry_run ? "WOULD DELETE" : "DELETED", "SIZE", "LAST USED"});
+  for (const auto& e : report.deleted)
+    table.add({e.key.str(), util::format_bytes(e.bytes), util::format_utc(e.last_used)});
+  if (!table.empty()) table.print(std::cout);
+  std::cout << (dry_run ? "would free " : "freed ")
+            << util::format_bytes(report.bytes_before - report.bytes_after) << " in "
+            << report.deleted.size() << " entries; cache " << util::format_bytes(report.bytes_after)
+            << " of a " << util::format_bytes(policy.max_bytes) << " limit";
+  if (report.kept_by_ttl > 0) std::cout << "; " << report.kept_by_ttl << " kept (used within the TTL)";
+  if (report.kept_locked > 0) std::cout << "; " << report.kept_locked << " kept (being compiled)";
+  std::cout << '\n';
+  return 0;
+}
+
+int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
+  auto report = cache::verify_cache(cache, repair ? cache::Repair::yes : cache::Repair::no);
+  bool all_repaired = true;
+  for (const auto& p : report.problems) all_repaired = all_repaired && p.repaired;
+  int status = report.problems.empty() || (repair && all_repaired) ? 0 : 1;
+  if (as_json) {
+    json bad = json::array();
+    for (const auto& p : report.problems)
+      bad.push_back({{"key", p.entry.key.str()}, {"problem", p.what}, {"repaired", p.repaired}});
+    print_json({{"checked", report.checked}, {"unverified", report.unverified}, {"bad", bad}});
+    return status;
+  }
+  for (const auto& p : report.problems)
+    std::cout << "BAD " << p.entry.key.str() << ": " << p.what
+              << (p.repaired ? " (demoted to pending)" : "") << '\n';
+  std::cout << report.checked << " done entries checked, " << report.problems.size() << " bad, "
+            << report.unverified << " without an integrity record\n";
+  return status;
+}
+
+int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
+  auto report = cache::clear_locks(cache, force);
+  if (as_json) {
+    json removed = json::array(), held = json::array();
+    for (const auto& p : report.removed) removed.push_back(p.string());
+    for (const auto& p : report.held) held.push_back(p.string());
+    print_json({{"removed", removed}, {"held", held}});
+    return 0;
+  }
+  for (const auto& p : report.removed) std::cout << "removed " << p.string() << '\n';
+  std::cout << report.removed.size() << " lock files removed";
+  if (!report.held.empty())
+    std::cout << ", " << report.held.size() << " held by running processes kept (--force removes them)";
+  std::cout << '\n';
+  return 0;
+}
+
+int cmd_clear_failed(const cache::Cache& cache, bool as_json) {
+  auto cleared = cache::clear_failed(cache);
+  if (as_json) {
+    json list = json::array();
+    for (const auto& e : cleared) list.push_back(e.key.str());
+    print_json({{"cleared", list}});
+    return 0;
+  }
+  for (const auto& e : cleared) std::cout << "cleared " << e.key.str() << '\n';
+  std::cout << cleared.size() << " cached failures cleared\n";
+  return 0;
+}
+
+// Finds the entries a user named: "neuronxcc-V/MODULE_g+f", an entry path,
+// or "MODULE_g+f" alone (every compiler version that has it).
+std::vector<EntryInfo> find_entries(const cache::Cache& cache, const std::string& name) {
+  std::vector<EntryInfo> found;
+  if (auto key = cache::parse_key(name)) {
+    auto info = cache.inspect(cache.entry_dir(*key));
+    if (info) found.push_back(std::move(*info));
+    return found;
+  }
+  std::string g, f;
+  std::string module = fs::path(name).filename().string();
+  if (!cache::parse_module_name(module, g, f))
+    throw UsageError("'" + name + "' is not a cache key (expected neuronxcc-<version>/MODULE_<hash>+<hash> or MODULE_<hash>+<hash>)");
+  for (auto& e : cache.list())
+    if (e.key.module_name() == module) found.push_back(std::move(e));
+  return found;
+}
+
+int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool as_json) {
+  int status = 0;
+  json removed = json::array(), missing = json::array(), locked = json::array();
+  for (const auto& name : keys) {
+    auto entries = find_entries(cache, name);
+    if (entries.empty()) {
+      spdlog::error("no cache entry {} in {}", name, cache.root().string());
+      missing.push_back(name);
+      status = 1;
+    }
+    for (const auto& e : entries) {
+      auto r = cache.remove_entry(e.dir);
+      if (!r) throw EnvironmentError(r.error());
+      if (!*r) {
+        spdlog::error("cache entry {} is being compiled (locked); not removed", e.key.str());
+        locked.push_back(e.key.str());
+        status = 1;
+      } else {
+        removed.push_back(e.key.str());
+        if (!as_json) std::cout << "removed " << e.key.str() << '\n';
+      }
+    }
+  }
+  if (as_json) print_json({{"removed", removed}, {"missing", missing}, {"locked", locked}});
+  return status;
+}
+
+} // namespace
+
+int neuron_cache_main(int argc, char** argv) {
+  return run_program("neuron_cache", [&]() -> int {
+    CLI::App app{"Inspect and maintain the Neuron persistent compile cache.", "neuron_cache"};
+    app.set_version_flag("--version", std::string("neuron_cache ") + NPC_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough();
+    config::CacheSettings overrides;
+    std::string size_text, ttl_text;
+    bool as_json = false;
+    add_cache_options(app, overrides, size_text, ttl_text);
+    app.add_flag("--json", as_json, "Machine-readable output");
+
+    auto* ls = app.add_subcommand("ls", "One row per entry: key, state, size, last use, compiler");
+    auto* stats = app.add_subcommand("stats", "Entries per state, total size, limit, oldest and newest use");
+    auto* prune = app.add_subcommand("prune", "Evict now: least recently used first, above the size limit");
+    std::string max_size, prune_ttl;
+    bool dry_run = false;
+    prune->add_option("--max-size", max_size, "Size limit for this pass")->type_name("BYTES");
+    prune->add_option("--ttl", prune_ttl, "Keep entries used within DAYS")->type_name("DAYS");
+    prune->add_flag("--dry-run", dry_run, "List what would be deleted, delete nothing");
+    auto* verify = app.add_subcommand("verify", "Check every done entry's NEFF against its integrity record");
+    bool repair = false;
+    verify->add_flag("--repair", repair, "Demote bad entries to pending so they compile again");
+    auto* clear_locks = app.add_subcommand("clear-locks", "Remove lock files left by processes that died");
+    bool force = false;
+    clear_locks->add_flag("--force", force, "Remove every lock file, even held ones");
+    auto* clear_failed = app.add_subcommand("clear-failed", "Forget cached failures so those graphs compile again");
+    auto* rm = app.add_subcommand("rm", "Remove entries");
+    std::vector<std::string> keys;
+    rm->add_option("KEY", keys, "neuronxcc-<version>/MODULE_<hash>+<hash>")->required();
+
+    parse_command_line(app, argc, argv);
+    finish_cache_options(overrides, size_text, ttl_text);
+    if (!max_size.empty()) overrides.merge(config::split_cache_options({"--cache_size=" + max_size}, "prune").cache);
+    if (!prune_ttl.empty()) overrides.merge(config::split_cache_options({"--cache_ttl=" + prune_ttl}, "prune").cache);
+    Settings settings = load_settings(overrides);
+    cache::Cache cache(settings.cache_root);
+    cache::set_lock_tool_name("neuron_cache");
+
+    if (*ls) return cmd_ls(cache, as_json);
+    if (*stats) return cmd_stats(cache, settings.cache, as_json);
+    if (*prune) return cmd_prune(cache, settings.cache, dry_run, as_json);
+    if (*verify) return cmd_verify(cache, repair, as_json);
+    if (*clear_locks) return cmd_clear_locks(cache, force, as_json);
+    if (*clear_failed) return cmd_clear_failed(cache, as_json);
+    if (*rm) return cmd_rm(cache, keys, as_json);
+    return 2;
+  });
+}
+
+} // namespace npc::cli

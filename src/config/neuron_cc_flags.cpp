@@ -1,0 +1,141 @@
+#include <npc/config/neuron_cc_flags.hpp>
+
+#include <cmath>
+
+#include <npc/util/error.hpp>
+#include <npc/util/shell_words.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::config {
+
+namespace {
+
+enum class Takes { nothing, value };
+
+struct CacheOption {
+  std::string_view name;
+  Takes takes;
+};
+
+constexpr CacheOption kCacheOptions[] = {
+    {"--cache_dir", Takes::value},     {"--no_cache", Takes::nothing},
+    {"--cache_size", Takes::value},    {"--cache_ttl", Takes::value},
+    {"--retry_failed_compilation", Takes::nothing}, {"--log_level", Takes::value},
+};
+
+const CacheOption* find_option(std::string_view name) {
+  for (const auto& option : kCacheOptions)
+    if (option.name == name) return &option;
+  return nullptr;
+}
+
+[[noreturn]] void bad_value(std::string_view source, std::string_view option,
+                            std::string_view value, std::string_view expected) {
+  throw UsageError(std::string(source) + ": " + std::string(option) + " has the bad value '" +
+                   std::string(value) + "': expected " + std::string(expected));
+}
+
+void apply(CacheSettings& settings, std::string_view source, std::string_view name,
+           const std::string& value) {
+  if (name == "--cache_dir") {
+    if (value.empty()) bad_value(source, name, value, "a directory path");
+    settings.cache_dir = fs::path(value);
+  } else if (name == "--no_cache") {
+    settings.no_cache = true;
+  } else if (name == "--cache_size") {
+    auto bytes = util::parse_bytes(value);
+    if (!bytes) bad_value(source, name, value, "a size in bytes such as 100000000000 or 100GB");
+    settings.cache_size = *bytes;
+  } else if (name == "--cache_ttl") {
+    auto days = util::parse_non_negative(value);
+    if (!days) bad_value(source, name, value, "a non-negative number of days such as 30");
+    settings.cache_ttl_days = *days;
+  } else if (name == "--retry_failed_compilation") {
+    settings.retry_failed_compilation = true;
+  } else if (name == "--log_level") {
+    util::LogLevel level{};
+    if (!util::parse_log_level(value, level))
+      bad_value(source, name, value, "one of DEBUG, INFO, WARNING, ERROR");
+    settings.log_level = level;
+  }
+}
+
+} // namespace
+
+std::chrono::seconds CacheSettings::ttl() const {
+  double days = cache_ttl_days.value_or(kDefaultCacheTtlDays);
+  return std::chrono::seconds(static_cast<long long>(std::llround(days * 86400.0)));
+}
+
+void CacheSettings::merge(const CacheSettings& later) {
+  if (later.cache_dir) cache_dir = later.cache_dir;
+  no_cache = no_cache || later.no_cache;
+  if (later.cache_size) cache_size = later.cache_size;
+  if (later.cache_ttl_days) cache_ttl_days = later.cache_ttl_days;
+  retry_failed_compilation = retry_failed_compilation || later.retry_failed_compilation;
+  if (later.log_level) log_level = later.log_level;
+}
+
+NeuronCcFlags split_cache_options(const std::vector<std::string>& words, std::string_view source) {
+  NeuronCcFlags result;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    auto eq = word.find('=');
+    std::string_view name = std::string_view(word).substr(0, eq);
+    const CacheOption* option = find_option(name);
+    if (option == nullptr) {
+      result.compiler_flags.push_back(word);
+      continue;
+    }
+    std::string value;
+    if (option->takes == Takes::nothing) {
+      if (eq != std::string::npos)
+        throw UsageError(std::string(source) + ": " + std::string(name) +
+                         " takes no value, but was given '" + word.substr(eq + 1) + "'");
+    } else if (eq != std::string::npos) {
+      value = word.substr(eq + 1);
+    } else {
+      if (i + 1 >= words.size() || words[i + 1].starts_with("--"))
+        throw UsageError(std::string(source) + ": " + std::string(name) +
+                         " is missing its value (write " + std::string(name) + "=VALUE)");
+      value = words[++i];
+    }
+    apply(result.cache, source, name, value);
+  }
+  return result;
+}
+
+NeuronCcFlags parse_neuron_cc_flags(std::string_view text) {
+  auto words = util::split_shell_words(text);
+  if (!words) throw UsageError("NEURON_CC_FLAGS: " + words.error());
+  return split_cache_options(*words, "NEURON_CC_FLAGS");
+}
+
+NeuronCcFlags neuron_cc_flags_from_environment() {
+  auto text = util::env("NEURON_CC_FLAGS");
+  if (!text) return {};
+  return parse_neuron_cc_flags(*text);
+}
+
+fs::path resolve_cache_root(const CacheSettings& settings,
+                            const std::optional<std::string>& cache_url) {
+  if (settings.cache_dir) return *settings.cache_dir / kCacheDirName;
+  if (cache_url && !cache_url->empty()) {
+    const std::string& url = *cache_url;
+    auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return fs::path(url);
+    std::string scheme = util::to_lower(url.substr(0, scheme_end));
+    if (scheme == "file") {
+      std::string path = url.substr(scheme_end + 3);
+      if (path.empty() || path.front() != '/')
+        throw UsageError("NEURON_COMPILE_CACHE_URL: '" + url +
+                         "' is not an absolute file:// URL (write file:///path/to/cache)");
+      return fs::path(path);
+    }
+    throw UsageError("NEURON_COMPILE_CACHE_URL: the scheme '" + scheme + "://' of '" + url +
+                     "' is not supported; use a local or mounted directory path");
+  }
+  return fs::path(kDefaultCacheRoot);
+}
+
+} // namespace npc::config

@@ -1,0 +1,205 @@
+#include <npc/util/file_lock.hpp>
+
+#include <cerrno>
+#include <ctime>
+#include <fcntl.h>
+#include <random>
+#include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include <npc/util/fs.hpp>
+
+namespace npc::util {
+
+namespace {
+
+// Backoff between attempts to take a held lock: short enough that a waiter
+// sees a finished compile quickly, random so that waiters do not move in step.
+constexpr auto kMinBackoff = std::chrono::milliseconds(5);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(100);
+// How many times to retry when the file we locked was unlinked under us.
+constexpr int kMaxRelinkRetries = 100;
+
+std::string hostname() {
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+  return buffer;
+}
+
+bool same_file(int fd, const fs::path& path) {
+  struct stat by_fd {}, by_path {};
+  if (::fstat(fd, &by_fd) != 0) return false;
+  if (::lstat(path.c_str(), &by_path) != 0) return false;
+  return by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino;
+}
+
+} // namespace
+
+std::string LockHolder::serialize() const {
+  std::ostringstream out;
+  out << "pid=" << pid << " host=" << host << " start=" << start_unix << " tool=" << tool;
+  return out.str();
+}
+
+std::string LockHolder::describe() const {
+  std::time_t t = static_cast<std::time_t>(start_unix);
+  char when[32] = "?";
+  std::tm tm{};
+  if (::gmtime_r(&t, &tm) != nullptr) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return "pid " + std::to_string(pid) + " on " + host + (tool.empty() ? "" : " (" + tool + ")") +
+         ", since " + when;
+}
+
+std::optional<LockHolder> LockHolder::parse(std::string_view text) {
+  LockHolder holder;
+  bool have_pid = false;
+  std::string s(text.substr(0, text.find('\n')));
+  std::istringstream in(s);
+  std::string field;
+  while (in >> field) {
+    auto eq = field.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    std::string name = field.substr(0, eq), value = field.substr(eq + 1);
+    try {
+      if (name == "pid") {
+        size_t used = 0;
+        long long v = std::stoll(value, &used);
+        if (used != value.size() || v <= 0 || v > 0x7fffffff) return std::nullopt;
+        holder.pid = static_cast<pid_t>(v);
+        have_pid = true;
+      } else if (name == "host") {
+        holder.host = value;
+      } else if (name == "start") {
+        size_t used = 0;
+        holder.start_unix = std::stoll(value, &used);
+        if (used != value.size()) return std::nullopt;
+      } else if (name == "tool") {
+        holder.tool = value;
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  if (!have_pid) return std::nullopt;
+  return holder;
+}
+
+LockHolder LockHolder::self(const std::string& tool) {
+  LockHolder me;
+  me.pid = ::getpid();
+  me.host = hostname();
+  me.start_unix = static_cast<std::int64_t>(std::time(nullptr));
+  me.tool = tool;
+  return me;
+}
+
+FileLock::~FileLock() { release(); }
+
+FileLock::FileLock(FileLock&& other) noexcept : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+FileLock& FileLock::operator=(FileLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+void FileLock::release() {
+  if (fd_ < 0) return;
+  // Unlink while still holding the lock, and only if the path is still our
+  // file (clear-locks --force or an eviction may have moved it).
+  if (same_file(fd_, path_)) std::ignore = ::unlink(path_.c_str());
+  ::close(fd_);
+  fd_ = -1;
+}
+
+Result<std::optional<FileLock>> FileLock::try_acquire(const fs::path& path, const LockHolder& me) {
+  for (int attempt = 0; attempt < kMaxRelinkRetries; ++attempt) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return fail(errno_text("cannot open lock file", path, errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) return std::optional<FileLock>{};
+      if (err == EINTR) continue;
+      return fail(errno_text("cannot lock", path, err));
+    }
+    if (!same_file(fd, path)) { // released and unlinked between open and flock
+      ::close(fd);
+      continue;
+    }
+    std::string record = me.serialize() + "\n";
+    if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, record.data(), record.size(), 0) < 0) {
+      int err = errno;
+      std::ignore = ::unlink(path.c_str());
+      ::close(fd);
+      return fail(errno_text("cannot write lock record", path, err));
+    }
+    return std::optional<FileLock>(FileLock(path, fd));
+  }
+  return fail("cannot lock " + path.string() + ": the lock file keeps being replaced");
+}
+
+Result<FileLock> FileLock::acquire(const fs::path& path, const LockHolder& me,
+                                   std::chrono::milliseconds timeout,
+                                   const std::function<void(const std::optional<LockHolder>&)>& on_wait) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = kMinBackoff;
+  bool told = false;
+  for (;;) {
+    auto attempt = try_acquire(path, me);
+    if (!attempt) return fail(attempt.error());
+    if (attempt->has_value()) return std::move(**attempt);
+    if (!told && on_wait) {
+      std::optional<LockHolder> holder;
+      std::ignore = probe_lock(path, &holder);
+      on_wait(holder);
+      told = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::optional<LockHolder> holder;
+      std::ignore = probe_lock(path, &holder);
+      return fail("timed out after " + std::to_string(timeout.count() / 1000) +
+                  "s waiting for lock " + path.string() + " held by " +
+                  (holder ? holder->describe() : std::string("an unknown process")));
+    }
+    std::uniform_int_distribution<long> jitter(kMinBackoff.count(), backoff.count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+    backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+  }
+}
+
+LockState probe_lock(const fs::path& path, std::optional<LockHolder>* holder) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return errno == ENOENT ? LockState::absent : LockState::held;
+  if (holder != nullptr) {
+    char buffer[512];
+    ssize_t n = ::pread(fd.get(), buffer, sizeof buffer - 1, 0);
+    if (n > 0) *holder = LockHolder::parse(std::string_view(buffer, static_cast<size_t>(n)));
+  }
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0) return LockState::held;
+  return LockState::free; // closing the descriptor drops our shared lock
+}
+
+bool remove_lock_file(const fs::path& path, bool force) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) {
+    // Not openable (garbage such as a directory or a dangling symlink):
+    // remove only when forced.
+    return force && ::unlink(path.c_str()) == 0;
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && !force) return false;
+  if (!same_file(fd.get(), path)) return false;
+  return ::unlink(path.c_str()) == 0;
+}
+
+} // namespace npc::util

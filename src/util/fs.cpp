@@ -1,0 +1,210 @@
+#include <npc/util/fs.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace npc::util {
+
+std::string errno_text(std::string_view what, const fs::path& path, int err) {
+  return std::string(what) + " " + path.string() + ": " + std::strerror(err);
+}
+
+bool is_temp_name(std::string_view filename) { return filename.starts_with(kTempPrefix); }
+
+Result<std::string> read_file(const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
+  std::string data;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno_text("cannot read", path, errno));
+    }
+    if (n == 0) break;
+    data.append(buffer, static_cast<size_t>(n));
+  }
+  return data;
+}
+
+static std::string random_suffix() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string s(8, '0');
+  for (auto& c : s) c = kDigits[rng() % 36];
+  return s;
+}
+
+AtomicFile::AtomicFile(fs::path final_path, unsigned mode)
+    : final_path_(std::move(final_path)), mode_(mode) {
+  temp_path_ = final_path_.parent_path() /
+               (std::string(kTempPrefix) + final_path_.filename().string() + "." +
+                std::to_string(::getpid()) + "." + random_suffix());
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_path_.empty()) std::ignore = ::unlink(temp_path_.c_str());
+}
+
+Status AtomicFile::open() {
+  fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_);
+  if (fd_ < 0) return fail(errno_text("cannot create", temp_path_, errno));
+  return ok_status();
+}
+
+Status AtomicFile::write(std::string_view data) {
+  if (fd_ < 0) return fail("write to a closed file " + temp_path_.string());
+  if (!write_all(fd_, data)) return fail(errno_text("cannot write", temp_path_, errno));
+  return ok_status();
+}
+
+Status AtomicFile::commit(Overwrite overwrite) {
+  if (fd_ < 0) return fail("commit of a closed file " + temp_path_.string());
+  int fd = fd_;
+  fd_ = -1;
+  // A failed close can mean lost data (NFS, disk full): it must be checked.
+  if (::close(fd) != 0) return fail(errno_text("cannot write", temp_path_, errno));
+  if (overwrite == Overwrite::no) {
+    // link() fails with EEXIST instead of replacing: first writer wins.
+    if (::link(temp_path_.c_str(), final_path_.c_str()) != 0) {
+      int err = errno;
+      return fail(errno_text("cannot publish", final_path_, err));
+    }
+    std::ignore = ::unlink(temp_path_.c_str());
+  } else if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    return fail(errno_text("cannot publish", final_path_, errno));
+  }
+  committed_ = true;
+  return ok_status();
+}
+
+Status write_file_atomic(const fs::path& path, std::string_view data, Overwrite overwrite,
+                         unsigned mode) {
+  AtomicFile file(path, mode);
+  if (auto s = file.open(); !s) return s;
+  if (auto s = file.write(data); !s) return s;
+  return file.commit(overwrite);
+}
+
+Status append_line(const fs::path& path, std::string_view line) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
+  std::string record(line);
+  record.push_back('\n');
+  if (!write_all(fd.get(), record)) return fail(errno_text("cannot append to", path, errno));
+  return ok_status();
+}
+
+Status ensure_dir(const fs::path& path, unsigned mode) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return ok_status();
+  if (fs::exists(fs::symlink_status(path, ec)))
+    return fail("cannot use " + path.string() + " as a directory: it exists and is not one");
+  if (path.has_parent_path() && path.parent_path() != path) {
+    if (auto s = ensure_dir(path.parent_path(), mode); !s) return s;
+  }
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
+    return fail(errno_text("cannot create directory", path, errno));
+  if (!fs::is_directory(path, ec))
+    return fail("cannot use " + path.string() + " as a directory: it exists and is not one");
+  return ok_status();
+}
+
+Status remove_tree(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return fail("cannot remove " + path.string() + ": " + ec.message());
+  return ok_status();
+}
+
+Result<FileTime> mtime(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return fail(errno_text("cannot stat", path, errno));
+  using namespace std::chrono;
+  return FileTime(duration_cast<FileTime::duration>(seconds(st.st_mtim.tv_sec) +
+                                                    nanoseconds(st.st_mtim.tv_nsec)));
+}
+
+Status set_mtime(const fs::path& path, FileTime when) {
+  using namespace std::chrono;
+  auto ns = duration_cast<nanoseconds>(when.time_since_epoch()).count();
+  struct timespec times[2];
+  times[0].tv_sec = 0;
+  times[0].tv_nsec = UTIME_OMIT; // atime is not ours to manage
+  times[1].tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  times[1].tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0)
+    return fail(errno_text("cannot set the time of", path, errno));
+  return ok_status();
+}
+
+TempDir::TempDir(const fs::path& parent, std::string_view prefix) {
+  std::string pattern = (parent / (std::string(prefix) + "XXXXXX")).string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw EnvironmentError(errno_text("cannot create a temporary directory in", parent, errno));
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  if (!keep_ && !path_.empty()) std::ignore = remove_tree(path_);
+}
+
+UniqueFd::~UniqueFd() { reset(); }
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::vector<std::string> tail_lines(const fs::path& path, std::size_t max_lines) {
+  // Read at most the last 64 KiB: enough for any reasonable tail.
+  constexpr off_t kTailBytes = 64 * 1024;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return {};
+  off_t start = st.st_size > kTailBytes ? st.st_size - kTailBytes : 0;
+  std::string data(static_cast<size_t>(st.st_size - start), '\0');
+  ssize_t n = ::pread(fd.get(), data.data(), data.size(), start);
+  if (n <= 0) return {};
+  data.resize(static_cast<size_t>(n));
+  std::vector<std::string> lines;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t end = data.find('\n', pos);
+    if (end == std::string::npos) end = data.size();
+    lines.emplace_back(data.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (start > 0 && !lines.empty()) lines.erase(lines.begin()); // partial first line
+  if (lines.size() > max_lines) lines.erase(lines.begin(), lines.end() - static_cast<long>(max_lines));
+  return lines;
+}
+
+} // namespace npc::util

@@ -1,0 +1,78 @@
+#include <npc/util/log.hpp>
+
+#include <memory>
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <npc/util/strings.hpp>
+
+namespace npc::util {
+
+namespace {
+
+// "%*" prints "warning: " or "error: " before such messages and nothing
+// before info, so ordinary progress reads as plain text.
+class SeverityPrefix final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string_view prefix;
+    switch (msg.level) {
+    case spdlog::level::warn: prefix = "warning: "; break;
+    case spdlog::level::err:
+    case spdlog::level::critical: prefix = "error: "; break;
+    case spdlog::level::debug:
+    case spdlog::level::trace: prefix = "debug: "; break;
+    default: break;
+    }
+    dest.append(prefix.data(), prefix.data() + prefix.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<SeverityPrefix>();
+  }
+};
+
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  switch (level) {
+  case LogLevel::debug: return spdlog::level::debug;
+  case LogLevel::info: return spdlog::level::info;
+  case LogLevel::warning: return spdlog::level::warn;
+  case LogLevel::error: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+void apply_pattern(LogLevel level) {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<SeverityPrefix>('*');
+  formatter->set_pattern(level == LogLevel::debug ? "%n [%H:%M:%S.%e pid %P] %*%v" : "%n: %*%v");
+  spdlog::set_formatter(std::move(formatter));
+}
+
+} // namespace
+
+bool parse_log_level(std::string_view text, LogLevel& level) {
+  auto v = to_lower(text);
+  if (v == "debug") level = LogLevel::debug;
+  else if (v == "info") level = LogLevel::info;
+  else if (v == "warning" || v == "warn") level = LogLevel::warning;
+  else if (v == "error") level = LogLevel::error;
+  else return false;
+  return true;
+}
+
+void setup_logging(const std::string& program, LogLevel level) {
+  auto logger = std::make_shared<spdlog::logger>(
+      program, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  spdlog::set_default_logger(logger);
+  set_log_level(level);
+}
+
+void set_log_level(LogLevel level) {
+  spdlog::set_level(to_spdlog(level));
+  apply_pattern(level);
+}
+
+} // namespace npc::util

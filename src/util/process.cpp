@@ -1,0 +1,218 @@
+#include <npc/util/process.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <npc/util/fs.hpp>
+
+extern char** environ;
+
+namespace npc::util {
+
+Environment Environment::current() {
+  Environment env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    env.vars_[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+void Environment::set(const std::string& name, const std::string& value) { vars_[name] = value; }
+void Environment::unset(const std::string& name) { vars_.erase(name); }
+
+std::optional<std::string> Environment::get(const std::string& name) const {
+  auto it = vars_.find(name);
+  if (it == vars_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> Environment::entries() const {
+  std::vector<std::string> out;
+  out.reserve(vars_.size());
+  for (const auto& [name, value] : vars_) out.push_back(name + "=" + value);
+  return out;
+}
+
+namespace {
+
+// RAII for the posix_spawn attribute and file-action objects.
+struct SpawnSetup {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+};
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+} // namespace
+
+Result<Child> spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return fail("nothing to run: empty command");
+  std::optional<std::string> path_var;
+  if (options.environment)
+    path_var = options.environment->get("PATH");
+  else if (const char* p = std::getenv("PATH"))
+    path_var = p;
+  auto program = find_executable(options.argv[0], path_var);
+  if (!program) return fail(program.error());
+
+  SpawnSetup setup;
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  sigset_t empty;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&setup.attr, &empty);
+  sigset_t all;
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigdefault(&setup.attr, &all);
+  if (options.own_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    posix_spawnattr_setpgroup(&setup.attr, 0);
+  }
+  posix_spawnattr_setflags(&setup.attr, flags);
+
+  if (options.stdin_from_null)
+    posix_spawn_file_actions_addopen(&setup.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+
+  UniqueFd pipe_read, pipe_write;
+  if (options.output == OutputTo::file) {
+    posix_spawn_file_actions_addopen(&setup.actions, STDOUT_FILENO, options.output_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&setup.actions, STDOUT_FILENO, STDERR_FILENO);
+  } else if (options.output == OutputTo::pipe) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+      return fail(std::string("cannot create a pipe: ") + std::strerror(errno));
+    pipe_read.reset(fds[0]);
+    pipe_write.reset(fds[1]);
+    posix_spawn_file_actions_adddup2(&setup.actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&setup.actions, fds[1], STDERR_FILENO);
+  }
+  if (options.working_dir)
+    posix_spawn_file_actions_addchdir_np(&setup.actions, options.working_dir->c_str());
+
+  std::vector<std::string> argv = options.argv;
+  auto argv_c = c_strings(argv);
+  std::vector<std::string> env_strings;
+  std::vector<char*> env_c;
+  char** envp = environ;
+  if (options.environment) {
+    env_strings = options.environment->entries();
+    env_c = c_strings(env_strings);
+    envp = env_c.data();
+  }
+
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, program->c_str(), &setup.actions, &setup.attr, argv_c.data(), envp);
+  if (rc != 0)
+    return fail("cannot run " + program->string() + ": " + std::strerror(rc));
+  Child child;
+  child.pid = pid;
+  if (options.output == OutputTo::pipe) child.output_fd = pipe_read.release();
+  return child;
+}
+
+namespace {
+ExitStatus to_exit_status(int status, const struct rusage& usage) {
+  ExitStatus exit;
+  if (WIFSIGNALED(status)) {
+    exit.signaled = true;
+    exit.signal = WTERMSIG(status);
+  } else {
+    exit.code = WEXITSTATUS(status);
+  }
+  exit.peak_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024; // ru_maxrss is KiB
+  return exit;
+}
+} // namespace
+
+ExitStatus wait_child(pid_t pid) {
+  int status = 0;
+  struct rusage usage {};
+  while (::wait4(pid, &status, 0, &usage) < 0) {
+    if (errno != EINTR) return ExitStatus{false, 127, 0, 0};
+  }
+  return to_exit_status(status, usage);
+}
+
+std::optional<ExitStatus> try_wait_child(pid_t pid) {
+  int status = 0;
+  struct rusage usage {};
+  for (;;) {
+    pid_t r = ::wait4(pid, &status, WNOHANG, &usage);
+    if (r == 0) return std::nullopt;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ExitStatus{false, 127, 0, 0}; // not our child any more
+    }
+    return to_exit_status(status, usage);
+  }
+}
+
+std::string ExitStatus::describe() const {
+  if (signaled) return "killed by signal " + signal_name(signal);
+  return "exit code " + std::to_string(code);
+}
+
+std::string signal_name(int signal) {
+  if (const char* abbrev = ::sigabbrev_np(signal)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(signal);
+}
+
+void kill_process_group(pid_t pgid, int signal) {
+  if (pgid > 0) std::ignore = ::kill(-pgid, signal);
+}
+
+Result<fs::path> find_executable(const std::string& name,
+                                 const std::optional<std::string>& path_var) {
+  auto is_executable = [](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (is_executable(name)) return fs::path(name);
+    return fail(name + " is not an executable file");
+  }
+  std::string path = path_var.value_or("/usr/local/bin:/usr/bin:/bin");
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    if (is_executable(candidate)) return candidate;
+    start = end + 1;
+  }
+  return fail(name + " was not found on PATH (" + path + ")");
+}
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+} // namespace npc::util

@@ -1,0 +1,131 @@
+#include <npc/util/strings.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace npc::util {
+
+std::string to_lower(std::string_view text) {
+  std::string out(text);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return text;
+}
+
+static std::optional<double> parse_decimal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  for (char c : text)
+    if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return std::nullopt;
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<std::uint64_t> parse_bytes(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
+  auto number = parse_decimal(text.substr(0, digits));
+  if (!number) return std::nullopt;
+  std::string suffix = to_lower(text.substr(digits));
+  if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();
+  double scale = 1;
+  if (suffix.empty()) scale = 1;
+  else if (suffix == "k") scale = 1e3;
+  else if (suffix == "m") scale = 1e6;
+  else if (suffix == "g") scale = 1e9;
+  else if (suffix == "t") scale = 1e12;
+  else if (suffix == "ki") scale = 1024.0;
+  else if (suffix == "mi") scale = 1024.0 * 1024;
+  else if (suffix == "gi") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "ti") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return std::nullopt;
+  double bytes = *number * scale;
+  if (bytes > 1.8e19) return std::nullopt;
+  if (suffix.empty() && std::floor(*number) != *number) return std::nullopt; // "1.5" bytes
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::optional<double> parse_non_negative(std::string_view text) { return parse_decimal(text); }
+
+std::optional<long long> parse_integer(std::string_view text, long long min, long long max) {
+  long long value = 0;
+  if (text.empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  if (value < min || value > max) return std::nullopt;
+  return value;
+}
+
+bool is_truthy(std::string_view value) {
+  auto v = to_lower(trim(value));
+  return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1000 && unit < 5) {
+    value /= 1000;
+    ++unit;
+  }
+  char buffer[32];
+  if (unit == 0)
+    std::snprintf(buffer, sizeof buffer, "%llu B", static_cast<unsigned long long>(bytes));
+  else
+    std::snprintf(buffer, sizeof buffer, "%.1f %s", value, kUnits[unit]);
+  return buffer;
+}
+
+std::string format_seconds(double seconds) {
+  char buffer[32];
+  if (seconds < 60) {
+    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    auto s = static_cast<long>(seconds);
+    std::snprintf(buffer, sizeof buffer, "%ldm%02lds", s / 60, s % 60);
+  } else {
+    auto s = static_cast<long>(seconds);
+    std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  }
+  return buffer;
+}
+
+} // namespace npc::util
+
+#include <ctime>
+namespace npc::util {
+
+std::int64_t to_unix_seconds(std::chrono::system_clock::time_point when) {
+  return std::chrono::duration_cast<std::chrono::seconds>(when.time_since_epoch()).count();
+}
+
+std::string format_utc(std::chrono::system_clock::time_point when) {
+  std::time_t t = static_cast<std::time_t>(to_unix_seconds(when));
+  std::tm tm{};
+  char buffer[32] = "?";
+  if (::gmtime_r(&t, &tm) != nullptr) std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+} // namespace npc::util
