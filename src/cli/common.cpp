@@ -48,7 +48,8 @@ Settings load_settings(const config::CacheSettings& overrides) {
   settings.cache.merge(overrides);
   settings.compiler_flags = std::move(flags.compiler_flags);
   settings.cache_root =
-      config::resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL"));
+      fs::absolute(config::resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL")))
+          .lexically_normal();
   if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
   return settings;
 }

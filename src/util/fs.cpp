@@ -148,7 +148,9 @@ Status set_mtime(const fs::path& path, FileTime when) {
 }
 
 TempDir::TempDir(const fs::path& parent, std::string_view prefix) {
-  std::string pattern = (parent / (std::string(prefix) + "XXXXXX")).string();
+  // Absolute, so that it still names the same place for a child that starts
+  // in another working directory.
+  std::string pattern = (fs::absolute(parent) / (std::string(prefix) + "XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr)
     throw EnvironmentError(errno_text("cannot create a temporary directory in", parent, errno));
   path_ = pattern;

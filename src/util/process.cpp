@@ -112,6 +112,10 @@ Result<Child> spawn(const SpawnOptions& options) {
     posix_spawn_file_actions_adddup2(&setup.actions, fds[1], STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&setup.actions, fds[1], STDERR_FILENO);
   }
+  if (options.output == OutputTo::fds) {
+    posix_spawn_file_actions_adddup2(&setup.actions, options.stdout_fd, STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&setup.actions, options.stderr_fd, STDERR_FILENO);
+  }
   if (options.working_dir)
     posix_spawn_file_actions_addchdir_np(&setup.actions, options.working_dir->c_str());
 
@@ -213,6 +217,77 @@ Result<fs::path> find_executable(const std::string& name,
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
   return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+} // namespace npc::util
+
+#include <dirent.h>
+#include <fstream>
+#include <sys/prctl.h>
+#include <thread>
+
+namespace npc::util {
+
+void become_subreaper() { std::ignore = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+void reap_untracked_children(const std::set<pid_t>& tracked) {
+  for (;;) {
+    siginfo_t info{};
+    info.si_pid = 0;
+    // Peek without reaping, so a tracked child's status stays for its owner.
+    if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) return;
+    if (tracked.count(info.si_pid) != 0) return;
+    int status = 0;
+    std::ignore = ::waitpid(info.si_pid, &status, WNOHANG);
+  }
+}
+
+namespace {
+
+// Children of `parent` from /proc: (pid, pgid) pairs.
+std::vector<std::pair<pid_t, pid_t>> children_of(pid_t parent) {
+  std::vector<std::pair<pid_t, pid_t>> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (struct dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, pgid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgid) != 3) continue;
+    if (ppid == parent && state != 'Z') found.emplace_back(static_cast<pid_t>(pid), static_cast<pid_t>(pgid));
+  }
+  ::closedir(proc);
+  return found;
+}
+
+} // namespace
+
+void kill_all_descendants(int rounds) {
+  pid_t self = ::getpid();
+  pid_t own_group = ::getpgrp();
+  for (int round = 0; round < rounds; ++round) {
+    auto children = children_of(self);
+    if (children.empty()) return;
+    for (auto [pid, pgid] : children) {
+      if (pgid != own_group && pgid > 1) std::ignore = ::kill(-pgid, SIGKILL);
+      std::ignore = ::kill(pid, SIGKILL);
+    }
+    // Let the kills land, reap, and look again: their orphans are ours now.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (auto [pid, pgid] : children) {
+      int status = 0;
+      std::ignore = ::waitpid(pid, &status, WNOHANG);
+    }
+    reap_untracked_children({});
+  }
 }
 
 } // namespace npc::util

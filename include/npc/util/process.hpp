@@ -34,7 +34,8 @@ private:
 enum class OutputTo {
   inherit, // the child writes where we write
   file,    // stdout and stderr appended to output_file
-  pipe     // stdout and stderr to a pipe whose read end is returned
+  pipe,    // stdout and stderr to a pipe whose read end is returned
+  fds      // stdout to stdout_fd, stderr to stderr_fd (the caller's descriptors)
 };
 
 struct SpawnOptions {
@@ -43,6 +44,8 @@ struct SpawnOptions {
   std::optional<fs::path> working_dir;
   OutputTo output = OutputTo::inherit;
   fs::path output_file;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
   bool stdin_from_null = true;
   bool own_process_group = true;
 };
@@ -85,5 +88,23 @@ void kill_process_group(pid_t pgid, int signal);
                                                const std::optional<std::string>& path_var);
 
 [[nodiscard]] bool process_alive(pid_t pid);
+
+} // namespace npc::util
+
+#include <set>
+namespace npc::util {
+
+// Makes this process the reaper of its orphaned descendants (Linux
+// PR_SET_CHILD_SUBREAPER), so that a grandchild whose parent died can still
+// be found and ended.
+void become_subreaper();
+
+// Reaps ended children that are not in `tracked` (orphans handed to us as
+// subreaper), leaving the tracked ones for their owners to wait for.
+void reap_untracked_children(const std::set<pid_t>& tracked);
+
+// SIGKILLs every process whose parent is this one, and their process groups,
+// repeating until none is left or `rounds` passes have been made.
+void kill_all_descendants(int rounds = 5);
 
 } // namespace npc::util

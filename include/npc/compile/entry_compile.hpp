@@ -1,0 +1,60 @@
+#pragma once
+// Compiles one cache entry in place: the graph and compile_flags.json already
+// in the entry go to the compiler; the result is published into the entry.
+// This is what `neuron_cc_wrapper compile-entry DIR` runs for the launcher's
+// workers, and what a just-in-time miss runs after storing the graph.
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/compile/driver.hpp>
+
+namespace npc::compile {
+
+// How long a caller waits for another process's compile of the same entry.
+// Large graphs take hours to compile; waiting less would only start a second
+// wait later.
+inline constexpr auto kDefaultLockWait = std::chrono::hours(6);
+
+struct EntryCompileOptions {
+  fs::path compiler;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds lock_wait = kDefaultLockWait; // zero: do not wait
+  bool retry_failed = false;
+};
+
+enum class EntryOutcome {
+  compiled,       // we compiled it and published the NEFF
+  already_done,   // done (maybe by another process while we waited)
+  cached_failure, // a failed result is cached and retry was not asked for
+  failed,         // we compiled it and the compiler failed (result cached)
+  interrupted,    // a signal stopped the compile; the entry is left pending
+  locked_elsewhere // lock_wait was zero and another process holds the lock
+};
+
+// Exit status of `compile-entry --no-wait` when another process holds the
+// entry's lock (EX_TEMPFAIL: try again later).
+inline constexpr int kExitLockedElsewhere = 75;
+
+struct EntryCompileResult {
+  EntryOutcome outcome = EntryOutcome::failed;
+  std::optional<CompileRun> run;
+  cache::AttemptRecord attempt;
+  fs::path log_path; // model.log of a failure
+};
+
+// Throws npc::Error when the entry cannot be compiled at all (no graph,
+// corrupt compile_flags.json, lock wait timed out, compiler not startable).
+[[nodiscard]] EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
+                                               const EntryCompileOptions& options);
+
+// "<entry>: compiler exit code 70; log <path>" followed by the log's last
+// lines, for the user.
+[[nodiscard]] std::string describe_failure(const fs::path& entry_dir, const std::string& how,
+                                           const fs::path& log_path, std::size_t tail_lines = 20);
+
+} // namespace npc::compile

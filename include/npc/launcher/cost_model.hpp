@@ -1,0 +1,47 @@
+#pragma once
+// Predicts what a compile will cost (wall time and peak memory) from the
+// attempts recorded in this cache: the entry's own last success first, else
+// the rates of past compiles of similar size, else the graph's size alone.
+// The pool uses it to start the costliest compile first and to keep the
+// compiles that run together within memory.
+
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+namespace npc::launcher {
+
+namespace fs = std::filesystem;
+
+struct Prediction {
+  double seconds = 0;
+  std::uint64_t peak_bytes = 0; // 0: unknown
+  bool from_history = false;
+};
+
+// With no history at all, graph bytes per second of compile: only the order
+// of the predictions matters then (bigger graphs first), and the ETA.
+inline constexpr double kFallbackBytesPerSecond = 1e6;
+
+class CostModel {
+public:
+  struct Sample {
+    std::uint64_t graph_bytes = 0;
+    double seconds = 0;
+    std::uint64_t peak_bytes = 0;
+  };
+
+  CostModel() = default;
+  explicit CostModel(std::vector<Sample> samples);
+  // Reads the successful attempts of every entry under `version_dir`.
+  static CostModel from_version_dir(const fs::path& version_dir);
+
+  [[nodiscard]] Prediction predict(const fs::path& entry_dir, std::uint64_t graph_bytes) const;
+  [[nodiscard]] Prediction predict_from_size(std::uint64_t graph_bytes) const;
+  [[nodiscard]] std::size_t samples() const { return samples_.size(); }
+
+private:
+  std::vector<Sample> samples_; // sorted by graph_bytes
+};
+
+} // namespace npc::launcher

@@ -1,0 +1,136 @@
+#pragma once
+// The pool's decisions, apart from processes and clocks (times are plain
+// seconds passed in), so that ordering, memory admission, retries and
+// revisits can be tested with no compiler at all. pool_runner drives it with
+// real worker processes.
+//
+// Order: this launcher's own share first, then the rest; within each, the
+// costliest predicted compile first, so the longest does not start last.
+// Memory: never start a compile whose predicted peak does not fit in what is
+// left of the budget, unless nothing else runs. A compile killed by SIGKILL
+// (what the OOM killer sends) lowers the parallelism by one and is retried.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <npc/launcher/cost_model.hpp>
+
+namespace npc::launcher {
+
+namespace fs = std::filesystem;
+
+struct WorkItem {
+  fs::path entry_dir;
+  std::string key;
+  std::uint64_t graph_bytes = 0;
+  Prediction predicted;
+  bool own_share = true;
+};
+
+enum class ItemState {
+  queued,
+  running,
+  deferred,           // another process holds its lock; revisited later
+  retry_wait,         // failed, retried after a backoff
+  compiled,           // compiled by us
+  cached,             // was done at the start
+  compiled_elsewhere, // another process finished it while we waited
+  failed              // out of retries, or a cached failure
+};
+
+struct ItemProgress {
+  ItemState state = ItemState::queued;
+  int attempts = 0;   // attempts we started
+  int retries = 0;    // of which were retries
+  int oom_kills = 0;
+  double eligible_at = 0;
+  double started_at = 0;
+  double compile_seconds = 0; // wall time of our attempts, summed
+  std::string last_exit;      // how the last attempt ended
+  std::uint64_t peak_rss_bytes = 0;
+  fs::path log_path;
+  bool cached_failure = false;
+};
+
+struct PoolLimits {
+  int max_parallel = 1;
+  std::uint64_t memory_budget = 0; // 0: not limited
+  int max_retries = 0;
+};
+
+enum class AttemptEnd {
+  compiled,         // success
+  already_done,     // done by another process
+  failed,           // the compiler failed (or timed out)
+  killed,           // the compile died by SIGKILL (the OOM killer's signal)
+  locked_elsewhere, // another process holds the lock
+  cached_failure    // another process's failure is cached
+};
+
+struct AttemptInfo {
+  double wall_seconds = 0;
+  std::string exit; // "exit code 70", "killed by signal SIGKILL", "timed out after 30s"
+  std::uint64_t peak_rss_bytes = 0;
+  fs::path log_path;
+};
+
+// Backoff before a retry: short, growing, bounded.
+inline constexpr double kRetryBackoffSeconds = 0.5;
+inline constexpr double kMaxRetryBackoffSeconds = 8;
+// How often a graph locked by another process is looked at again.
+inline constexpr double kRevisitSeconds = 1.0;
+// SIGKILLed compiles are retried (with less parallelism) this many times
+// even when --max-retries is 0: the failure says nothing about the graph.
+inline constexpr int kMaxOomRetries = 2;
+
+class Pool {
+public:
+  Pool(std::vector<WorkItem> items, PoolLimits limits);
+
+  // Initial states found in the cache before any compile.
+  void mark_cached(std::size_t i);
+  void mark_cached_failure(std::size_t i, const fs::path& log_path);
+  void mark_locked_elsewhere(std::size_t i, double now);
+
+  // The next item to start now, if any may start.
+  [[nodiscard]] std::optional<std::size_t> pick(double now) const;
+  void start(std::size_t i, double now);
+  void finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
+
+  // Deferred items due for a look, and what that look found.
+  [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
+  enum class Found { done, failed, pending, locked };
+  void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
+
+  [[nodiscard]] bool finished() const;
+  // When something becomes due (a retry or a revisit), if anything waits.
+  [[nodiscard]] std::optional<double> next_due() const;
+
+  [[nodiscard]] int parallel_limit() const { return limits_.max_parallel; }
+  [[nodiscard]] int running() const { return running_; }
+  [[nodiscard]] std::uint64_t memory_in_use() const { return memory_in_use_; }
+  [[nodiscard]] const std::vector<WorkItem>& items() const { return items_; }
+  [[nodiscard]] const std::vector<ItemProgress>& progress() const { return progress_; }
+  [[nodiscard]] const std::vector<std::size_t>& order() const { return order_; }
+  [[nodiscard]] std::size_t count(ItemState state) const;
+  // Predicted seconds of compiling still to do (queued, waiting, and the
+  // unfinished part of running compiles).
+  [[nodiscard]] double remaining_work(double now) const;
+
+private:
+  [[nodiscard]] bool fits(std::size_t i) const;
+  void settle(std::size_t i, ItemState state);
+  void undo_start(std::size_t i); // an attempt that turned out not to be one
+
+  std::vector<WorkItem> items_;
+  std::vector<ItemProgress> progress_;
+  std::vector<std::size_t> order_;
+  PoolLimits limits_;
+  int running_ = 0;
+  std::uint64_t memory_in_use_ = 0;
+};
+
+} // namespace npc::launcher

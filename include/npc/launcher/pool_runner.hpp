@@ -1,0 +1,42 @@
+#pragma once
+// Drives a Pool with real worker processes: one event loop waits on the
+// workers and on signals together (signalfd), starts what the pool picks,
+// reads how each attempt ended from the entry's own record, and on SIGINT,
+// SIGTERM or SIGHUP ends every worker's process group within 2 s.
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <npc/cache/store.hpp>
+#include <npc/launcher/pool.hpp>
+#include <npc/launcher/progress.hpp>
+
+namespace npc::launcher {
+
+namespace fs = std::filesystem;
+
+struct RunnerConfig {
+  fs::path wrapper;  // neuron_cc_wrapper, whose compile-entry each worker runs
+  fs::path compiler;
+  std::optional<std::chrono::milliseconds> compile_timeout;
+  fs::path log_dir;  // one log per attempt
+  bool retry_cached_failures = false;
+};
+
+struct PoolRunResult {
+  int interrupted_by = 0;
+  double wall_seconds = 0;
+};
+
+// After passing on an interrupt, how long workers have before SIGKILL.
+inline constexpr auto kWorkerInterruptGrace = std::chrono::milliseconds(1500);
+// The status line is refreshed this often while compiles run.
+inline constexpr int kProgressTickMs = 1000;
+
+[[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache,
+                                     const RunnerConfig& config, ProgressDisplay& progress);
+
+} // namespace npc::launcher

@@ -1,0 +1,347 @@
+// neuron_cc_wrapper: the compile entry a framework calls for every graph, and
+// what the launcher's workers run to compile one pending entry.
+
+#include <csignal>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/eviction.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/cli/common.hpp>
+#include <npc/cli/programs.hpp>
+#include <npc/compile/compiler.hpp>
+#include <npc/compile/entry_compile.hpp>
+#include <npc/util/arg_scanner.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::cli {
+
+namespace {
+
+constexpr const char* kUsage = R"(usage:
+  neuron_cc_wrapper compile --graph FILE --output NEFF [options] [compiler flags...]
+  neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
+  neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
+
+Serves a graph's NEFF from the Neuron persistent cache, or compiles it with
+neuronx-cc and caches the result. NEURON_CC_FLAGS is honoured: its cache options
+(--cache_dir, --no_cache, --cache_size, --cache_ttl, --retry_failed_compilation,
+--log_level) configure the cache, every other word is a compiler flag; flags on
+the command line come after those from the environment.
+
+options:
+  --compiler PATH        the compiler (default: $NEURON_CC, else neuronx-cc on PATH)
+  --timeout SECONDS      kill a compile that runs longer (default: none)
+  --lock-timeout SECONDS give up waiting for another process's compile of the
+                         same graph after this long (default: 21600)
+  --                     every word after it is a compiler flag
+
+environment:
+  NEURON_EXTRACT_GRAPHS_ONLY=1            store the graph for ahead-of-time
+                                          compilation, compile nothing
+  NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG  file to append each stored graph's path to
+
+exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
+configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
+another process is compiling the entry, 128+N stopped by signal N.
+)";
+
+struct CommonOptions {
+  std::optional<std::string> compiler;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::chrono::milliseconds lock_wait = compile::kDefaultLockWait;
+};
+
+std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& value) {
+  auto seconds = util::parse_non_negative(value);
+  if (!seconds || *seconds <= 0)
+    throw UsageError(option + " has the bad value '" + value + "': expected a positive number of seconds");
+  return std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+}
+
+// Takes one of the options all commands share; false if the next word is not one.
+bool take_common(util::ArgScanner& args, CommonOptions& common) {
+  if (auto v = args.take_value("--compiler")) {
+    common.compiler = *v;
+    return true;
+  }
+  if (auto v = args.take_value("--timeout")) {
+    common.timeout = parse_seconds("--timeout", *v);
+    return true;
+  }
+  if (auto v = args.take_value("--lock-timeout")) {
+    common.lock_wait = parse_seconds("--lock-timeout", *v);
+    return true;
+  }
+  return false;
+}
+
+struct CompileCommand {
+  CommonOptions common;
+  fs::path graph;
+  fs::path output;
+  std::vector<std::string> extra_words; // compiler flags and cache options
+};
+
+CompileCommand parse_compile(const std::vector<std::string>& words, bool needs_output) {
+  CompileCommand command;
+  util::ArgScanner args(words);
+  bool flags_only = false;
+  while (!args.done()) {
+    if (flags_only) {
+      command.extra_words.push_back(args.next());
+    } else if (args.take_flag("--")) {
+      flags_only = true;
+    } else if (auto v = args.take_value("--graph")) {
+      command.graph = *v;
+    } else if (auto v = args.take_value("--output")) {
+      command.output = *v;
+    } else if (!take_common(args, command.common)) {
+      command.extra_words.push_back(args.next());
+    }
+  }
+  if (command.graph.empty()) throw UsageError("--graph FILE is required");
+  if (needs_output && command.output.empty()) throw UsageError("--output NEFF is required");
+  return command;
+}
+
+struct Context {
+  Settings settings;
+  std::vector<std::string> flags;
+};
+
+// NEURON_CC_FLAGS first, then the command line's words.
+Context load_context(const std::vector<std::string>& command_line_words) {
+  auto from_command_line = config::split_cache_options(command_line_words, "command line");
+  Context context{load_settings(from_command_line.cache), {}};
+  context.flags = context.settings.compiler_flags;
+  context.flags.insert(context.flags.end(), from_command_line.compiler_flags.begin(),
+                       from_command_line.compiler_flags.end());
+  return context;
+}
+
+std::string read_graph(const fs::path& graph) {
+  auto bytes = util::read_file(graph);
+  if (!bytes) throw Error("cannot read the graph: " + bytes.error(), ExitCode::usage);
+  return std::move(*bytes);
+}
+
+void write_placeholder(const fs::path& output) {
+  if (auto s = util::write_file_atomic(output, ""); !s) throw EnvironmentError(s.error());
+}
+
+int print_cached_failure(const fs::path& entry_dir) {
+  std::cout << "Got a cached failed neff at " << (entry_dir / cache::kLogFile).string()
+            << ". Will skip compilation, please set --retry_failed_compilation" << std::endl;
+  return static_cast<int>(ExitCode::failure);
+}
+
+int print_failure(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
+  spdlog::error("{}", compile::describe_failure(entry_dir, result.attempt.exit, result.log_path));
+  return static_cast<int>(ExitCode::failure);
+}
+
+int interrupted_status(const compile::EntryCompileResult& result) {
+  return 128 + (result.run ? result.run->interrupted_by : SIGINT);
+}
+
+// Serves a done entry; false when its NEFF fails the integrity check.
+bool serve_hit(const cache::Cache& cache, const fs::path& entry_dir, const fs::path& output) {
+  auto integrity = cache.copy_neff(entry_dir, output);
+  if (!integrity) {
+    spdlog::warn("cannot serve {}: {}; compiling instead", entry_dir.string(), integrity.error());
+    return false;
+  }
+  if (*integrity == cache::Integrity::mismatch) {
+    spdlog::warn("{}: the cached NEFF does not match its integrity record; compiling it again",
+                 entry_dir.string());
+    return false;
+  }
+  std::ignore = cache.touch(entry_dir);
+  std::cout << "Using a cached neff at " << (entry_dir / cache::kNeffFile).string()
+            << ". Exiting with a successfully compiled graph." << std::endl;
+  return true;
+}
+
+int compile_without_cache(const CompileCommand& command, const Context& context) {
+  fs::path compiler = compile::locate_compiler(command.common.compiler);
+  fs::path out_dir = command.output.has_parent_path() ? command.output.parent_path() : fs::path(".");
+  util::TempDir workdir(out_dir, std::string(util::kTempPrefix) + "work-");
+  compile::CompileJob job{compiler,
+                          fs::absolute(command.graph),
+                          workdir.path() / "model.neff",
+                          context.flags,
+                          workdir.path(),
+                          workdir.path() / "model.log",
+                          command.common.timeout};
+  auto run = compile::run_compiler(job);
+  if (run.interrupted_by != 0) return 128 + run.interrupted_by;
+  if (run.success() && fs::exists(job.output_neff)) {
+    fs::rename(job.output_neff, command.output);
+    return 0;
+  }
+  fs::path log = command.output.string() + ".log";
+  std::error_code ec;
+  fs::rename(job.log_file, log, ec);
+  spdlog::error("{}", compile::describe_failure(command.graph, run.describe(), log));
+  return static_cast<int>(ExitCode::failure);
+}
+
+int cmd_compile(const std::vector<std::string>& words) {
+  CompileCommand command = parse_compile(words, /*needs_output=*/true);
+  Context context = load_context(command.extra_words);
+  bool extract_only = util::is_truthy(util::env("NEURON_EXTRACT_GRAPHS_ONLY").value_or(""));
+  if (context.settings.cache.no_cache) {
+    if (extract_only)
+      throw UsageError("NEURON_EXTRACT_GRAPHS_ONLY stores graphs in the cache, but NEURON_CC_FLAGS has --no_cache; remove one of them");
+    return compile_without_cache(command, context);
+  }
+  std::string graph = read_graph(command.graph);
+  cache::Cache cache(context.settings.cache_root);
+  if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
+  fs::path compiler = compile::locate_compiler(command.common.compiler);
+  std::string version = compile::compiler_version(
+      compiler, cache.private_dir() / cache::kCompilerVersionsDir);
+  cache::CacheKey key = cache::make_key_for_graph(graph, context.flags, version);
+  fs::path entry_dir = cache.entry_dir(key);
+
+  if (extract_only) {
+    if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
+    fs::path graph_path = entry_dir / cache::kGraphFile;
+    std::cout << "Extracting graphs (" << graph_path.string()
+              << ") for ahead-of-time parallel compilation. No compilation was done." << std::endl;
+    if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
+      if (auto s = util::append_line(*log, graph_path.string()); !s) throw EnvironmentError(s.error());
+    write_placeholder(command.output);
+    return 0;
+  }
+
+  // The hot path: one existence check, one read that hashes and copies.
+  std::error_code ec;
+  if (fs::exists(entry_dir / cache::kDoneFile, ec) && serve_hit(cache, entry_dir, command.output))
+    return 0;
+  if (fs::exists(entry_dir / cache::kLogFile, ec) && !fs::exists(entry_dir / cache::kDoneFile, ec) &&
+      !context.settings.cache.retry_failed_compilation)
+    return print_cached_failure(entry_dir);
+
+  if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
+  compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
+                                       context.settings.cache.retry_failed_compilation};
+  auto result = compile::compile_entry(cache, entry_dir, options);
+  switch (result.outcome) {
+  case compile::EntryOutcome::cached_failure: return print_cached_failure(entry_dir);
+  case compile::EntryOutcome::interrupted: return interrupted_status(result);
+  case compile::EntryOutcome::failed: return print_failure(entry_dir, result);
+  case compile::EntryOutcome::compiled:
+  case compile::EntryOutcome::already_done:
+  case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
+  }
+  auto integrity = cache.copy_neff(entry_dir, command.output);
+  if (!integrity || *integrity == cache::Integrity::mismatch)
+    throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " +
+                           command.output.string() + (integrity ? "" : ": " + integrity.error()));
+  std::ignore = cache.touch(entry_dir);
+  if (result.outcome == compile::EntryOutcome::compiled) {
+    std::cout << "Compiled " << entry_dir.string() << " in "
+              << util::format_seconds(result.attempt.wall_seconds) << std::endl;
+    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
+  } else {
+    std::cout << "Using a cached neff at " << (entry_dir / cache::kNeffFile).string()
+              << ". Exiting with a successfully compiled graph." << std::endl;
+  }
+  return 0;
+}
+
+int cmd_compile_entry(const std::vector<std::string>& words) {
+  util::ArgScanner args(words);
+  CommonOptions common;
+  std::optional<fs::path> entry_dir;
+  bool no_evict = false;
+  std::vector<std::string> cache_words;
+  while (!args.done()) {
+    if (take_common(args, common)) continue;
+    if (args.take_flag("--no-evict")) no_evict = true;
+    else if (args.take_flag("--no-wait")) common.lock_wait = std::chrono::milliseconds(0);
+    else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
+    else if (!entry_dir) entry_dir = fs::path(args.next());
+    else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
+  }
+  if (!entry_dir) throw UsageError("compile-entry needs the entry directory");
+  auto from_command_line = config::split_cache_options(cache_words, "command line");
+  if (!from_command_line.compiler_flags.empty())
+    throw UsageError("compile-entry takes its compiler flags from the entry's compile_flags.json, not '" +
+                     from_command_line.compiler_flags.front() + "'");
+  Settings settings = load_settings(from_command_line.cache);
+  auto key = cache::parse_key(entry_dir->string());
+  if (!key) throw UsageError(entry_dir->string() + " is not a cache entry directory (.../neuronxcc-<version>/MODULE_<hash>+<hash>)");
+  // The entry's own cache: the directory two levels up.
+  fs::path dir = fs::absolute(*entry_dir).lexically_normal();
+  cache::Cache cache(dir.parent_path().parent_path());
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw UsageError("no cache entry at " + entry_dir->string());
+  compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
+                                       common.lock_wait, settings.cache.retry_failed_compilation};
+  auto result = compile::compile_entry(cache, dir, options);
+  switch (result.outcome) {
+  case compile::EntryOutcome::cached_failure: return print_cached_failure(dir);
+  case compile::EntryOutcome::interrupted: return interrupted_status(result);
+  case compile::EntryOutcome::failed: return print_failure(dir, result);
+  case compile::EntryOutcome::already_done:
+    std::cout << "Already compiled: " << dir.string() << std::endl;
+    return 0;
+  case compile::EntryOutcome::locked_elsewhere:
+    std::cout << "Locked by another process: " << dir.string() << std::endl;
+    return compile::kExitLockedElsewhere;
+  case compile::EntryOutcome::compiled: break;
+  }
+  std::cout << "Compiled " << dir.string() << " in " << util::format_seconds(result.attempt.wall_seconds)
+            << std::endl;
+  if (!no_evict) cache::evict_after_write(cache, {settings.cache.size_limit(), settings.cache.ttl()});
+  return 0;
+}
+
+int cmd_key(const std::vector<std::string>& words) {
+  CompileCommand command = parse_compile(words, /*needs_output=*/false);
+  Context context = load_context(command.extra_words);
+  std::string graph = read_graph(command.graph);
+  cache::Cache cache(context.settings.cache_root);
+  fs::path compiler = compile::locate_compiler(command.common.compiler);
+  std::error_code ec;
+  fs::path memo = fs::is_directory(cache.private_dir(), ec)
+                      ? cache.private_dir() / cache::kCompilerVersionsDir
+                      : fs::path();
+  std::string version = compile::compiler_version(compiler, memo);
+  cache::KeyInputs inputs;
+  cache::CacheKey key = cache::make_key_for_graph(graph, context.flags, version, &inputs);
+  std::cout << cache.entry_dir(key).string() << "\n" << cache::explain_key(inputs, key);
+  return 0;
+}
+
+} // namespace
+
+int neuron_cc_wrapper_main(int argc, char** argv) {
+  return run_program("neuron_cc_wrapper", [&]() -> int {
+    cache::set_lock_tool_name("neuron_cc_wrapper");
+    std::vector<std::string> words(argv + 1, argv + argc);
+    if (words.empty()) throw UsageError("a command is required: compile, compile-entry or key (see --help)");
+    std::string command = words.front();
+    words.erase(words.begin());
+    if (command == "--help" || command == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (command == "--version") {
+      std::cout << "neuron_cc_wrapper " << NPC_VERSION << "\n";
+      return 0;
+    }
+    if (command == "compile") return cmd_compile(words);
+    if (command == "compile-entry") return cmd_compile_entry(words);
+    if (command == "key") return cmd_key(words);
+    throw UsageError("unknown command '" + command + "': expected compile, compile-entry or key (see --help)");
+  });
+}
+
+} // namespace npc::cli

@@ -1,0 +1,146 @@
+#include <npc/compile/entry_compile.hpp>
+
+#include <ctime>
+#include <sys/stat.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/layout.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/shell_words.hpp>
+
+namespace npc::compile {
+
+namespace {
+
+cache::AttemptRecord make_attempt(const cache::EntryMeta& before, const CompileRun& run,
+                                  std::time_t started) {
+  cache::AttemptRecord attempt;
+  attempt.attempt = static_cast<int>(before.attempts.size()) + 1;
+  attempt.outcome = run.timed_out             ? "timeout"
+                    : run.interrupted_by != 0 ? "interrupted"
+                    : run.status.success()    ? "success"
+                                              : "failed";
+  attempt.exit = run.describe();
+  attempt.exit_code = run.status.signaled ? 0 : run.status.code;
+  attempt.signal = run.status.signaled ? util::signal_name(run.status.signal) : "";
+  attempt.wall_seconds = run.wall_seconds;
+  attempt.peak_rss_bytes = run.status.peak_rss_bytes;
+  attempt.started_unix = started;
+  return attempt;
+}
+
+std::uint64_t file_size_or_zero(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+} // namespace
+
+std::string describe_failure(const fs::path& entry_dir, const std::string& how,
+                             const fs::path& log_path, std::size_t tail_lines) {
+  std::string text = "compilation of " + entry_dir.string() + " failed: compiler " + how +
+                     "; full log: " + log_path.string();
+  auto tail = util::tail_lines(log_path, tail_lines);
+  if (!tail.empty()) {
+    text += "\nlast lines of the log:";
+    for (const auto& line : tail) text += "\n  | " + line;
+  }
+  return text;
+}
+
+EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
+                                 const EntryCompileOptions& options) {
+  EntryCompileResult result;
+  util::FileLock lock;
+  if (options.lock_wait.count() == 0) {
+    auto taken = cache.try_lock_entry(entry_dir);
+    if (!taken) throw EnvironmentError(taken.error());
+    if (!taken->has_value()) {
+      result.outcome = EntryOutcome::locked_elsewhere;
+      return result;
+    }
+    lock = std::move(**taken);
+  } else {
+    auto taken = cache.lock_entry(entry_dir, options.lock_wait,
+                                  [&](const std::optional<util::LockHolder>& holder) {
+                                    spdlog::info("waiting for {} to finish compiling {}",
+                                                 holder ? holder->describe() : "another process",
+                                                 entry_dir.string());
+                                  });
+    if (!taken) throw EnvironmentError(taken.error());
+    lock = std::move(*taken);
+  }
+
+  auto info = cache.inspect(entry_dir);
+  if (!info) throw EnvironmentError(info.error());
+  if (info->state == cache::EntryState::done) {
+    auto integrity = cache.verify_neff(entry_dir);
+    if (integrity && *integrity != cache::Integrity::mismatch) {
+      result.outcome = EntryOutcome::already_done;
+      return result;
+    }
+    spdlog::warn("{}: the cached NEFF does not match its integrity record; compiling it again",
+                 entry_dir.string());
+    if (auto s = cache.demote(entry_dir); !s) throw EnvironmentError(s.error());
+  }
+  if (info->has_log && !info->has_done && !options.retry_failed) {
+    result.outcome = EntryOutcome::cached_failure;
+    result.log_path = entry_dir / cache::kLogFile;
+    return result;
+  }
+  if (!info->has_graph)
+    throw Error("cache entry " + entry_dir.string() + " has no " + std::string(cache::kGraphFile) +
+                " to compile (remove it with neuron_cache rm)", ExitCode::environment);
+  auto flags = cache::read_compile_flags(entry_dir);
+  if (!flags) throw EnvironmentError(flags.error() + " (remove the entry with neuron_cache rm)");
+  auto meta = cache::read_entry_meta(entry_dir);
+  cache::EntryMeta before = meta ? *meta : cache::EntryMeta{};
+
+  // Inside the entry: same filesystem, so publishing is a rename; and a
+  // name eviction recognises as a temp if we die here.
+  util::TempDir workdir(entry_dir, std::string(util::kTempPrefix) + "work-");
+  CompileJob job;
+  job.compiler = options.compiler;
+  job.graph = entry_dir / cache::kGraphFile;
+  job.output_neff = workdir.path() / cache::kNeffFile;
+  job.flags = *flags;
+  job.working_dir = workdir.path();
+  job.log_file = workdir.path() / cache::kLogFile;
+  job.timeout = options.timeout;
+  std::time_t started = std::time(nullptr);
+  CompileRun run = run_compiler(job);
+  result.attempt = make_attempt(before, run, started);
+
+  if (run.interrupted_by != 0) {
+    result.outcome = EntryOutcome::interrupted;
+    result.run = std::move(run);
+    return result; // the entry stays pending; nothing is cached
+  }
+  bool wrote_neff = file_size_or_zero(job.output_neff) > 0;
+  if (run.success() && wrote_neff) {
+    if (auto s = cache.publish_success(entry_dir, job.output_neff, result.attempt); !s)
+      throw EnvironmentError(s.error());
+    result.outcome = EntryOutcome::compiled;
+    result.run = std::move(run);
+    return result;
+  }
+  if (run.success()) {
+    result.attempt.outcome = "failed";
+    result.attempt.exit = "exit code 0 but no NEFF written";
+  }
+  std::string note = "\n[neuron_cc_wrapper] command: " + util::join_shell_words(run.argv) +
+                     "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " after " +
+                     std::to_string(run.wall_seconds) + "s\n";
+  std::ignore = util::append_line(job.log_file, note);
+  if (auto s = cache.publish_failure(entry_dir, job.log_file, result.attempt); !s)
+    throw EnvironmentError(s.error());
+  result.outcome = EntryOutcome::failed;
+  result.log_path = entry_dir / cache::kLogFile;
+  result.run = std::move(run);
+  return result;
+}
+
+} // namespace npc::compile

@@ -1,0 +1,78 @@
+#include <npc/launcher/cost_model.hpp>
+
+#include <algorithm>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/key.hpp>
+
+namespace npc::launcher {
+
+namespace {
+// Samples within this size ratio of a graph count as "similar size".
+constexpr double kSimilarSizeRatio = 2.0;
+} // namespace
+
+CostModel::CostModel(std::vector<Sample> samples) : samples_(std::move(samples)) {
+  std::sort(samples_.begin(), samples_.end(),
+            [](const Sample& a, const Sample& b) { return a.graph_bytes < b.graph_bytes; });
+}
+
+CostModel CostModel::from_version_dir(const fs::path& version_dir) {
+  std::vector<Sample> samples;
+  std::error_code ec;
+  for (fs::directory_iterator it(version_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string g, f;
+    if (!cache::parse_module_name(it->path().filename().string(), g, f)) continue;
+    auto meta = cache::read_entry_meta(it->path());
+    if (!meta) continue;
+    if (const auto* ok = meta->last_success(); ok && meta->graph_bytes > 0)
+      samples.push_back({meta->graph_bytes, ok->wall_seconds, ok->peak_rss_bytes});
+  }
+  return CostModel(std::move(samples));
+}
+
+Prediction CostModel::predict_from_size(std::uint64_t graph_bytes) const {
+  Prediction p;
+  double size = static_cast<double>(std::max<std::uint64_t>(graph_bytes, 1));
+  if (samples_.empty()) {
+    p.seconds = size / kFallbackBytesPerSecond;
+    return p;
+  }
+  // Similar sizes if there are any, else all: median seconds per byte, and
+  // the largest peak per byte (memory is where underestimating hurts).
+  std::vector<const Sample*> similar;
+  for (const auto& s : samples_) {
+    double ratio = static_cast<double>(std::max<std::uint64_t>(s.graph_bytes, 1)) / size;
+    if (ratio <= kSimilarSizeRatio && ratio >= 1.0 / kSimilarSizeRatio) similar.push_back(&s);
+  }
+  if (similar.empty())
+    for (const auto& s : samples_) similar.push_back(&s);
+  std::vector<double> rates;
+  double peak_rate = 0;
+  for (const Sample* s : similar) {
+    double bytes = static_cast<double>(std::max<std::uint64_t>(s->graph_bytes, 1));
+    rates.push_back(s->seconds / bytes);
+    peak_rate = std::max(peak_rate, static_cast<double>(s->peak_bytes) / bytes);
+  }
+  std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
+  p.seconds = rates[rates.size() / 2] * size;
+  p.peak_bytes = static_cast<std::uint64_t>(peak_rate * size);
+  p.from_history = true;
+  return p;
+}
+
+Prediction CostModel::predict(const fs::path& entry_dir, std::uint64_t graph_bytes) const {
+  auto meta = cache::read_entry_meta(entry_dir);
+  if (meta) {
+    if (const auto* ok = meta->last_success()) return {ok->wall_seconds, ok->peak_rss_bytes, true};
+    // A compile killed or failed still tells how much memory it had reached.
+    std::uint64_t peak = 0;
+    for (const auto& a : meta->attempts) peak = std::max(peak, a.peak_rss_bytes);
+    Prediction p = predict_from_size(graph_bytes);
+    p.peak_bytes = std::max(p.peak_bytes, peak);
+    return p;
+  }
+  return predict_from_size(graph_bytes);
+}
+
+} // namespace npc::launcher

@@ -1,0 +1,90 @@
+// --command clean, clear-locks, clear-neffs, scan, scan-with-failed.
+
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/layout.hpp>
+#include <npc/cache/maintenance.hpp>
+#include <npc/compile/compiler.hpp>
+#include <npc/launcher/launcher.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
+
+namespace npc::launcher {
+
+namespace {
+
+std::string current_version(const Options& options, const cache::Cache& cache) {
+  fs::path compiler = compile::locate_compiler(options.compiler);
+  std::error_code ec;
+  fs::path memo = fs::is_directory(cache.private_dir(), ec)
+                      ? cache.private_dir() / cache::kCompilerVersionsDir : fs::path();
+  return compile::compiler_version(compiler, memo);
+}
+
+int scan(const cache::Cache& cache, const std::string& version, bool failed_apart) {
+  std::size_t done = 0, failed = 0, pending = 0, locked = 0;
+  for (const auto& e : cache.list_version(version)) {
+    switch (e.state) {
+    case cache::EntryState::done: ++done; break;
+    case cache::EntryState::failed: ++(failed_apart ? failed : done); break;
+    case cache::EntryState::locked: ++locked; break;
+    case cache::EntryState::pending: ++pending; break;
+    case cache::EntryState::incomplete: break;
+    }
+  }
+  std::cout << "neuronxcc-" << version << ": " << done << " done, ";
+  if (failed_apart) std::cout << failed << " failed, ";
+  std::cout << pending << " pending, " << locked << " locked\n";
+  return 0;
+}
+
+} // namespace
+
+int run_maintenance(const Options& options, const cli::Settings& settings) {
+  cache::Cache cache(settings.cache_root);
+  switch (options.mode) {
+  case Mode::clear_locks: {
+    auto report = cache::clear_locks(cache, /*force=*/false);
+    std::cout << report.removed.size() << " stale lock files removed";
+    if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
+    std::cout << '\n';
+    return 0;
+  }
+  case Mode::scan: return scan(cache, current_version(options, cache), false);
+  case Mode::scan_with_failed: return scan(cache, current_version(options, cache), true);
+  case Mode::clean: {
+    std::string version = current_version(options, cache);
+    std::size_t removed = 0, busy = 0;
+    for (const auto& e : cache.list_version(version)) {
+      auto r = cache.remove_entry(e.dir);
+      if (!r) throw EnvironmentError(r.error());
+      ++(*r ? removed : busy);
+    }
+    if (options.workdir) {
+      if (auto s = util::remove_tree(*options.workdir); !s) spdlog::warn("{}", s.error());
+    }
+    std::cout << "removed " << removed << " entries of neuronxcc-" << version;
+    if (busy > 0) std::cout << "; " << busy << " being compiled were kept";
+    std::cout << '\n';
+    return 0;
+  }
+  case Mode::clear_neffs: {
+    std::string version = current_version(options, cache);
+    std::size_t cleared = 0;
+    for (const auto& e : cache.list_version(version)) {
+      if (!e.has_neff && !e.has_done && !e.has_log) continue;
+      auto lock = cache.try_lock_entry(e.dir);
+      if (!lock || !lock->has_value()) continue;
+      if (cache.demote(e.dir) && cache.clear_failure(e.dir)) ++cleared;
+    }
+    std::cout << "cleared the results of " << cleared << " entries of neuronxcc-" << version
+              << "; their graphs stay pending\n";
+    return 0;
+  }
+  default: throw Error("not a maintenance mode", ExitCode::usage);
+  }
+}
+
+} // namespace npc::launcher

@@ -1,0 +1,153 @@
+#include <npc/launcher/options.hpp>
+
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include <npc/cli/common.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::launcher {
+
+namespace {
+
+const std::map<std::string, Mode> kModes = {
+    {"collect-and-compile", Mode::collect_and_compile}, {"all", Mode::collect_and_compile},
+    {"collect", Mode::collect},          {"compile", Mode::compile},
+    {"clean", Mode::clean},              {"clear-locks", Mode::clear_locks},
+    {"clear-neffs", Mode::clear_neffs},  {"scan", Mode::scan},
+    {"scan-with-failed", Mode::scan_with_failed}};
+
+// Where our options end: at "--", or at the first word that is not one of
+// our options or an option's value. Unknown words starting with '-' before
+// that are errors, not the start of the user's command.
+size_t find_command_start(const CLI::App& app, const std::vector<std::string>& words,
+                          bool& saw_separator) {
+  saw_separator = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word == "--") {
+      saw_separator = true;
+      return i;
+    }
+    if (word.empty() || word[0] != '-' || word == "-") return i;
+    std::string name = word.substr(0, word.find('='));
+    const CLI::Option* option = app.get_option_no_throw(name);
+    if (option == nullptr)
+      throw UsageError("unknown option '" + word +
+                       "' before the command (put the command after -- if it starts with '-')");
+    bool inline_value = word.find('=') != std::string::npos;
+    if (option->get_type_size() > 0 && !inline_value) ++i; // skip its value
+  }
+  return words.size();
+}
+
+} // namespace
+
+bool mode_runs_trial(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::collect; }
+
+Options parse_options(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Extract the graphs of a short trial run of a training command, compile them\n"
+               "in parallel into the Neuron persistent cache, so the real run compiles nothing.",
+               "neuron_parallel_compile"};
+  app.footer("usage: neuron_parallel_compile [OPTIONS] [--] COMMAND [ARGS...]\n"
+             "Exit codes: 0 every graph compiled or cached; 1 some graphs failed to compile;\n"
+             "2 usage or configuration error; 3 cache or compiler unusable; 130 interrupted;\n"
+             "if the training command fails, its own status (128+N when killed by signal N).");
+  app.set_version_flag("--version", std::string("neuron_parallel_compile ") + NPC_VERSION);
+  std::string mode = "collect-and-compile", timeout, memory_per_compile = "auto", memory_budget;
+  std::string max_retries;
+  app.add_option("--command", mode,
+                 "collect-and-compile (default), collect, compile, clean, clear-locks, clear-neffs, "
+                 "scan, scan-with-failed");
+  app.add_option("--num_parallel", options.num_parallel,
+                 "Compiles at once (default: the smaller of the cores and what memory allows)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--node_id", options.node_id, "This launcher's index among --world_size launchers sharing one cache")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--world_size", options.world_size, "Number of launchers sharing one cache")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--parallel_compile_workdir", options.workdir,
+                 "Where trial logs and compile logs go (default: $TMPDIR/parallel_compile_workdir)");
+  app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");
+  app.add_option("--report", options.report, "Write a JSON report of the run to FILE");
+  app.add_option("--max-retries", max_retries,
+                 "Retries of a failed compile (default: $NEURON_PARALLEL_COMPILE_MAX_RETRIES, else 0)");
+  app.add_option("--compile-timeout", timeout, "Kill a compile that runs longer than SECONDS");
+  app.add_option("--memory-per-compile", memory_per_compile,
+                 "Expected peak memory of one compile in BYTES, or auto (learned from this cache)");
+  app.add_option("--memory-budget", memory_budget,
+                 "Memory the compiles may use together, in BYTES (default: MemAvailable)");
+  app.add_option("--compiler", options.compiler, "The Neuron compiler (default: $NEURON_CC, else neuronx-cc on PATH)");
+  app.add_flag("--dry-run", options.dry_run, "List what would be compiled, compile nothing");
+
+  std::vector<std::string> words(argv + 1, argv + argc);
+  bool separator = false;
+  size_t split = find_command_start(app, words, separator);
+  std::vector<std::string> ours(words.begin(), words.begin() + static_cast<long>(split));
+  options.command.assign(words.begin() + static_cast<long>(split) + (separator ? 1 : 0), words.end());
+
+  std::vector<char*> our_argv = {argv[0]};
+  for (auto& w : ours) our_argv.push_back(w.data());
+  cli::parse_command_line(app, static_cast<int>(our_argv.size()), our_argv.data());
+
+  auto found = kModes.find(mode);
+  if (found == kModes.end())
+    throw UsageError("--command has the bad value '" + mode +
+                     "': expected collect-and-compile, collect, compile, clean, clear-locks, "
+                     "clear-neffs, scan or scan-with-failed");
+  options.mode = found->second;
+  if (options.node_id >= options.world_size)
+    throw UsageError("--node_id " + std::to_string(options.node_id) + " must be below --world_size " +
+                     std::to_string(options.world_size));
+  std::string retries_text = max_retries;
+  const char* retries_source = "--max-retries";
+  if (retries_text.empty()) {
+    if (auto env = util::env("NEURON_PARALLEL_COMPILE_MAX_RETRIES")) {
+      retries_text = *env;
+      retries_source = "NEURON_PARALLEL_COMPILE_MAX_RETRIES";
+    }
+  }
+  if (!retries_text.empty()) {
+    auto n = util::parse_integer(util::trim(retries_text), 0, 1000);
+    if (!n)
+      throw UsageError(std::string(retries_source) + " has the bad value '" + retries_text +
+                       "': expected a whole number from 0 to 1000");
+    options.max_retries = static_cast<int>(*n);
+  }
+  if (!timeout.empty()) {
+    auto s = util::parse_non_negative(timeout);
+    if (!s || *s <= 0)
+      throw UsageError("--compile-timeout has the bad value '" + timeout + "': expected a positive number of seconds");
+    options.compile_timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+  }
+  if (util::to_lower(memory_per_compile) != "auto") {
+    auto bytes = util::parse_bytes(memory_per_compile);
+    if (!bytes || *bytes == 0)
+      throw UsageError("--memory-per-compile has the bad value '" + memory_per_compile +
+                       "': expected a size in bytes such as 8GB, or auto");
+    options.memory_per_compile = *bytes;
+  }
+  if (!memory_budget.empty()) {
+    auto bytes = util::parse_bytes(memory_budget);
+    if (!bytes || *bytes == 0)
+      throw UsageError("--memory-budget has the bad value '" + memory_budget + "': expected a size in bytes such as 64GB");
+    options.memory_budget = *bytes;
+  }
+  if (options.log_level) {
+    util::LogLevel level{};
+    if (!util::parse_log_level(*options.log_level, level))
+      throw UsageError("--log_level has the bad value '" + *options.log_level +
+                       "': expected one of DEBUG, INFO, WARNING, ERROR");
+  }
+  if (mode_runs_trial(options.mode) && options.command.empty())
+    throw UsageError("no command to run: give the training command after the options, e.g. "
+                     "neuron_parallel_compile torchrun --nproc_per_node=2 train.py");
+  if (!mode_runs_trial(options.mode) && !options.command.empty())
+    throw UsageError("--command " + mode + " runs no training command, but one was given: " + options.command.front());
+  return options;
+}
+
+} // namespace npc::launcher

@@ -1,0 +1,183 @@
+#include <npc/launcher/pool.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace npc::launcher {
+
+Pool::Pool(std::vector<WorkItem> items, PoolLimits limits)
+    : items_(std::move(items)), progress_(items_.size()), limits_(limits) {
+  limits_.max_parallel = std::max(1, limits_.max_parallel);
+  for (std::size_t i = 0; i < items_.size(); ++i) order_.push_back(i);
+  std::stable_sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
+    const auto& x = items_[a];
+    const auto& y = items_[b];
+    if (x.own_share != y.own_share) return x.own_share;
+    if (x.predicted.seconds != y.predicted.seconds) return x.predicted.seconds > y.predicted.seconds;
+    return x.key < y.key;
+  });
+}
+
+void Pool::mark_cached(std::size_t i) { progress_[i].state = ItemState::cached; }
+
+void Pool::mark_cached_failure(std::size_t i, const fs::path& log_path) {
+  progress_[i].state = ItemState::failed;
+  progress_[i].cached_failure = true;
+  progress_[i].log_path = log_path;
+  progress_[i].last_exit = "failure cached by an earlier compile";
+}
+
+void Pool::mark_locked_elsewhere(std::size_t i, double now) {
+  progress_[i].state = ItemState::deferred;
+  progress_[i].eligible_at = now + kRevisitSeconds;
+}
+
+bool Pool::fits(std::size_t i) const {
+  if (limits_.memory_budget == 0 || running_ == 0) return true;
+  std::uint64_t peak = items_[i].predicted.peak_bytes;
+  return peak == 0 || memory_in_use_ + peak <= limits_.memory_budget;
+}
+
+std::optional<std::size_t> Pool::pick(double now) const {
+  if (running_ >= limits_.max_parallel) return std::nullopt;
+  for (std::size_t i : order_) {
+    const auto& p = progress_[i];
+    bool ready = p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
+    if (ready && fits(i)) return i;
+  }
+  return std::nullopt;
+}
+
+void Pool::start(std::size_t i, double now) {
+  auto& p = progress_[i];
+  if (p.attempts > 0) ++p.retries;
+  ++p.attempts;
+  p.state = ItemState::running;
+  p.started_at = now;
+  ++running_;
+  memory_in_use_ += items_[i].predicted.peak_bytes;
+}
+
+void Pool::undo_start(std::size_t i) {
+  auto& p = progress_[i];
+  --p.attempts;
+  if (p.attempts > 0) --p.retries;
+}
+
+void Pool::settle(std::size_t i, ItemState state) { progress_[i].state = state; }
+
+void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now) {
+  auto& p = progress_[i];
+  --running_;
+  memory_in_use_ -= std::min(memory_in_use_, items_[i].predicted.peak_bytes);
+  p.last_exit = info.exit;
+  p.peak_rss_bytes = std::max(p.peak_rss_bytes, info.peak_rss_bytes);
+  if (!info.log_path.empty()) p.log_path = info.log_path;
+  switch (end) {
+  case AttemptEnd::compiled:
+    p.compile_seconds += info.wall_seconds;
+    return settle(i, ItemState::compiled);
+  case AttemptEnd::already_done:
+    undo_start(i); // it was not ours to compile
+    return settle(i, ItemState::compiled_elsewhere);
+  case AttemptEnd::locked_elsewhere:
+    undo_start(i);
+    p.state = ItemState::deferred;
+    p.eligible_at = now + kRevisitSeconds;
+    return;
+  case AttemptEnd::cached_failure:
+    p.cached_failure = true;
+    return settle(i, ItemState::failed);
+  case AttemptEnd::killed:
+    p.compile_seconds += info.wall_seconds;
+    ++p.oom_kills;
+    // Fewer compiles at once leave each more memory.
+    limits_.max_parallel = std::max(1, limits_.max_parallel - 1);
+    // What it reached before dying is a floor for its next peak.
+    items_[i].predicted.peak_bytes = std::max(items_[i].predicted.peak_bytes, info.peak_rss_bytes);
+    if (p.oom_kills <= kMaxOomRetries || p.attempts <= limits_.max_retries) {
+      p.state = ItemState::retry_wait;
+      p.eligible_at = now + kRetryBackoffSeconds;
+      return;
+    }
+    return settle(i, ItemState::failed);
+  case AttemptEnd::failed:
+    p.compile_seconds += info.wall_seconds;
+    if (p.attempts <= limits_.max_retries) {
+      p.state = ItemState::retry_wait;
+      p.eligible_at = now + std::min(kMaxRetryBackoffSeconds,
+                                     kRetryBackoffSeconds * std::pow(2.0, p.attempts - 1));
+      return;
+    }
+    return settle(i, ItemState::failed);
+  }
+}
+
+std::vector<std::size_t> Pool::due_revisits(double now) const {
+  std::vector<std::size_t> due;
+  for (std::size_t i = 0; i < progress_.size(); ++i)
+    if (progress_[i].state == ItemState::deferred && progress_[i].eligible_at <= now) due.push_back(i);
+  return due;
+}
+
+void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
+  auto& p = progress_[i];
+  switch (found) {
+  case Found::done: return settle(i, ItemState::compiled_elsewhere);
+  case Found::failed:
+    p.cached_failure = true;
+    p.log_path = log_path;
+    p.last_exit = "failed in another process";
+    return settle(i, ItemState::failed);
+  case Found::pending: // its holder is gone: ours to compile now
+    p.state = ItemState::queued;
+    return;
+  case Found::locked:
+    p.eligible_at = now + kRevisitSeconds;
+    return;
+  }
+}
+
+bool Pool::finished() const {
+  for (const auto& p : progress_) {
+    switch (p.state) {
+    case ItemState::queued:
+    case ItemState::running:
+    case ItemState::deferred:
+    case ItemState::retry_wait: return false;
+    default: break;
+    }
+  }
+  return true;
+}
+
+std::optional<double> Pool::next_due() const {
+  std::optional<double> due;
+  for (const auto& p : progress_)
+    if (p.state == ItemState::deferred || p.state == ItemState::retry_wait)
+      due = due ? std::min(*due, p.eligible_at) : p.eligible_at;
+  return due;
+}
+
+std::size_t Pool::count(ItemState state) const {
+  return static_cast<std::size_t>(std::count_if(progress_.begin(), progress_.end(),
+                                                [state](const ItemProgress& p) { return p.state == state; }));
+}
+
+double Pool::remaining_work(double now) const {
+  double total = 0;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    const auto& p = progress_[i];
+    double predicted = items_[i].predicted.seconds;
+    switch (p.state) {
+    case ItemState::queued:
+    case ItemState::retry_wait:
+    case ItemState::deferred: total += predicted; break;
+    case ItemState::running: total += std::max(0.0, predicted - (now - p.started_at)); break;
+    default: break;
+    }
+  }
+  return total;
+}
+
+} // namespace npc::launcher

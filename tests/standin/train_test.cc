@@ -1,0 +1,241 @@
+// The stand-in training script, driven with small fake compile entries
+// (shell scripts) in place of the project's neuron_cc_wrapper.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <thread>
+
+#include "standin_fixture.h"
+
+namespace standin::test {
+namespace {
+
+constexpr char kCacheHitLine[] =
+    "INFO ||NEURON_CC_WRAPPER||: Using a cached neff at /cache/MODULE_x/model.neff";
+
+class StandinTrain : public StandinFixture {
+ protected:
+  void SetUp() override {
+    StandinFixture::SetUp();
+    const std::string cc = kCompilerBinary;
+    // The wrapper is called as: <wrapper> compile --graph G --output N.
+    compile_wrapper_ = write_script(
+        "compile_wrapper.sh", "#!/bin/sh\nexec '" + cc + "' compile --framework=XLA \"$3\" --output \"$5\"\n");
+    hit_wrapper_ = write_script("hit_wrapper.sh",
+                                "#!/bin/sh\n'" + cc + "' compile \"$3\" --output \"$5\" >/dev/null || exit $?\n" +
+                                    "echo '" + kCacheHitLine + "'\n");
+    placeholder_wrapper_ = write_script("placeholder_wrapper.sh", "#!/bin/sh\n: > \"$5\"\n");
+    failing_wrapper_ = write_script("failing_wrapper.sh", "#!/bin/sh\necho 'wrapper says no' >&2\nexit 3\n");
+    wrong_wrapper_ = write_script(
+        "wrong_wrapper.sh",
+        "#!/bin/sh\necho 'HloModule other' > \"$5.other\"\nexec '" + cc + "' compile \"$5.other\" --output \"$5\"\n");
+  }
+
+  ProcessResult train(const std::vector<std::string>& args, const std::string& wrapper, Env env = {}) {
+    std::vector<std::string> argv{kTrainBinary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env["NEURON_CC_WRAPPER"] = wrapper;
+    for (const auto& [name, value] : fast_compiler_env()) env[name] = value;
+    return run(argv, env);
+  }
+
+  std::string workdir() const { return path("work"); }
+
+  std::string compile_wrapper_;
+  std::string hit_wrapper_;
+  std::string placeholder_wrapper_;
+  std::string failing_wrapper_;
+  std::string wrong_wrapper_;
+};
+
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> found;
+  for (const std::string& line : split_lines(text)) {
+    if (line.find(needle) != std::string::npos) found.push_back(line);
+  }
+  return found;
+}
+
+TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
+  const ProcessResult result =
+      train({"--nproc_per_node", "2", "--steps_this_run=6", "--workdir", workdir()}, compile_wrapper_);
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  const std::string rank0 = workdir() + "/rank-0";
+  const std::string rank1 = workdir() + "/rank-1";
+  const std::vector<std::string> names = list_dir(rank0);
+  ASSERT_EQ(names, list_dir(rank1));
+  int graphs = 0;
+  for (const std::string& name : names) {
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".hlo") continue;
+    ++graphs;
+    const std::string text = read_file(rank0 + "/" + name);
+    EXPECT_EQ(text, read_file(rank1 + "/" + name)) << name;
+    EXPECT_EQ(text.rfind("HloModule ", 0), 0u) << name;
+    EXPECT_NE(text.find("ENTRY "), std::string::npos) << name;
+    if (name.rfind("MODULE_train", 0) == 0) {
+      EXPECT_NE(text.find("replica_groups={{0,1}}"), std::string::npos) << name << " should be tensor-parallel";
+    }
+  }
+  EXPECT_EQ(graphs, 3);  // init, train, eval
+}
+
+TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
+  const std::string log = path("invocations.log");
+  const std::vector<std::string> common{"--nproc_per_node=2", "--eval_every", "5", "--graphs_per_step", "2",
+                                        "--late_graph_step", "20", "--workdir", workdir()};
+  std::vector<std::string> short_run = common;
+  short_run.insert(short_run.end(), {"--steps_this_run", "10"});
+  const ProcessResult first = train(short_run, compile_wrapper_, {{"STANDIN_CC_INVOCATION_LOG", log}});
+  ASSERT_EQ(first.exit_code(), 0) << first.err;
+
+  const std::regex rank_line(
+      R"(^standin_train: rank [01]/2: steps=10 graphs=4 jit_compiles=4 cache_hits=0 compile_wait_s=\d+\.\d{3}$)");
+  const std::vector<std::string> ranks = lines_with(first.out, "standin_train: rank ");
+  ASSERT_EQ(ranks.size(), 2u) << first.out;
+  for (const std::string& line : ranks) EXPECT_TRUE(std::regex_match(line, rank_line)) << line;
+  const std::vector<std::string> totals = lines_with(first.out, "standin_train: total:");
+  ASSERT_EQ(totals.size(), 1u) << first.out;
+  EXPECT_TRUE(std::regex_match(
+      totals[0], std::regex(R"(^standin_train: total: ranks=2 graphs=4 jit_compiles=8 cache_hits=0 compile_wait_s=\d+\.\d{3}$)")))
+      << totals[0];
+  // Each process compiles each distinct graph once, then reuses it.
+  EXPECT_EQ(split_lines(read_file(log)).size(), 8u);
+
+  // A longer run reaches the late graph.
+  std::vector<std::string> long_run = common;
+  long_run.insert(long_run.end(), {"--steps_this_run", "25"});
+  const ProcessResult second = train(long_run, compile_wrapper_);
+  ASSERT_EQ(second.exit_code(), 0) << second.err;
+  EXPECT_EQ(lines_with(second.out, "total: ranks=2 graphs=5 jit_compiles=10 ").size(), 1u) << second.out;
+}
+
+TEST_F(StandinTrain, CacheHitsAreRecognisedFromWrapperOutput) {
+  const ProcessResult result = train({"--steps_this_run", "3", "--workdir", workdir()}, hit_wrapper_);
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=3 graphs=2 jit_compiles=0 cache_hits=2 ").size(), 1u)
+      << result.out;
+  EXPECT_EQ(lines_with(result.out, "Using a cached neff at ").size(), 2u) << "wrapper output is echoed";
+}
+
+TEST_F(StandinTrain, CrashAtStepExitsWithTraceback) {
+  const ProcessResult result = train({"--steps_this_run", "10", "--crash_at_step", "3"}, compile_wrapper_);
+  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_NE(result.err.find("Traceback (most recent call last):"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("step 3"), std::string::npos) << result.err;
+  EXPECT_TRUE(lines_with(result.out, "standin_train: rank").empty()) << result.out;
+}
+
+TEST_F(StandinTrain, ExtractionModeDoesNotCheckOutputs) {
+  const ProcessResult result =
+      train({"--steps_this_run", "6"}, placeholder_wrapper_, {{"NEURON_EXTRACT_GRAPHS_ONLY", "True"}});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=6 graphs=3 jit_compiles=0 cache_hits=0 ").size(), 1u)
+      << result.out;
+}
+
+TEST_F(StandinTrain, PlaceholderOutputFailsOutsideExtractionMode) {
+  const ProcessResult result = train({"--steps_this_run", "2"}, placeholder_wrapper_);
+  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_NE(result.err.find("no graph-sha256 header"), std::string::npos) << result.err;
+}
+
+TEST_F(StandinTrain, NeffOfAnotherGraphIsAnError) {
+  const ProcessResult result = train({"--steps_this_run", "2"}, wrong_wrapper_);
+  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_NE(result.err.find("was compiled from graph sha256"), std::string::npos) << result.err;
+}
+
+TEST_F(StandinTrain, WrapperFailureIsReportedWithItsOutput) {
+  const ProcessResult result = train({"--steps_this_run", "2"}, failing_wrapper_);
+  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_NE(result.out.find("wrapper says no"), std::string::npos) << result.out;
+  EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(standin_train: compile failed for \S+MODULE_init_\w+\.hlo \(exit 3\))")))
+      << result.err;
+}
+
+TEST_F(StandinTrain, MissingWrapperIsAUsageError) {
+  std::vector<std::string> argv{kTrainBinary, "--steps_this_run", "1"};
+  const ProcessResult result = run(argv, {{"PATH", path("no-such-dir")}});
+  EXPECT_EQ(result.exit_code(), 2);
+  EXPECT_NE(result.err.find("neuron_cc_wrapper"), std::string::npos) << result.err;
+}
+
+TEST_F(StandinTrain, WrapperIsFoundOnPath) {
+  const std::string bin = path("bin");
+  ASSERT_EQ(run({"/bin/mkdir", bin}).exit_code(), 0);
+  ASSERT_EQ(run({"/bin/cp", compile_wrapper_, bin + "/neuron_cc_wrapper"}).exit_code(), 0);
+  std::vector<std::string> argv{kTrainBinary, "--steps_this_run", "1"};
+  const ProcessResult result = run(argv, {{"PATH", bin + ":/usr/bin:/bin"}});
+  EXPECT_EQ(result.exit_code(), 0) << result.err;
+}
+
+TEST_F(StandinTrain, UnderTorchrunItIsOneRankAndDoesNotSpawn) {
+  const ProcessResult result = train({"--nproc_per_node", "4", "--steps_this_run", "2", "--workdir", workdir()},
+                                     compile_wrapper_, {{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "standin_train: rank 1/2: steps=2 graphs=2 ").size(), 1u) << result.out;
+  EXPECT_TRUE(lines_with(result.out, "standin_train: total:").empty()) << result.out;
+  EXPECT_EQ(list_dir(workdir()), std::vector<std::string>{"rank-1"});
+}
+
+TEST_F(StandinTrain, FailingRankStatusIsPropagated) {
+  const ProcessResult result =
+      train({"--nproc_per_node", "2", "--steps_this_run", "4", "--crash_at_step", "1"}, compile_wrapper_);
+  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_TRUE(lines_with(result.out, "standin_train: total:").empty()) << result.out;
+}
+
+TEST_F(StandinTrain, TemporaryWorkdirIsRemoved) {
+  const std::string tmp = path("tmp");
+  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code(), 0);
+  const ProcessResult result =
+      train({"--nproc_per_node", "2", "--steps_this_run", "2"}, compile_wrapper_, {{"TMPDIR", tmp}});
+  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_TRUE(list_dir(tmp).empty());
+}
+
+TEST_F(StandinTrain, TerminatingTheLauncherStopsItsRanks) {
+  const std::string tmp = path("tmp");
+  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code(), 0);
+  Env env = fast_compiler_env();
+  env["NEURON_CC_WRAPPER"] = compile_wrapper_;
+  env["TMPDIR"] = tmp;
+  Process launcher({kTrainBinary, "--nproc_per_node", "2", "--steps_this_run", "1000", "--step_ms", "10"}, env,
+                   dir());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(launcher.running());
+  launcher.kill(SIGTERM);
+  const ProcessResult result = launcher.wait();
+  EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
+  EXPECT_TRUE(list_dir(tmp).empty());
+}
+
+TEST_F(StandinTrain, GraphSizeGrowsWithLayersAndHidden) {
+  ASSERT_EQ(train({"--steps_this_run", "1", "--layers", "2", "--hidden", "64", "--workdir", path("small")},
+                  compile_wrapper_).exit_code(), 0);
+  ASSERT_EQ(train({"--steps_this_run", "1", "--layers", "8", "--hidden", "512", "--workdir", path("large")},
+                  compile_wrapper_).exit_code(), 0);
+  const auto train_graph_size = [&](const std::string& root) {
+    for (const std::string& name : list_dir(root + "/rank-0")) {
+      if (name.rfind("MODULE_train0_", 0) == 0 && name.find(".hlo") != std::string::npos) {
+        return read_file(root + "/rank-0/" + name).size();
+      }
+    }
+    return std::size_t{0};
+  };
+  const std::size_t small = train_graph_size(path("small"));
+  const std::size_t large = train_graph_size(path("large"));
+  EXPECT_GT(small, 0u);
+  EXPECT_GT(large, 8 * small);
+}
+
+TEST_F(StandinTrain, UnknownOptionIsAUsageError) {
+  const ProcessResult result = train({"--bogus", "1"}, compile_wrapper_);
+  EXPECT_EQ(result.exit_code(), 2);
+  EXPECT_NE(result.err.find("unrecognized arguments: --bogus"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace standin::test

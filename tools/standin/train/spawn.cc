@@ -1,0 +1,68 @@
+#include "spawn.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "error.h"
+
+extern char** environ;
+
+namespace standin::train {
+namespace {
+
+constexpr int kSignalExitBase = 128;
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  pointers.reserve(strings.size() + 1);
+  for (const std::string& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+}  // namespace
+
+std::vector<std::string> environment_with(const EnvOverrides& overrides) {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const std::string name = text.substr(0, text.find('='));
+    bool overridden = false;
+    for (const auto& [key, value] : overrides) overridden = overridden || key == name;
+    if (!overridden) env.push_back(text);
+  }
+  for (const auto& [key, value] : overrides) env.push_back(key + "=" + value);
+  return env;
+}
+
+pid_t spawn_process(const std::string& path, const std::vector<std::string>& argv,
+                    const std::vector<std::string>& env, int output_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (output_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, output_fd, STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, output_fd, STDERR_FILENO);
+  }
+  std::vector<char*> c_argv = c_strings(argv);
+  std::vector<char*> c_env = c_strings(env);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, path.c_str(), &actions, nullptr, c_argv.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0) throw failure("cannot start '" + path + "': " + std::strerror(error));
+  return pid;
+}
+
+int wait_exit_status(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw failure(std::string("waitpid failed: ") + std::strerror(errno));
+  }
+  if (WIFSIGNALED(status)) return kSignalExitBase + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+}  // namespace standin::train
