@@ -8,6 +8,7 @@
 #include <npc/util/error.hpp>
 #include <npc/util/shell_words.hpp>
 #include <npc/util/signals.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::compile {
 
@@ -27,7 +28,7 @@ int remaining_ms(double deadline) {
 } // namespace
 
 std::string CompileRun::describe() const {
-  if (timed_out) return "timed out after " + std::to_string(static_cast<long>(wall_seconds)) + "s";
+  if (timed_out) return "timed out after " + util::format_seconds(wall_seconds);
   if (interrupted_by != 0) return "interrupted by " + util::signal_name(interrupted_by);
   return status.describe();
 }

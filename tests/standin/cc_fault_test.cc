@@ -66,11 +66,12 @@ TEST_F(StandinCcFault, HangKeepsRunningUntilKilled) {
   EXPECT_FALSE(exists(output_));
 }
 
-TEST_F(StandinCcFault, TruncateWritesHalfTheNeffAndExits0) {
+TEST_F(StandinCcFault, TruncateWritesHalfTheNeffAndFailsLikeAFullDisk) {
   ASSERT_EQ(compile_with({}).exit_code(), 0);
   const std::string full = read_file(output_);
   const ProcessResult result = compile_with({{"STANDIN_CC_FAULT", "truncate"}});
-  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  EXPECT_EQ(result.exit_code(), 1) << result.err;
+  EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
   const std::string truncated = read_file(output_);
   EXPECT_EQ(truncated, full.substr(0, full.size() / 2));
 }

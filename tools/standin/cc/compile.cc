@@ -106,7 +106,12 @@ int run_compile(const CompileRequest& request, const Settings& settings) {
   const NeffHeader header{settings.version, graph_sha, graph.size(), request.flag_words, request.target};
   const std::string neff = build_neff(header);
   if (fault == Fault::kTruncate) {
+    // What a real compiler leaves when the disk fills while it writes: half
+    // a NEFF at the output path, and a failure.
     write_neff_in_place(request.output_path, neff.substr(0, neff.size() / 2));
+    log.error("ERROR: writing '" + request.output_path + "': No space left on device");
+    log.error(kStatusError);
+    return 1;
   } else {
     write_neff_atomically(request.output_path, neff);
   }

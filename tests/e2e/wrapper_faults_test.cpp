@@ -1,0 +1,138 @@
+// Every fault mode of the stand-in compiler, through the compile entry: each
+// ends with a clear message, the documented exit code, a failed entry with
+// its log (or a pending one for an interrupt), and never a served partial NEFF.
+
+#include <csignal>
+#include <thread>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/util/process.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class WrapperFaults : public CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    graph_ = dir() / "g.hlo";
+    write_text(graph_, "HloModule faulty\nENTRY e { ROOT p = f32[8] parameter(0) }\n");
+  }
+  RunResult compile(std::map<std::string, std::string> env, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"compile", "--graph", graph_.string(), "--output", (dir() / "out.neff").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_tool("neuron_cc_wrapper", args, std::move(env));
+  }
+  fs::path entry() {
+    auto e = entries();
+    return e.empty() ? fs::path() : e[0];
+  }
+  cache::AttemptRecord last_attempt() {
+    auto meta = cache::read_entry_meta(entry());
+    EXPECT_TRUE(meta.ok());
+    return meta->attempts.empty() ? cache::AttemptRecord{} : meta->attempts.back();
+  }
+  void expect_failed_entry() {
+    ASSERT_FALSE(entry().empty());
+    EXPECT_TRUE(fs::exists(entry() / "model.log"));
+    EXPECT_FALSE(fs::exists(entry() / "model.done"));
+    EXPECT_FALSE(fs::exists(entry() / "model.neff"));
+    EXPECT_FALSE(fs::exists(dir() / "out.neff"));
+    auto verify = run_tool("neuron_cache", {"verify"});
+    EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+  }
+  fs::path graph_;
+};
+
+TEST_F(WrapperFaults, Fail) {
+  auto r = compile({{"STANDIN_CC_FAULT", "fail"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("compiler exit code 1"), std::string::npos) << r.err;
+  expect_failed_entry();
+  EXPECT_EQ(last_attempt().outcome, "failed");
+  EXPECT_EQ(last_attempt().exit_code, 1);
+}
+
+TEST_F(WrapperFaults, Exit70) {
+  auto r = compile({{"STANDIN_CC_FAULT", "exit70"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("compiler exit code 70"), std::string::npos) << r.err;
+  expect_failed_entry();
+  EXPECT_EQ(last_attempt().exit_code, 70);
+}
+
+TEST_F(WrapperFaults, SigkillIsReportedByName) {
+  auto r = compile({{"STANDIN_CC_FAULT", "sigkill"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("compiler killed by signal SIGKILL"), std::string::npos) << r.err;
+  expect_failed_entry();
+  EXPECT_EQ(last_attempt().signal, "SIGKILL");
+  EXPECT_NE(read_text(entry() / "model.log").find("killed by signal SIGKILL"), std::string::npos);
+}
+
+TEST_F(WrapperFaults, Segv) {
+  auto r = compile({{"STANDIN_CC_FAULT", "segv"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("killed by signal SIGSEGV"), std::string::npos) << r.err;
+  expect_failed_entry();
+}
+
+TEST_F(WrapperFaults, HangIsKilledByTheTimeout) {
+  auto start = std::chrono::steady_clock::now();
+  auto r = compile({{"STANDIN_CC_FAULT", "hang"}}, {"--timeout", "0.5"});
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("compiler timed out after 0.5s"), std::string::npos) << r.err;
+  EXPECT_LT(took, std::chrono::seconds(5));
+  expect_failed_entry();
+  EXPECT_EQ(last_attempt().outcome, "timeout");
+  // The hung compiler's whole group is gone: no stand-in left running.
+  auto ps = run({"pgrep", "-f", graph_.filename().string()});
+  EXPECT_EQ(ps.out, "");
+}
+
+TEST_F(WrapperFaults, TruncatedOutputIsNeverPublished) {
+  auto r = compile({{"STANDIN_CC_FAULT", "truncate"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  expect_failed_entry();
+  // No temp work dir left in the entry.
+  for (const auto& f : fs::directory_iterator(entry())) EXPECT_FALSE(f.path().filename().string().starts_with(".tmp-"));
+}
+
+TEST_F(WrapperFaults, TransientFaultSucceedsOnRetry) {
+  std::map<std::string, std::string> env = {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "1"}};
+  EXPECT_EQ(compile(env).exit_code, 1);
+  auto r = compile(env, {"--retry_failed_compilation"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(fs::exists(entry() / "model.done"));
+  EXPECT_EQ(compiles(), 2u);
+}
+
+TEST_F(WrapperFaults, InterruptLeavesThePendingEntryAndNoLock) {
+  pid_t pid = start_tool("neuron_cc_wrapper",
+                         {"compile", "--graph", graph_.string(), "--output", (dir() / "out.neff").string()},
+                         {{"STANDIN_CC_FAULT", "hang"}}, dir() / "wrapper.log");
+  // Wait until the compiler runs, then interrupt the wrapper as Ctrl-C would.
+  for (int i = 0; i < 200 && compiles() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(compiles(), 1u);
+  ::kill(pid, SIGINT);
+  auto status = util::wait_child(pid);
+  EXPECT_FALSE(status.signaled);
+  EXPECT_EQ(status.code, 130);
+  ASSERT_FALSE(entry().empty());
+  EXPECT_TRUE(fs::exists(entry() / "model.hlo_module.pb"));
+  EXPECT_FALSE(fs::exists(entry() / "model.log")); // an interrupt is not a cached failure
+  EXPECT_FALSE(fs::exists(entry() / "model.done"));
+  EXPECT_FALSE(fs::exists(entry() / "npc-compile.lock"));
+  auto ps = run({"pgrep", "-f", graph_.filename().string()});
+  EXPECT_EQ(ps.out, "");
+  // The next caller compiles it.
+  auto r = compile({});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+}
+
+} // namespace
+} // namespace npc::test

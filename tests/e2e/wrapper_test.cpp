@@ -1,0 +1,324 @@
+// neuron_cc_wrapper against the stand-in compiler: hit, miss, extraction,
+// cached failure and retry, --no_cache, compile-entry, key, error paths, and
+// many processes asking for the same graphs at once.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/sha256.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class Wrapper : public CacheTest {
+protected:
+  fs::path graph(const std::string& name, const std::string& text) {
+    fs::path p = dir() / "graphs" / name;
+    write_text(p, text);
+    return p;
+  }
+  RunResult compile(const fs::path& g, const fs::path& out, std::vector<std::string> flags = {},
+                    std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> args = {"compile", "--graph", g.string(), "--output", out.string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return run_tool("neuron_cc_wrapper", args, std::move(env));
+  }
+  // The stand-in writes which graph and flags it compiled into the NEFF.
+  static std::string neff_line(const fs::path& neff, const std::string& field) {
+    std::string text = read_text(neff);
+    auto at = text.find(field + ": ");
+    if (at == std::string::npos) return "<no " + field + ">";
+    auto end = text.find('\n', at);
+    return text.substr(at + field.size() + 2, end - at - field.size() - 2);
+  }
+};
+
+TEST_F(Wrapper, MissCompilesPublishesAndThenHits) {
+  fs::path g = graph("a.hlo", "HloModule a\nENTRY e { ROOT p = f32[4] parameter(0) }\n");
+  auto first = compile(g, dir() / "a.neff", {"--model-type=transformer"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_EQ(compiles(), 1u);
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  for (const char* f : {"model.hlo_module.pb", "compile_flags.json", "model.neff", "model.done", "npc-entry.json"})
+    EXPECT_TRUE(fs::exists(entry / f)) << f;
+  EXPECT_FALSE(fs::exists(entry / "model.log"));
+  EXPECT_FALSE(fs::exists(entry / "npc-compile.lock")); // released and removed
+  EXPECT_EQ(read_text(entry / "compile_flags.json"), "[\"--model-type=transformer\"]\n");
+  EXPECT_EQ(read_text(entry / "model.hlo_module.pb"), read_text(g));
+  EXPECT_EQ(read_text(dir() / "a.neff"), read_text(entry / "model.neff"));
+  EXPECT_EQ(neff_line(dir() / "a.neff", "graph-sha256"), util::sha256_hex(read_text(g)));
+  // --target=trn1 is added only because the flags named no target.
+  EXPECT_EQ(neff_line(dir() / "a.neff", "flags"), "--model-type=transformer --target=trn1");
+  auto meta = cache::read_entry_meta(entry);
+  ASSERT_TRUE(meta.ok()) << meta.error();
+  ASSERT_EQ(meta->attempts.size(), 1u);
+  EXPECT_EQ(meta->attempts[0].outcome, "success");
+  EXPECT_EQ(meta->attempts[0].exit, "exit code 0");
+  EXPECT_GT(meta->attempts[0].peak_rss_bytes, 0u);
+  EXPECT_EQ(*meta->neff_sha256, util::sha256_hex(read_text(entry / "model.neff")));
+
+  auto second = compile(g, dir() / "b.neff", {"--model-type=transformer"});
+  ASSERT_EQ(second.exit_code, 0) << second.describe();
+  EXPECT_EQ(compiles(), 1u); // served from the cache
+  EXPECT_NE(second.out.find("Using a cached neff at " + (entry / "model.neff").string()), std::string::npos)
+      << second.out;
+  EXPECT_EQ(read_text(dir() / "b.neff"), read_text(entry / "model.neff"));
+}
+
+TEST_F(Wrapper, FlagsFromEnvironmentComeFirstAndCacheOptionsAreRemoved) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  env_["NEURON_CC_FLAGS"] = "--cache_dir " + (dir() / "c").string() + " -O2 --cache_ttl=3 --target trn2";
+  auto r = compile(g, dir() / "a.neff", {"--auto-cast=none", "--retry_failed_compilation"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(read_text(entries()[0] / "compile_flags.json"), "[\"-O2\",\"--target\",\"trn2\",\"--auto-cast=none\"]\n");
+  EXPECT_EQ(neff_line(dir() / "a.neff", "flags"), "-O2 --target trn2 --auto-cast=none");
+  EXPECT_EQ(neff_line(dir() / "a.neff", "target"), "trn2");
+}
+
+TEST_F(Wrapper, FlagsReachTheCompilerAsExactWords) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  env_["NEURON_CC_FLAGS"] = "--cache_dir=" + (dir() / "c").string() +
+                            " '--internal-x=a b;c' \"--internal-y=$(touch pwned)\"";
+  auto r = compile(g, dir() / "a.neff");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text(entries()[0] / "compile_flags.json"),
+            "[\"--internal-x=a b;c\",\"--internal-y=$(touch pwned)\"]\n");
+  EXPECT_FALSE(fs::exists(dir() / "pwned"));
+}
+
+TEST_F(Wrapper, DifferentFlagsAreDifferentEntries) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  ASSERT_EQ(compile(g, dir() / "1.neff", {"-O1"}).exit_code, 0);
+  ASSERT_EQ(compile(g, dir() / "2.neff", {"-O2"}).exit_code, 0);
+  ASSERT_EQ(compile(g, dir() / "3.neff", {"-O1"}).exit_code, 0);
+  EXPECT_EQ(entries().size(), 2u);
+  EXPECT_EQ(compiles(), 2u);
+  auto name = [](const fs::path& p) { return p.filename().string(); };
+  EXPECT_EQ(name(entries()[0]).substr(0, 27), name(entries()[1]).substr(0, 27)); // same graph hash
+}
+
+TEST_F(Wrapper, ExtractionStoresPendingEntryLogsPathAndCompilesNothing) {
+  fs::path g = graph("a.hlo", "HloModule extract\n");
+  fs::path path_log = dir() / "paths.log";
+  auto r = compile(g, dir() / "a.neff", {},
+                   {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}, {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 0u);
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path pb = entries()[0] / "model.hlo_module.pb";
+  EXPECT_EQ(r.out, "Extracting graphs (" + pb.string() +
+                       ") for ahead-of-time parallel compilation. No compilation was done.\n");
+  EXPECT_EQ(read_text(path_log), pb.string() + "\n");
+  EXPECT_TRUE(fs::exists(dir() / "a.neff"));
+  EXPECT_EQ(fs::file_size(dir() / "a.neff"), 0u); // placeholder
+  EXPECT_FALSE(fs::exists(entries()[0] / "model.neff"));
+  EXPECT_FALSE(fs::exists(entries()[0] / "model.done"));
+  auto ls = run_tool("neuron_cache", {"ls"});
+  EXPECT_NE(ls.out.find("pending"), std::string::npos) << ls.out;
+}
+
+TEST_F(Wrapper, ManyProcessesAppendToThePathLogWithoutLosingLines) {
+  constexpr int kProcesses = 24;
+  fs::path path_log = dir() / "paths.log";
+  std::vector<fs::path> graphs;
+  for (int i = 0; i < kProcesses; ++i) graphs.push_back(graph("g" + std::to_string(i), "HloModule m" + std::to_string(i) + "\n"));
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcesses; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      auto r = compile(graphs[static_cast<size_t>(i)], dir() / ("o" + std::to_string(i)), {},
+                       {{"NEURON_EXTRACT_GRAPHS_ONLY", "true"}, {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log.string()}});
+      ::_exit(r.exit_code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(count_lines(path_log), static_cast<size_t>(kProcesses));
+  EXPECT_EQ(entries().size(), static_cast<size_t>(kProcesses));
+  std::string text = read_text(path_log);
+  for (const auto& e : entries())
+    EXPECT_NE(text.find((e / "model.hlo_module.pb").string() + "\n"), std::string::npos) << e;
+}
+
+TEST_F(Wrapper, CachedFailureIsNotRecompiledUnlessAsked) {
+  fs::path g = graph("bad.hlo", "HloModule bad\n");
+  std::map<std::string, std::string> failing = {{"STANDIN_CC_FAULT", "fail"}};
+  auto first = compile(g, dir() / "a.neff", {}, failing);
+  EXPECT_EQ(first.exit_code, 1) << first.describe();
+  EXPECT_EQ(compiles(), 1u);
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  EXPECT_TRUE(fs::exists(entry / "model.log"));
+  EXPECT_FALSE(fs::exists(entry / "model.done"));
+  EXPECT_FALSE(fs::exists(dir() / "a.neff"));
+  EXPECT_NE(first.err.find("failed: compiler exit code 1; full log: " + (entry / "model.log").string()), std::string::npos)
+      << first.err;
+  EXPECT_NE(first.err.find("  | "), std::string::npos) << "the log's last lines are shown";
+
+  auto second = compile(g, dir() / "a.neff");
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(second.out, "Got a cached failed neff at " + (entry / "model.log").string() +
+                            ". Will skip compilation, please set --retry_failed_compilation\n");
+
+  auto retried = compile(g, dir() / "a.neff", {"--retry_failed_compilation"});
+  ASSERT_EQ(retried.exit_code, 0) << retried.describe();
+  EXPECT_EQ(compiles(), 2u);
+  EXPECT_TRUE(fs::exists(entry / "model.done"));
+  EXPECT_FALSE(fs::exists(entry / "model.log"));
+  auto meta = cache::read_entry_meta(entry);
+  ASSERT_EQ(meta->attempts.size(), 2u);
+  EXPECT_EQ(meta->attempts[0].outcome, "failed");
+  EXPECT_EQ(meta->attempts[1].outcome, "success");
+  EXPECT_EQ(meta->attempts[1].attempt, 2);
+}
+
+TEST_F(Wrapper, RetryFromNeuronCcFlags) {
+  fs::path g = graph("bad.hlo", "HloModule bad\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff", {}, {{"STANDIN_CC_FAULT", "fail"}}).exit_code, 1);
+  env_["NEURON_CC_FLAGS"] += " --retry_failed_compilation";
+  auto r = compile(g, dir() / "a.neff");
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 2u);
+}
+
+TEST_F(Wrapper, NoCacheCompilesStraightToOutput) {
+  fs::path g = graph("a.hlo", "HloModule nocache\n");
+  env_["NEURON_CC_FLAGS"] = "--cache_dir=" + (dir() / "c").string() + " --no_cache -O3";
+  auto r = compile(g, dir() / "out.neff");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_FALSE(fs::exists(dir() / "c"));
+  EXPECT_EQ(neff_line(dir() / "out.neff", "flags"), "-O3 --target=trn1");
+  // No temp work dir left beside the output.
+  for (const auto& e : fs::directory_iterator(dir())) EXPECT_FALSE(e.path().filename().string().starts_with(".tmp-"));
+  auto again = compile(g, dir() / "out.neff");
+  EXPECT_EQ(compiles(), 2u);
+
+  auto failing = compile(g, dir() / "bad.neff", {}, {{"STANDIN_CC_FAULT", "exit70"}});
+  EXPECT_EQ(failing.exit_code, 1) << failing.describe();
+  EXPECT_FALSE(fs::exists(dir() / "bad.neff"));
+  EXPECT_TRUE(fs::exists(dir() / "bad.neff.log"));
+  EXPECT_NE(failing.err.find("exit code 70"), std::string::npos) << failing.err;
+}
+
+TEST_F(Wrapper, EightProcessesAskingForTheSameFourGraphsCompileEachOnce) {
+  constexpr int kProcesses = 8, kGraphs = 4;
+  std::vector<fs::path> graphs;
+  for (int i = 0; i < kGraphs; ++i) graphs.push_back(graph("g" + std::to_string(i), "HloModule same" + std::to_string(i) + "\n"));
+  env_["STANDIN_CC_BASE_MS"] = "300"; // long enough for everyone to collide
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      int failures = 0;
+      for (int k = 0; k < kGraphs; ++k) {
+        int i = (k + p) % kGraphs;
+        fs::path out = dir() / ("out" + std::to_string(p) + "_" + std::to_string(i));
+        auto r = compile(graphs[static_cast<size_t>(i)], out);
+        if (r.exit_code != 0 || neff_line(out, "graph-sha256") != util::sha256_hex(read_text(graphs[static_cast<size_t>(i)])))
+          ++failures;
+      }
+      ::_exit(failures);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a process failed or got a wrong NEFF";
+  }
+  EXPECT_EQ(compiles(), static_cast<size_t>(kGraphs));
+  EXPECT_EQ(entries().size(), static_cast<size_t>(kGraphs));
+}
+
+TEST_F(Wrapper, CompileEntryCompilesAPendingEntryInPlace) {
+  fs::path g = graph("a.hlo", "HloModule pending\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff", {"-O1"}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);
+  fs::path entry = entries()[0];
+  auto r = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_TRUE(fs::exists(entry / "model.done"));
+  EXPECT_EQ(neff_line(entry / "model.neff", "flags"), "-O1 --target=trn1");
+  auto again = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string()});
+  EXPECT_EQ(again.exit_code, 0);
+  EXPECT_EQ(again.out, "Already compiled: " + entry.string() + "\n");
+  EXPECT_EQ(compiles(), 1u);
+}
+
+TEST_F(Wrapper, CompileEntryNoWaitReportsALockedEntry) {
+  fs::path g = graph("a.hlo", "HloModule locked\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff", {}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);
+  fs::path entry = entries()[0];
+  auto lock = util::FileLock::try_acquire(entry / "npc-compile.lock", util::LockHolder::self("test"));
+  ASSERT_TRUE(lock.ok() && lock->has_value());
+  auto r = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string(), "--no-wait"});
+  EXPECT_EQ(r.exit_code, 75) << r.describe();
+  EXPECT_EQ(compiles(), 0u);
+  auto waited = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string(), "--lock-timeout=0.3"});
+  EXPECT_EQ(waited.exit_code, 3) << waited.describe();
+  EXPECT_NE(waited.err.find("held by pid " + std::to_string(::getpid())), std::string::npos) << waited.err;
+}
+
+TEST_F(Wrapper, KeyPrintsTheEntryAndWhatWentIntoIt) {
+  fs::path g = graph("a.hlo", "HloModule key\n");
+  auto r = run_tool("neuron_cc_wrapper", {"key", "--graph", g.string(), "-O2"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string sha = util::sha256_hex(read_text(g));
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            (cache_root() / (std::string("neuronxcc-") + kStandinVersion)).string() + "/MODULE_" + sha.substr(0, 20) + "+" +
+                util::sha256_hex("3:-O2;").substr(0, 8));
+  EXPECT_NE(r.out.find("flags encoding: 3:-O2;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(sha), std::string::npos);
+}
+
+TEST_F(Wrapper, ErrorsAreOneLineWithDocumentedExitCodes) {
+  fs::path g = graph("a.hlo", "HloModule e\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    int exit_code;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{"compile", "--output", "x"}, {}, 2, "neuron_cc_wrapper: error: --graph FILE is required"},
+      {{"compile", "--graph", g.string()}, {}, 2, "neuron_cc_wrapper: error: --output NEFF is required"},
+      {{"frobnicate"}, {}, 2, "neuron_cc_wrapper: error: unknown command 'frobnicate'"},
+      {{"compile", "--graph", (dir() / "missing.hlo").string(), "--output", "x"}, {}, 2,
+       "neuron_cc_wrapper: error: cannot read the graph: cannot open " + (dir() / "missing.hlo").string()},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_CC_FLAGS", "--cache_size=12x"}}, 2,
+       "neuron_cc_wrapper: error: NEURON_CC_FLAGS: --cache_size has the bad value '12x'"},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_CC_FLAGS", "'-O2"}}, 2,
+       "neuron_cc_wrapper: error: NEURON_CC_FLAGS: unbalanced single quote at position 1"},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_COMPILE_CACHE_URL", "s3://b/p"}, {"NEURON_CC_FLAGS", ""}}, 2,
+       "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_URL: the scheme 's3://'"},
+      {{"compile", "--graph", g.string(), "--output", "x", "--compiler", (dir() / "nope").string()}, {}, 3,
+       "neuron_cc_wrapper: error: --compiler " + (dir() / "nope").string() + ": " + (dir() / "nope").string() +
+           " is not an executable file"},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_CC", ""}, {"PATH", "/nonexistent"}}, 3,
+       "neuron_cc_wrapper: error: the Neuron compiler was not found"},
+      {{"compile", "--graph", g.string(), "--output", "x", "--timeout", "-3"}, {}, 2,
+       "neuron_cc_wrapper: error: --timeout has the bad value '-3'"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_tool("neuron_cc_wrapper", c.args, c.env);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.describe();
+    EXPECT_EQ(r.err.rfind(c.message, 0), 0u) << "expected: " << c.message << "\n" << r.describe();
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.describe();
+  }
+  EXPECT_EQ(compiles(), 0u);
+}
+
+} // namespace
+} // namespace npc::test

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The main job, on the stand-ins (build/standin/neuronx-cc stands in for the
+# Neuron compiler, build/standin/standin_train for a torch-neuronx training
+# script; see tools/standin/README.md):
+#   1. the training run as it is today: every graph compiled just in time;
+#   2. neuron_parallel_compile over a short trial of the same script, on an
+#      empty cache;
+#   3. the training run again: it finds every graph compiled.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+root=$(pwd)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/npc-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export PATH="$root/build/bin:$root/build/standin:$PATH"
+export NEURON_CC="$root/build/standin/neuronx-cc"
+# A compile of the stand-in takes 1 s plus 1 s per 200 kB of graph, in sleep
+# mode so the demo behaves the same on any machine.
+export STANDIN_CC_MODE=sleep STANDIN_CC_BASE_MS=1000 STANDIN_CC_BYTES_PER_SEC=200000
+train=(standin_train --nproc_per_node 2 --layers 8 --hidden 512 --graphs_per_step 4 --eval_every 5)
+
+elapsed() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
+jit() { grep -o 'total: .*' "$1" | sed -n 's/.*jit_compiles=\([0-9]*\).*/\1/p'; }
+
+echo "== 1. training run with just-in-time compilation (empty cache)"
+export NEURON_CC_FLAGS="--cache_dir=$work/jit-cache"
+start=$(date +%s.%N)
+"${train[@]}" --steps_this_run 20 > "$work/jit.log" 2>&1
+jit_time=$(elapsed "$start")
+grep 'total:' "$work/jit.log"
+
+echo
+echo "== 2. neuron_parallel_compile over a 10-step trial (empty cache)"
+export NEURON_CC_FLAGS="--cache_dir=$work/cache"
+start=$(date +%s.%N)
+neuron_parallel_compile --parallel_compile_workdir "$work/workdir" --report "$work/report.json" \
+  "${train[@]}" --steps_this_run 10 > "$work/precompile.log" 2>&1 || { cat "$work/precompile.log"; exit 1; }
+pre_time=$(elapsed "$start")
+grep -E 'neuron_parallel_compile: ([0-9]+ graphs found|wall time)' "$work/precompile.log"
+
+echo
+echo "== 3. the same training run, now on the pre-compiled cache"
+start=$(date +%s.%N)
+"${train[@]}" --steps_this_run 20 > "$work/warm.log" 2>&1
+warm_time=$(elapsed "$start")
+grep 'total:' "$work/warm.log"
+
+echo
+printf '%-48s %12s %10s\n' "run" "JIT compiles" "seconds"
+printf '%-48s %12s %10s\n' "training, just in time" "$(jit "$work/jit.log")" "$jit_time"
+printf '%-48s %12s %10s\n' "neuron_parallel_compile (trial + parallel compile)" "-" "$pre_time"
+printf '%-48s %12s %10s\n' "training after neuron_parallel_compile" "$(jit "$work/warm.log")" "$warm_time"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the project needs from Debian's packages (only what is
+# missing; quiet when everything is there) and builds it into build/.
+#
+#   bash tools/setup.sh            install and build
+#   BUILD_DIR=dir bash tools/setup.sh
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+
+packages=(
+  cmake ninja-build g++ pkg-config
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libssl-dev
+  libgtest-dev libgmock-dev
+  libarchive-dev libzstd-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then
+    apt_get=(apt-get)
+  elif command -v sudo >/dev/null 2>&1; then
+    apt_get=(sudo apt-get)
+  else
+    echo "setup: missing packages ${missing[*]}; run as root or install them with apt-get" >&2
+    exit 2
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${apt_get[@]}" update -qq
+  "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build_dir" -- -j"$(nproc)" | grep -v '^\[' || true
+test -x "$build_dir/bin/neuron_parallel_compile" || { echo "setup: build failed" >&2; exit 1; }
