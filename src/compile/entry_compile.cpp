@@ -9,6 +9,7 @@
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/shell_words.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::compile {
 
@@ -132,8 +133,8 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     result.attempt.exit = "exit code 0 but no NEFF written";
   }
   std::string note = "\n[neuron_cc_wrapper] command: " + util::join_shell_words(run.argv) +
-                     "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " after " +
-                     std::to_string(run.wall_seconds) + "s\n";
+                     "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " (wall time " +
+                     util::format_seconds(run.wall_seconds) + ")\n";
   std::ignore = util::append_line(job.log_file, note);
   if (auto s = cache.publish_failure(entry_dir, job.log_file, result.attempt); !s)
     throw EnvironmentError(s.error());

@@ -61,7 +61,10 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   if (!status.signaled && status.code == compile::kExitLockedElsewhere) return {AttemptEnd::locked_elsewhere, info};
   if (ours) {
     info.log_path = item.entry_dir / cache::kLogFile;
-    return {ours->signal == "SIGKILL" ? AttemptEnd::killed : AttemptEnd::failed, info};
+    // A timeout also ends in SIGKILL, but ours: only a kill from outside
+    // (the OOM killer) says the machine had too many compiles at once.
+    bool killed_from_outside = ours->signal == "SIGKILL" && ours->outcome != "timeout";
+    return {killed_from_outside ? AttemptEnd::killed : AttemptEnd::failed, info};
   }
   if (status.signaled && status.signal == SIGKILL) return {AttemptEnd::killed, info};
   if (!status.signaled && status.code == 1) {

@@ -1,0 +1,334 @@
+// neuron_parallel_compile against the stand-in training script and compiler.
+
+#include <regex>
+#include <set>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <npc/util/process.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class Launcher : public CacheTest {
+protected:
+  // init + 2 train + eval = 4 graphs in a 10-step trial; a late graph at 20.
+  std::vector<std::string> train(int steps, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {(standin_dir() / "standin_train").string(), "--nproc_per_node", "2",
+                                     "--steps_this_run", std::to_string(steps), "--graphs_per_step", "2",
+                                     "--eval_every", "5", "--late_graph_step", "20", "--layers", "2",
+                                     "--hidden", "64", "--workdir", (dir() / "train").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  RunResult launch(std::vector<std::string> ours, const std::vector<std::string>& command = {},
+                   std::map<std::string, std::string> env = {}) {
+    ours.insert(ours.begin(), "--parallel_compile_workdir=" + (dir() / "wd").string());
+    ours.insert(ours.end(), command.begin(), command.end());
+    return run_tool("neuron_parallel_compile", ours, std::move(env));
+  }
+  static int field(const std::string& out, const std::string& name) {
+    std::smatch m;
+    if (!std::regex_search(out, m, std::regex("total: .*" + name + "=([0-9]+)"))) return -1;
+    return std::stoi(m[1]);
+  }
+  nlohmann::json report() { return nlohmann::json::parse(read_text(dir() / "report.json")); }
+  std::size_t done_entries() {
+    std::size_t n = 0;
+    for (const auto& e : entries()) n += fs::exists(e / "model.done");
+    return n;
+  }
+  // Distinct graphs the stand-in compiled, and how many compiles in all.
+  std::pair<std::size_t, std::size_t> compile_counts() {
+    std::set<std::string> graphs;
+    std::istringstream in(read_text(invocation_log()));
+    std::string pid, sha, path;
+    std::size_t total = 0;
+    while (in >> pid >> sha >> path) {
+      graphs.insert(sha);
+      ++total;
+    }
+    return {graphs.size(), total};
+  }
+};
+
+TEST_F(Launcher, ColdPrecompileThenTrainingCompilesNothing) {
+  auto r = launch({"--report", (dir() / "report.json").string()}, train(10));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(entries().size(), 4u);
+  EXPECT_EQ(done_entries(), 4u);
+  EXPECT_NE(r.err.find("4 graphs found, 0 already cached, 4 compiled, 0 failed, 0 retried"), std::string::npos) << r.err;
+  // The trial's own output passed through.
+  EXPECT_NE(r.out.find("Extracting graphs ("), std::string::npos);
+  EXPECT_NE(r.out.find("standin_train: total: ranks=2 graphs=4 jit_compiles=0"), std::string::npos) << r.out;
+  auto j = report();
+  EXPECT_EQ(j["compilation_summary"]["total_graphs"], 4);
+  EXPECT_EQ(j["compilation_summary"]["compiled"], 4);
+  EXPECT_EQ(j["compilation_summary"]["failed"], 0);
+  ASSERT_EQ(j["compilation_report"].size(), 4u);
+  for (const auto& [graph, item] : j["compilation_report"].items()) {
+    EXPECT_TRUE(fs::exists(graph)) << graph;
+    EXPECT_EQ(item["status"], "compiled");
+    EXPECT_EQ(item["retry"], 0);
+    EXPECT_GT(item["compile_time"].get<double>(), 0);
+    EXPECT_GT(item["peak_rss_bytes"].get<std::uint64_t>(), 0u);
+    EXPECT_EQ(item["exit"], "exit code 0");
+  }
+  EXPECT_TRUE(j.contains("start_time"));
+  EXPECT_TRUE(j.contains("compilation_time"));
+
+  auto real = run(train(10), options());
+  ASSERT_EQ(real.exit_code, 0) << real.describe();
+  EXPECT_EQ(field(real.out, "jit_compiles"), 0) << real.out;
+  EXPECT_EQ(compiles(), 4u);
+
+  // A second pre-compile finds everything cached.
+  auto again = launch({}, train(10));
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_NE(again.err.find("4 graphs found, 4 already cached, 0 compiled"), std::string::npos) << again.err;
+  EXPECT_EQ(compiles(), 4u);
+}
+
+TEST_F(Launcher, UserCommandReceivesItsArgumentsIntact) {
+  fs::path out = dir() / "args.txt";
+  auto r = launch({"--num_parallel", "2"},
+                  {"/bin/sh", "-c", "printf '%s\\n' \"$@\" > " + out.string(), "sh", "--log_level", "X",
+                   "--world_size", "4", "--num_parallel", "3", "--", "--report", "a b"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(read_text(out), "--log_level\nX\n--world_size\n4\n--num_parallel\n3\n--\n--report\na b\n");
+  EXPECT_NE(r.err.find("0 graphs found"), std::string::npos) << r.err;
+}
+
+TEST_F(Launcher, TrialEnvironmentHasTheExtractionVariables) {
+  fs::path out = dir() / "env.txt";
+  auto r = launch({}, {"/bin/sh", "-c", "env > " + out.string()}, {{"MY_VAR", "kept"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::string env = read_text(out);
+  EXPECT_NE(env.find("\nNEURON_EXTRACT_GRAPHS_ONLY=1\n"), std::string::npos);
+  EXPECT_NE(env.find("\nNEURON_PARALLEL_COMPILE=1\n"), std::string::npos);
+  EXPECT_NE(env.find("\nNEURON_PARALLEL_COMPILE_CACHE_PATH_LOG=" + (dir() / "wd").string() + "/cache_paths."),
+            std::string::npos) << env;
+  EXPECT_NE(env.find("\nMY_VAR=kept\n"), std::string::npos);
+}
+
+TEST_F(Launcher, RetriesSucceedWhenFaultsAreFewerThanRetries) {
+  auto r = launch({"--max-retries", "2", "--report", (dir() / "report.json").string()}, train(10),
+                  {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "2"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(done_entries(), 4u);
+  EXPECT_EQ(compiles(), 12u); // 2 failures + 1 success per graph
+  auto j = report();
+  EXPECT_EQ(j["compilation_summary"]["retried"], 4);
+  for (const auto& [graph, item] : j["compilation_report"].items()) EXPECT_EQ(item["retry"], 2) << graph;
+}
+
+TEST_F(Launcher, RetriesFromTheEnvironmentVariable) {
+  auto r = launch({}, train(10),
+                  {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "1"},
+                   {"NEURON_PARALLEL_COMPILE_MAX_RETRIES", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 8u);
+}
+
+TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
+  auto r = launch({"--max-retries", "1", "--report", (dir() / "report.json").string()}, train(10),
+                  {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "5"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(compiles(), 8u);
+  EXPECT_EQ(done_entries(), 0u);
+  for (const auto& e : entries()) {
+    EXPECT_TRUE(fs::exists(e / "model.log")) << e;
+    EXPECT_NE(r.err.find("FAILED " + e.string() + ": compiler exit code 70 (2 attempt(s)); log " +
+                         (e / "model.log").string()), std::string::npos) << r.err;
+  }
+  EXPECT_NE(r.err.find("4 graphs found, 0 already cached, 0 compiled, 4 failed, 4 retried"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("  | "), std::string::npos) << "last lines of the log";
+  EXPECT_EQ(report()["compilation_summary"]["failed"], 4);
+
+  // A cached failure is not recompiled by the next run...
+  auto again = launch({}, train(10));
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(compiles(), 8u);
+  // ...unless asked.
+  env_["NEURON_CC_FLAGS"] += " --retry_failed_compilation";
+  auto retried = launch({}, train(10));
+  EXPECT_EQ(retried.exit_code, 0) << retried.describe();
+  EXPECT_EQ(done_entries(), 4u);
+}
+
+TEST_F(Launcher, TimeoutKillsTheCompileAndCountsAsAFailedAttempt) {
+  auto r = launch({"--compile-timeout", "0.3"}, train(10), {{"STANDIN_CC_FAULT", "hang"}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  // One attempt each: a timeout is a failed attempt, not a memory kill.
+  EXPECT_NE(r.err.find("compiler timed out after 0.3s (1 attempt(s))"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(done_entries(), 0u);
+  EXPECT_EQ(run({"pgrep", "-f", dir().string()}).out, "");
+}
+
+TEST_F(Launcher, SigkilledCompileIsRetriedWithLessParallelism) {
+  auto r = launch({"--num_parallel", "2"}, train(10),
+                  {{"STANDIN_CC_FAULT", "sigkill"}, {"STANDIN_CC_FAULT_TIMES", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(done_entries(), 4u);
+  EXPECT_EQ(compiles(), 8u);
+  EXPECT_NE(r.err.find("killed by signal SIGKILL); retrying with 1 at once"), std::string::npos) << r.err;
+}
+
+TEST_F(Launcher, TrainingScriptCrashStopsWithItsStatus) {
+  auto r = launch({}, train(10, {"--crash_at_step", "3"}));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("the training command failed (exit code 1); nothing compiled"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 0u);
+}
+
+TEST_F(Launcher, TrainingScriptCrashIgnoredCompilesWhatWasExtracted) {
+  auto r = launch({}, train(10, {"--crash_at_step", "3"}), {{"NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE", "1"}});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("the training command failed (exit code 1); compiling the 3 graph(s) it extracted"),
+            std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 3u); // init and two train graphs; the eval graph was never reached
+  EXPECT_EQ(done_entries(), 3u);
+}
+
+TEST_F(Launcher, TrialKilledBySignalStopsWith128PlusSignal) {
+  auto r = launch({}, {"/bin/sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(r.exit_code, 128 + 15) << r.describe();
+  EXPECT_NE(r.err.find("killed by signal SIGTERM"), std::string::npos) << r.err;
+}
+
+TEST_F(Launcher, MissingCommandIsAClearError) {
+  auto r = launch({}, {"no-such-training-command"});
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_NE(r.err.find("cannot run the training command: no-such-training-command was not found on PATH"),
+            std::string::npos) << r.err;
+}
+
+TEST_F(Launcher, NoCacheIsRefused) {
+  env_["NEURON_CC_FLAGS"] += " --no_cache";
+  auto r = launch({}, train(10));
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
+  EXPECT_NE(r.err.find("--no_cache"), std::string::npos);
+  EXPECT_EQ(compiles(), 0u);
+}
+
+TEST_F(Launcher, CollectThenCompileModes) {
+  auto collect = launch({"--command", "collect"}, train(10));
+  ASSERT_EQ(collect.exit_code, 0) << collect.describe();
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_EQ(entries().size(), 4u);
+  EXPECT_NE(collect.out.find("collected 4 graph(s)"), std::string::npos) << collect.out;
+
+  auto scan = launch({"--command", "scan"});
+  ASSERT_EQ(scan.exit_code, 0) << scan.describe();
+  EXPECT_EQ(scan.out, std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 pending, 0 locked\n");
+
+  auto dry = launch({"--command", "compile", "--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.describe();
+  EXPECT_EQ(std::count(dry.out.begin(), dry.out.end(), '\n'), 5) << dry.out; // header + 4
+  EXPECT_NE(dry.out.find("would compile"), std::string::npos);
+  EXPECT_EQ(compiles(), 0u);
+
+  auto compile = launch({"--command", "compile"});
+  ASSERT_EQ(compile.exit_code, 0) << compile.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(done_entries(), 4u);
+
+  auto scanned = launch({"--command", "scan-with-failed"});
+  EXPECT_EQ(scanned.out, std::string("neuronxcc-") + kStandinVersion + ": 4 done, 0 failed, 0 pending, 0 locked\n");
+
+  auto clear = launch({"--command", "clear-neffs"});
+  ASSERT_EQ(clear.exit_code, 0) << clear.describe();
+  EXPECT_EQ(done_entries(), 0u);
+  EXPECT_EQ(entries().size(), 4u);
+  EXPECT_EQ(launch({"--command", "compile"}).exit_code, 0);
+  EXPECT_EQ(compiles(), 8u);
+
+  auto clean = launch({"--command", "clean"});
+  ASSERT_EQ(clean.exit_code, 0) << clean.describe();
+  EXPECT_EQ(entries().size(), 0u);
+  EXPECT_FALSE(fs::exists(dir() / "wd"));
+}
+
+TEST_F(Launcher, ScanCountsFailedAsDoneUnlessAskedApart) {
+  ASSERT_EQ(launch({}, train(10), {{"STANDIN_CC_FAULT", "fail"}, {"STANDIN_CC_FAULT_MATCH", "ENTRY"}}).exit_code, 1);
+  EXPECT_EQ(launch({"--command", "scan"}).out,
+            std::string("neuronxcc-") + kStandinVersion + ": 4 done, 0 pending, 0 locked\n");
+  EXPECT_EQ(launch({"--command", "scan-with-failed"}).out,
+            std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 failed, 0 pending, 0 locked\n");
+}
+
+TEST_F(Launcher, ClearLocksRemovesLocksLeftByDeadProcesses) {
+  ASSERT_EQ(launch({"--command", "collect"}, train(10)).exit_code, 0);
+  for (const auto& e : entries()) write_text(e / "npc-compile.lock", "pid=999999 host=gone start=1 tool=x\n");
+  auto r = launch({"--command", "clear-locks"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "4 stale lock files removed\n");
+  for (const auto& e : entries()) EXPECT_FALSE(fs::exists(e / "npc-compile.lock"));
+}
+
+TEST_F(Launcher, TwoLaunchersOnOneCacheCompileEachGraphOnce) {
+  ASSERT_EQ(launch({"--command", "collect"}, train(10, {"--graphs_per_step", "6"})).exit_code, 0);
+  std::size_t graphs = entries().size();
+  ASSERT_EQ(graphs, 8u);
+  std::map<std::string, std::string> slow = {{"STANDIN_CC_BASE_MS", "150"}};
+  std::vector<pid_t> launchers;
+  for (int node = 0; node < 2; ++node)
+    launchers.push_back(start_tool("neuron_parallel_compile",
+                                   {"--command", "compile", "--node_id", std::to_string(node), "--world_size", "2",
+                                    "--num_parallel", "2", "--parallel_compile_workdir", (dir() / "wd").string()},
+                                   slow, dir() / ("node" + std::to_string(node) + ".log")));
+  for (pid_t pid : launchers) {
+    auto status = util::wait_child(pid);
+    EXPECT_TRUE(status.success()) << status.describe();
+  }
+  auto [distinct, total] = compile_counts();
+  EXPECT_EQ(distinct, graphs);
+  EXPECT_EQ(total, graphs) << "a graph was compiled twice";
+  EXPECT_EQ(done_entries(), graphs);
+}
+
+TEST_F(Launcher, ReportFromTheDumpVariable) {
+  fs::path dump = dir() / "dump.json";
+  auto r = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", dump.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  auto j = nlohmann::json::parse(read_text(dump));
+  EXPECT_EQ(j["compilation_summary"]["compiled"], 4);
+}
+
+TEST_F(Launcher, BadOptionsAreUsageErrors) {
+  struct Case { std::vector<std::string> args; std::string message; };
+  std::vector<Case> cases = {
+      {{"--bogus", "train.py"}, "unknown option '--bogus' before the command"},
+      {{"--command", "explode"}, "--command has the bad value 'explode'"},
+      {{"--num_parallel", "0", "x"}, "--num_parallel"},
+      {{"--node_id", "2", "--world_size", "2", "x"}, "--node_id 2 must be below --world_size 2"},
+      {{"--max-retries", "-1", "x"}, "--max-retries has the bad value '-1'"},
+      {{"--memory-per-compile", "lots", "x"}, "--memory-per-compile has the bad value 'lots'"},
+      {{"--compile-timeout", "0", "x"}, "--compile-timeout has the bad value '0'"},
+      {{}, "no command to run"},
+      {{"--command", "scan", "x"}, "--command scan runs no training command"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_tool("neuron_parallel_compile", c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.message << "\n" << r.describe();
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.describe();
+  }
+  auto env_bad = run_tool("neuron_parallel_compile", {"x"}, {{"NEURON_PARALLEL_COMPILE_MAX_RETRIES", "many"}});
+  EXPECT_EQ(env_bad.exit_code, 2);
+  EXPECT_NE(env_bad.err.find("NEURON_PARALLEL_COMPILE_MAX_RETRIES has the bad value 'many'"), std::string::npos);
+  auto help = run_tool("neuron_parallel_compile", {"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--num_parallel"), std::string::npos);
+  auto version = run_tool("neuron_parallel_compile", {"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_EQ(version.out.rfind("neuron_parallel_compile ", 0), 0u);
+}
+
+} // namespace
+} // namespace npc::test
