@@ -62,7 +62,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
   EvictionReport report;
   std::optional<util::FileLock> lock;
   if (dry_run == DryRun::no) {
-    if (auto s = util::ensure_dir(cache.private_dir(), 0700); !s) throw EnvironmentError(s.error());
+    if (auto s = util::ensure_dir(cache.private_dir()); !s) throw EnvironmentError(s.error());
     auto taken = util::FileLock::try_acquire(cache.private_dir() / kEvictionLock,
                                              util::LockHolder::self(lock_tool_name()));
     if (!taken) throw EnvironmentError(taken.error());

@@ -63,7 +63,11 @@ std::string_view to_string(EntryState state) {
   return "?";
 }
 
-Cache::Cache(fs::path root, const util::Clock& clock) : root_(std::move(root)), clock_(clock) {}
+Cache::Cache(fs::path root, const util::Clock& clock)
+    : Cache(std::move(root), trust_mode_from_environment(), clock) {}
+
+Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
+    : root_(std::move(root)), trust_(trust), clock_(clock) {}
 
 fs::path Cache::private_dir() const { return root_ / kPrivateDir; }
 
@@ -74,13 +78,19 @@ Status Cache::ensure_root() const {
       if (auto s = util::ensure_dir(root_.parent_path(), 0755); !s) return s;
     // The cache holds code that will run on the accelerator: private to the
     // user unless a shared cache is set up on purpose.
-    if (::mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST)
-      return fail(util::errno_text("cannot create the cache directory", root_, errno) +
-                  " (set --cache_dir in NEURON_CC_FLAGS to a writable place)");
+    if (::mkdir(root_.c_str(), 0700) != 0) {
+      if (errno != EEXIST)
+        return fail(util::errno_text("cannot create the cache directory", root_, errno) +
+                    " (set --cache_dir in NEURON_CC_FLAGS to a writable place)");
+    } else if (::chmod(root_.c_str(), root_mode(trust_)) != 0) { // exact mode, whatever the umask
+      return fail(util::errno_text("cannot set the mode of", root_, errno));
+    }
   }
   if (!fs::is_directory(root_, ec))
     return fail("the cache path " + root_.string() + " exists and is not a directory");
-  if (auto s = util::ensure_dir(private_dir(), 0700); !s) return s;
+  if (auto s = check_directory_trust(root_, trust_, "the cache directory"); !s) return s;
+  // Below the root, modes follow the umask: the root alone decides who gets in.
+  if (auto s = util::ensure_dir(private_dir()); !s) return s;
   return ok_status();
 }
 
@@ -153,7 +163,8 @@ std::vector<EntryInfo> Cache::list() const {
 namespace {
 
 // Reads the NEFF once, hashing it, optionally copying it to `copy_to`.
-Result<Integrity> check_neff(const fs::path& entry_dir, int copy_to) {
+Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int copy_to) {
+  if (auto s = check_directory_trust(entry_dir, trust, "the cache entry"); !s) return fail(s.error());
   auto meta = read_entry_meta(entry_dir);
   if (!meta) return fail(meta.error());
   fs::path neff = entry_dir / kNeffFile;
@@ -176,8 +187,8 @@ Result<Integrity> check_neff(const fs::path& entry_dir, int copy_to) {
 } // namespace
 
 Result<Integrity> Cache::verify_neff(const fs::path& entry_dir) const {
-  auto first = check_neff(entry_dir, -1);
-  if (first && *first == Integrity::mismatch) return check_neff(entry_dir, -1); // republished meanwhile?
+  auto first = check_neff(entry_dir, trust_, -1);
+  if (first && *first == Integrity::mismatch) return check_neff(entry_dir, trust_, -1); // republished meanwhile?
   return first;
 }
 
@@ -187,7 +198,7 @@ Result<Integrity> Cache::copy_neff(const fs::path& entry_dir, const fs::path& ou
   for (int attempt = 0; attempt < 2; ++attempt) {
     util::AtomicFile out(output, 0644);
     if (auto s = out.open(); !s) return fail(s.error());
-    auto integrity = check_neff(entry_dir, out.fd());
+    auto integrity = check_neff(entry_dir, trust_, out.fd());
     if (!integrity) return integrity;
     if (*integrity == Integrity::mismatch) continue;
     if (auto s = out.commit(); !s) return fail(s.error());
@@ -200,7 +211,7 @@ Status Cache::touch(const fs::path& entry_dir) const { return util::set_mtime(en
 
 Status Cache::store_graph(const fs::path& entry_dir, std::string_view graph_bytes,
                           const std::vector<std::string>& flags) const {
-  if (auto s = util::ensure_dir(entry_dir, 0755); !s) return s;
+  if (auto s = util::ensure_dir(entry_dir); !s) return s;
   std::error_code ec;
   // First writer wins; an identical graph from another rank is not rewritten.
   if (!fs::exists(entry_dir / kGraphFile, ec)) {
@@ -220,7 +231,7 @@ fs::path Cache::lock_path(const fs::path& entry_dir) const { return entry_dir / 
 Result<util::FileLock>
 Cache::lock_entry(const fs::path& entry_dir, std::chrono::milliseconds timeout,
                   const std::function<void(const std::optional<util::LockHolder>&)>& on_wait) const {
-  if (auto s = util::ensure_dir(entry_dir, 0755); !s) return fail(s.error());
+  if (auto s = util::ensure_dir(entry_dir); !s) return fail(s.error());
   return util::FileLock::acquire(lock_path(entry_dir), util::LockHolder::self(lock_tool_name()),
                                  timeout, on_wait);
 }
@@ -241,6 +252,11 @@ Status Cache::publish_success(const fs::path& entry_dir, const fs::path& neff,
   record.graph_bytes = fs::file_size(entry_dir / kGraphFile, ec);
   if (ec) record.graph_bytes = 0;
   record.attempts.push_back(attempt);
+  // The compiler chose the NEFF's mode; the cache's is 0666 less the umask,
+  // like every other file in it (group-writable in a shared cache).
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  std::ignore = ::chmod(neff.c_str(), 0666 & ~mask);
   // A previous done marker must go before the NEFF it vouched for changes.
   std::ignore = ::unlink((entry_dir / kDoneFile).c_str());
   if (::rename(neff.c_str(), (entry_dir / kNeffFile).c_str()) != 0)
@@ -285,7 +301,7 @@ Result<bool> Cache::remove_entry(const fs::path& entry_dir) const {
   if (!lock) return fail(lock.error());
   if (!lock->has_value()) return false; // a compile is running: never delete it
   fs::path trash = private_dir() / kTrashDir;
-  if (auto s = util::ensure_dir(trash, 0700); !s) return fail(s.error());
+  if (auto s = util::ensure_dir(trash); !s) return fail(s.error());
   fs::path target = trash / (entry_dir.filename().string() + "." + random_tag());
   // The lock file moves with the directory; our release sees that the path
   // no longer names it and leaves whatever is there now alone.

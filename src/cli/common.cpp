@@ -1,9 +1,11 @@
 #include <npc/cli/common.hpp>
 
 #include <iostream>
+#include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/trust.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
@@ -51,6 +53,12 @@ Settings load_settings(const config::CacheSettings& overrides) {
       fs::absolute(config::resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL")))
           .lexically_normal();
   if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
+  if (cache::trust_mode_from_environment() == cache::TrustMode::shared_by_group) {
+    // As ccache does for a shared cache: whatever we create in it, the group
+    // may write too.
+    mode_t old = ::umask(0);
+    ::umask(old & ~static_cast<mode_t>(070));
+  }
   return settings;
 }
 

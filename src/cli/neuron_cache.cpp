@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/bundle.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
@@ -225,6 +226,65 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
   return status;
 }
 
+// --- bundles: export / import (see include/npc/cache/bundle.hpp) -----------
+
+int cmd_export(const cache::Cache& cache, const std::string& output, const std::string& report_file,
+               bool all, const std::string& used_since, bool include_failed, bool as_json) {
+  int chosen = (report_file.empty() ? 0 : 1) + (all ? 1 : 0) + (used_since.empty() ? 0 : 1);
+  if (chosen != 1)
+    throw UsageError("export needs exactly one of --from-report REPORT.json, --all, --used-since DAYS");
+  cache::ExportSelection selection;
+  if (all) selection.kind = cache::ExportSelection::Kind::all;
+  if (!report_file.empty()) {
+    selection.kind = cache::ExportSelection::Kind::from_report;
+    selection.report = report_file;
+  }
+  if (!used_since.empty()) {
+    auto days = util::parse_non_negative(used_since);
+    if (!days) throw UsageError("--used-since has the bad value '" + used_since + "': expected a number of days");
+    selection.kind = cache::ExportSelection::Kind::used_since;
+    selection.used_since_days = *days;
+  }
+  auto report = cache::export_bundle(cache, selection, output, {include_failed});
+  int status = report.skipped.empty() ? 0 : 1;
+  if (as_json) {
+    print_json(cache::to_json(report));
+    return status;
+  }
+  for (const auto& s : report.skipped) std::cout << "SKIPPED " << s.key << ": " << s.reason << '\n';
+  if (!report.left_out.empty())
+    std::cout << report.left_out.size() << " cached failures left out (--include-failed exports them)\n";
+  std::cout << "exported " << report.exported.size() << " entries (" << util::format_bytes(report.bytes)
+            << ") to " << output << " (" << util::format_bytes(report.bundle_bytes) << ")";
+  if (report.unverified > 0)
+    std::cout << "; " << report.unverified << " had no integrity record and were hashed now";
+  if (!report.skipped.empty()) std::cout << "; " << report.skipped.size() << " skipped";
+  std::cout << '\n';
+  return status;
+}
+
+int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings, const std::string& bundle,
+               bool include_failed, const std::string& lock_timeout, bool as_json) {
+  cache::ImportOptions options;
+  options.include_failed = include_failed;
+  if (!lock_timeout.empty()) {
+    auto seconds = util::parse_non_negative(lock_timeout);
+    if (!seconds) throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected seconds");
+    options.lock_wait = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+  }
+  auto report = cache::import_bundle(cache, bundle, options);
+  if (!report.imported.empty()) cache::evict_after_write(cache, {settings.size_limit(), settings.ttl()});
+  if (as_json) {
+    print_json(cache::to_json(report));
+    return report.exit_code();
+  }
+  if (report.error) spdlog::error("{}", *report.error);
+  for (const auto& r : report.rejected) std::cout << "REJECTED " << r.key << ": " << r.reason << '\n';
+  std::cout << report.imported.size() << " imported, " << report.skipped.size() << " skipped, "
+            << report.rejected.size() << " rejected\n";
+  return report.exit_code();
+}
+
 } // namespace
 
 int neuron_cache_main(int argc, char** argv) {
@@ -257,6 +317,23 @@ int neuron_cache_main(int argc, char** argv) {
     auto* rm = app.add_subcommand("rm", "Remove entries");
     std::vector<std::string> keys;
     rm->add_option("KEY", keys, "neuronxcc-<version>/MODULE_<hash>+<hash>")->required();
+    // bundles
+    auto* export_cmd = app.add_subcommand("export", "Write chosen done entries to one bundle (tar + zstd) with a manifest");
+    std::string export_output, export_report, export_used_since, import_lock_timeout;
+    bool export_all = false, include_failed = false;
+    export_cmd->add_option("-o,--output", export_output, "The bundle to write")->type_name("FILE")->required();
+    export_cmd->add_option("--from-report", export_report, "Exactly the graphs of one neuron_parallel_compile --report")
+        ->type_name("REPORT.json");
+    export_cmd->add_flag("--all", export_all, "Every done entry of every compiler version");
+    export_cmd->add_option("--used-since", export_used_since, "Done entries used within DAYS")->type_name("DAYS");
+    export_cmd->add_flag("--include-failed", include_failed, "Also cached failures (model.log, no NEFF)");
+    auto* import_cmd = app.add_subcommand("import", "Verify a bundle and add its entries to the cache");
+    std::string import_file;
+    import_cmd->add_option("FILE", import_file, "The bundle")->required();
+    import_cmd->add_flag("--include-failed", include_failed, "Also import cached failures");
+    import_cmd->add_option("--lock-timeout", import_lock_timeout,
+                           "Wait at most SECONDS for a compile of the same entry here (default 60)")
+        ->type_name("SECONDS");
 
     parse_command_line(app, argc, argv);
     finish_cache_options(overrides, size_text, ttl_text);
@@ -273,6 +350,10 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_locks) return cmd_clear_locks(cache, force, as_json);
     if (*clear_failed) return cmd_clear_failed(cache, as_json);
     if (*rm) return cmd_rm(cache, keys, as_json);
+    if (*export_cmd)
+      return cmd_export(cache, export_output, export_report, export_all, export_used_since, include_failed, as_json);
+    if (*import_cmd)
+      return cmd_import(cache, settings.cache, import_file, include_failed, import_lock_timeout, as_json);
     return 2;
   });
 }

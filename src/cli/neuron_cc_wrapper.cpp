@@ -8,6 +8,7 @@
 
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/secondary.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
@@ -37,12 +38,16 @@ options:
   --timeout SECONDS      kill a compile that runs longer (default: none)
   --lock-timeout SECONDS give up waiting for another process's compile of the
                          same graph after this long (default: 21600)
+  --secondary-cache DIR  a read-only cache to look in on a local miss (default:
+                         $NEURON_COMPILE_CACHE_SECONDARY); a hit there is copied
+                         into the local cache, verified, and served
   --                     every word after it is a compiler flag
 
 environment:
   NEURON_EXTRACT_GRAPHS_ONLY=1            store the graph for ahead-of-time
                                           compilation, compile nothing
   NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG  file to append each stored graph's path to
+  NEURON_COMPILE_CACHE_SECONDARY          read-only secondary cache (see --secondary-cache)
 
 exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
 configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
@@ -53,6 +58,7 @@ struct CommonOptions {
   std::optional<std::string> compiler;
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds lock_wait = compile::kDefaultLockWait;
+  std::optional<std::string> secondary_cache;
 };
 
 std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& value) {
@@ -74,6 +80,10 @@ bool take_common(util::ArgScanner& args, CommonOptions& common) {
   }
   if (auto v = args.take_value("--lock-timeout")) {
     common.lock_wait = parse_seconds("--lock-timeout", *v);
+    return true;
+  }
+  if (auto v = args.take_value("--secondary-cache")) {
+    common.secondary_cache = *v;
     return true;
   }
   return false;
@@ -166,6 +176,34 @@ bool serve_hit(const cache::Cache& cache, const fs::path& entry_dir, const fs::p
   return true;
 }
 
+// --- secondary cache tier (include/npc/cache/secondary.hpp) ----------------
+// On a local miss: true when the entry is now done locally, copied from the
+// read-only secondary cache (or published by another process meanwhile).
+bool fetch_from_secondary(const cache::Cache& cache, const CommonOptions& common, const cache::CacheKey& key) {
+  auto root = common.secondary_cache ? cache::resolve_secondary_root(*common.secondary_cache)
+                                     : cache::secondary_root_from_environment();
+  if (!root) return false;
+  std::error_code ec;
+  if (!fs::is_directory(*root, ec)) {
+    spdlog::warn("the secondary cache {} is not a directory; not used", root->string());
+    return false;
+  }
+  auto result = cache::fetch_from_secondary(cache, *root, key, common.lock_wait);
+  switch (result.outcome) {
+  case cache::SecondaryOutcome::copied:
+    spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
+    return true;
+  case cache::SecondaryOutcome::already_done: return true;
+  case cache::SecondaryOutcome::rejected:
+    spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
+    return false;
+  case cache::SecondaryOutcome::miss:
+  case cache::SecondaryOutcome::busy: return false;
+  }
+  return false;
+}
+// --- end secondary cache tier ------------------------------------------------
+
 int compile_without_cache(const CompileCommand& command, const Context& context) {
   fs::path compiler = compile::locate_compiler(command.common.compiler);
   fs::path out_dir = command.output.has_parent_path() ? command.output.parent_path() : fs::path(".");
@@ -223,6 +261,11 @@ int cmd_compile(const std::vector<std::string>& words) {
   std::error_code ec;
   if (fs::exists(entry_dir / cache::kDoneFile, ec) && serve_hit(cache, entry_dir, command.output))
     return 0;
+  // A local miss: the read-only secondary cache, if one is named.
+  if (fetch_from_secondary(cache, command.common, key) && serve_hit(cache, entry_dir, command.output)) {
+    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
+    return 0;
+  }
   if (fs::exists(entry_dir / cache::kLogFile, ec) && !fs::exists(entry_dir / cache::kDoneFile, ec) &&
       !context.settings.cache.retry_failed_compilation)
     return print_cached_failure(entry_dir);
@@ -284,6 +327,11 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   if (!fs::is_directory(dir, ec)) throw UsageError("no cache entry at " + entry_dir->string());
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation};
+  // The read-only secondary cache, if one is named, before compiling.
+  if (fetch_from_secondary(cache, common, *key)) {
+    std::cout << "Already compiled: " << dir.string() << std::endl;
+    return 0;
+  }
   auto result = compile::compile_entry(cache, dir, options);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(dir);

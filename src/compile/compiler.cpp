@@ -140,7 +140,7 @@ std::string compiler_version(const fs::path& compiler, const fs::path& memo_dir)
   std::string version = ask_version(compiler);
   if (!memo.empty()) {
     // Best effort: a read-only cache still works, it just asks every time.
-    if (util::ensure_dir(memo_dir, 0700))
+    if (util::ensure_dir(memo_dir))
       std::ignore = util::write_file_atomic(memo, version + "\n");
   }
   spdlog::debug("compiler {} has version {}", compiler.string(), version);

@@ -21,6 +21,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/trust.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/result.hpp>
@@ -50,15 +51,19 @@ enum class Integrity { ok, mismatch, unverified /* no record: written by another
 
 class Cache {
 public:
+  // The trust mode comes from the environment (see trust.hpp).
   explicit Cache(fs::path root, const util::Clock& clock = util::SystemClock::instance());
+  Cache(fs::path root, TrustMode trust, const util::Clock& clock = util::SystemClock::instance());
 
   [[nodiscard]] const fs::path& root() const { return root_; }
   [[nodiscard]] const util::Clock& clock() const { return clock_; }
   [[nodiscard]] fs::path entry_dir(const CacheKey& key) const { return root_ / key.relative_path(); }
   [[nodiscard]] fs::path private_dir() const;
 
-  // Creates the root (private to the user: 0700) and our private folder.
+  // Creates the root (0700, or 2770 for a shared cache) and our private
+  // folder; an existing root must pass the trust check.
   [[nodiscard]] Status ensure_root() const;
+  [[nodiscard]] TrustMode trust() const { return trust_; }
 
   [[nodiscard]] Result<EntryInfo> inspect(const fs::path& entry_dir) const;
   // Every entry of every compiler version, in no particular order.
@@ -68,7 +73,7 @@ public:
 
   // Copies the entry's NEFF to `output` (atomically), hashing it on the way
   // and checking it against the integrity record. On a mismatch nothing is
-  // left at `output`.
+  // left at `output`. An entry that fails the trust check is an error.
   [[nodiscard]] Result<Integrity> copy_neff(const fs::path& entry_dir, const fs::path& output) const;
   // Hashes the NEFF and checks it against the record, copying nothing.
   [[nodiscard]] Result<Integrity> verify_neff(const fs::path& entry_dir) const;
@@ -108,6 +113,7 @@ public:
 
 private:
   fs::path root_;
+  TrustMode trust_;
   const util::Clock& clock_;
 };
 

@@ -32,7 +32,7 @@ enum class Overwrite { no, yes };
 // commit(). The destructor removes an uncommitted temp.
 class AtomicFile {
 public:
-  explicit AtomicFile(fs::path final_path, unsigned mode = 0644);
+  explicit AtomicFile(fs::path final_path, unsigned mode = 0666); // less the umask
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -54,7 +54,7 @@ private:
 
 [[nodiscard]] Status write_file_atomic(const fs::path& path, std::string_view data,
                                        Overwrite overwrite = Overwrite::yes,
-                                       unsigned mode = 0644);
+                                       unsigned mode = 0666);
 
 // Appends one line with a single write() on an O_APPEND descriptor, so many
 // processes can append to one file at once without interleaving (lines up to
@@ -62,7 +62,7 @@ private:
 [[nodiscard]] Status append_line(const fs::path& path, std::string_view line);
 
 // mkdir -p; fails when the path exists and is not a directory.
-[[nodiscard]] Status ensure_dir(const fs::path& path, unsigned mode = 0755);
+[[nodiscard]] Status ensure_dir(const fs::path& path, unsigned mode = 0777); // less the umask
 
 // Removes a file or a directory tree; a missing path is fine.
 [[nodiscard]] Status remove_tree(const fs::path& path);

@@ -1,0 +1,61 @@
+#pragma once
+// A read-only second cache tier: for example a team's shared cache directory
+// that a pre-warm job fills. On a local miss the compile entry looks there;
+// a done entry whose NEFF verifies is copied into the local cache (under the
+// local entry's lock, published like a compile's result) and served from
+// there. Nothing is ever written, locked, touched or evicted in the
+// secondary: it is only opened for reading, so a read-only mount works.
+//
+// The secondary is named by NEURON_COMPILE_CACHE_SECONDARY (or the wrapper's
+// --secondary-cache DIR): a cache root, i.e. a directory holding
+// neuronxcc-<version>/ folders, or a directory holding neuron-compile-cache/
+// (what --cache_dir names).
+//
+// Trust: a secondary entry with an integrity record (npc-entry.json) is
+// served only when its NEFF hashes to the record. One without a record
+// (written by another tool) is accepted as the local cache accepts such
+// entries, and the hash taken while copying becomes the local copy's record,
+// so from then on the local copy is verified.
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <npc/cache/key.hpp>
+#include <npc/cache/store.hpp>
+
+namespace npc::cache {
+
+namespace fs = std::filesystem;
+
+inline constexpr const char* kSecondaryCacheEnv = "NEURON_COMPILE_CACHE_SECONDARY";
+
+// The cache root `value` names (see above); nullopt when value is empty.
+[[nodiscard]] std::optional<fs::path> resolve_secondary_root(std::string_view value);
+// From NEURON_COMPILE_CACHE_SECONDARY; nullopt when unset or empty.
+[[nodiscard]] std::optional<fs::path> secondary_root_from_environment();
+
+enum class SecondaryOutcome {
+  miss,         // not done there (or the secondary is the local cache itself)
+  copied,       // copied into the local entry, verified and published
+  already_done, // the local entry was done by the time we held its lock
+  rejected,     // done there but not usable (NEFF fails its record, unreadable)
+  busy          // another process holds the local entry's lock (and we did not wait)
+};
+
+struct SecondaryResult {
+  SecondaryOutcome outcome = SecondaryOutcome::miss;
+  std::string detail; // why, for rejected and busy
+};
+
+// Looks `key` up in the secondary cache at `secondary_root` and, on a hit,
+// copies it into `local`. Waits up to `lock_wait` for the local entry's lock
+// (zero: does not wait). Throws nothing for problems of the secondary; a
+// failure to write the local cache is an npc::EnvironmentError.
+[[nodiscard]] SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root,
+                                                   const CacheKey& key,
+                                                   std::chrono::milliseconds lock_wait);
+
+} // namespace npc::cache

@@ -1,0 +1,148 @@
+#include <npc/cache/secondary.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/bundle.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/config/neuron_cc_flags.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::cache {
+
+std::optional<fs::path> resolve_secondary_root(std::string_view value) {
+  if (util::trim(value).empty()) return std::nullopt;
+  std::error_code ec;
+  fs::path root = fs::absolute(fs::path(std::string(value)), ec).lexically_normal();
+  if (ec) root = fs::path(std::string(value));
+  if (fs::is_directory(root / config::kCacheDirName, ec)) root /= config::kCacheDirName;
+  return root;
+}
+
+std::optional<fs::path> secondary_root_from_environment() {
+  auto value = util::env(kSecondaryCacheEnv);
+  if (!value) return std::nullopt;
+  return resolve_secondary_root(*value);
+}
+
+namespace {
+
+bool exists_regular(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Copies an open file into `dir`/`name` (a new file), hashing it on the way.
+Result<util::FileDigest> copy_into(int from, const fs::path& dir, std::string_view name) {
+  fs::path path = dir / name;
+  util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!out.valid()) return fail(util::errno_text("cannot create", path, errno));
+  auto digest = util::sha256_fd(from, out.get());
+  if (!digest) return fail("cannot copy to " + path.string() + ": " + digest.error());
+  if (::close(out.release()) != 0) return fail(util::errno_text("cannot write", path, errno));
+  return digest;
+}
+
+// An npc-entry.json through its descriptor (a record is a few KiB).
+Result<std::string> read_small(int fd) {
+  constexpr std::size_t kMaxRecord = 16 * 1024 * 1024;
+  std::string data;
+  char buffer[1 << 16];
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::string("read failed: ") + std::strerror(errno));
+    }
+    if (n == 0) return data;
+    data.append(buffer, static_cast<std::size_t>(n));
+    offset += n;
+    if (data.size() > kMaxRecord) return fail("larger than " + std::to_string(kMaxRecord) + " bytes");
+  }
+}
+
+} // namespace
+
+SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root, const CacheKey& key,
+                                     std::chrono::milliseconds lock_wait) {
+  const fs::path remote = secondary_root / key.relative_path();
+  // The cheap look first: most misses end here, with nothing created locally.
+  if (!exists_regular(remote / kDoneFile) || !exists_regular(remote / kNeffFile)) return {};
+  std::error_code ec;
+  if (fs::equivalent(secondary_root, local.root(), ec)) return {};
+
+  const fs::path entry_dir = local.entry_dir(key);
+  util::FileLock lock;
+  if (lock_wait.count() == 0) {
+    if (auto s = util::ensure_dir(entry_dir, 0755); !s) throw EnvironmentError(s.error());
+    auto taken = local.try_lock_entry(entry_dir);
+    if (!taken) throw EnvironmentError(taken.error());
+    if (!taken->has_value()) return {SecondaryOutcome::busy, "another process holds " + entry_dir.string()};
+    lock = std::move(**taken);
+  } else {
+    auto taken = local.lock_entry(entry_dir, lock_wait);
+    if (!taken) return {SecondaryOutcome::busy, taken.error()};
+    lock = std::move(*taken);
+  }
+  auto info = local.inspect(entry_dir);
+  if (!info) throw EnvironmentError(info.error());
+  if (info->state == EntryState::done) return {SecondaryOutcome::already_done, ""};
+
+  // Every read below goes through descriptors of one published state of the
+  // remote entry; nothing there is opened for writing.
+  auto snapshot = open_entry_snapshot(remote);
+  if (!snapshot) return {SecondaryOutcome::rejected, snapshot.error()};
+  if (!snapshot->done) return {}; // demoted or removed since the first look
+  std::optional<EntryMeta> record;
+  if (auto it = snapshot->files.find(kMetaFile); it != snapshot->files.end()) {
+    auto text = read_small(it->second.get());
+    if (!text) return {SecondaryOutcome::rejected, "cannot read its npc-entry.json: " + text.error()};
+    auto meta = parse_entry_meta(*text);
+    if (!meta) return {SecondaryOutcome::rejected, "its npc-entry.json is corrupt: " + meta.error()};
+    record = std::move(*meta);
+  }
+
+  // Staged inside the local entry (same filesystem, a temp name eviction
+  // recognises), then published by rename.
+  util::TempDir work(entry_dir, std::string(util::kTempPrefix) + "secondary-");
+  auto neff = copy_into(snapshot->files.find(kNeffFile)->second.get(), work.path(), kNeffFile);
+  if (!neff) {
+    // Reading the secondary failed (it is remote, maybe); writing here failing
+    // is ours to report.
+    if (neff.error().find("read failed") != std::string::npos) return {SecondaryOutcome::rejected, neff.error()};
+    throw EnvironmentError(neff.error());
+  }
+  if (record && record->neff_sha256) {
+    if (*record->neff_sha256 != neff->sha256 || (record->neff_bytes && *record->neff_bytes != neff->size))
+      return {SecondaryOutcome::rejected, "its NEFF does not match its integrity record"};
+  } else {
+    spdlog::debug("{} in the secondary cache has no integrity record; recording the hash of the copy",
+                  remote.string());
+  }
+
+  IncomingEntry incoming;
+  incoming.neff = work.path() / kNeffFile;
+  incoming.neff_sha256 = neff->sha256;
+  incoming.neff_bytes = neff->size;
+  if (record) incoming.attempts = record->attempts;
+  for (auto name : {kGraphFile, kFlagsFile}) {
+    auto it = snapshot->files.find(name);
+    if (it == snapshot->files.end() || exists_regular(entry_dir / name)) continue;
+    auto copied = copy_into(it->second.get(), work.path(), name);
+    if (!copied) continue; // the NEFF is what is served; the entry's graph can come later
+    (name == kGraphFile ? incoming.graph : incoming.flags) = work.path() / name;
+  }
+  if (auto s = publish_incoming(local, entry_dir, incoming); !s) throw EnvironmentError(s.error());
+  return {SecondaryOutcome::copied, ""};
+}
+
+} // namespace npc::cache

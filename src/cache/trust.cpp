@@ -1,0 +1,36 @@
+#include <npc/cache/trust.hpp>
+
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <npc/util/fs.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::cache {
+
+TrustMode trust_mode_from_environment() {
+  if (util::is_truthy(util::env(kTrustedCacheEnv).value_or(""))) return TrustMode::trusted;
+  if (util::is_truthy(util::env(kSharedCacheEnv).value_or(""))) return TrustMode::shared_by_group;
+  return TrustMode::private_to_user;
+}
+
+unsigned root_mode(TrustMode mode) { return mode == TrustMode::shared_by_group ? 02770 : 0700; }
+
+Status check_directory_trust(const fs::path& dir, TrustMode mode, const char* what) {
+  if (mode == TrustMode::trusted) return ok_status();
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return fail(util::errno_text("cannot stat", dir, errno));
+  if (S_ISLNK(st.st_mode))
+    return fail(std::string(what) + " " + dir.string() + " is a symlink; refusing to use it (set " +
+                kTrustedCacheEnv + "=1 if you made it and trust what it points to)");
+  if (!S_ISDIR(st.st_mode)) return fail(std::string(what) + " " + dir.string() + " is not a directory");
+  if (mode == TrustMode::private_to_user && st.st_uid != ::geteuid())
+    return fail(std::string(what) + " " + dir.string() + " is owned by uid " + std::to_string(st.st_uid) +
+                ", not by you (uid " + std::to_string(::geteuid()) + "); refusing: whoever owns it decides what "
+                "NEFF you run (set " + kSharedCacheEnv + "=1 for a cache shared by a group, or " +
+                kTrustedCacheEnv + "=1)");
+  return ok_status();
+}
+
+} // namespace npc::cache

@@ -1,0 +1,88 @@
+// Who may have made the cache we read: a private root by default, a group's
+// shared root on request, and symlinked or foreign-owned roots and entries
+// refused unless trusted.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class CacheTrust : public CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    graph_ = dir() / "g.hlo";
+    write_text(graph_, "HloModule trust\n");
+  }
+  RunResult compile(std::map<std::string, std::string> env = {}) {
+    return run_tool("neuron_cc_wrapper", {"compile", "--graph", graph_.string(), "--output", (dir() / "o.neff").string()},
+                    std::move(env));
+  }
+  static unsigned mode_of(const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  }
+  fs::path graph_;
+};
+
+TEST_F(CacheTrust, NewRootIsPrivate) {
+  ASSERT_EQ(compile().exit_code, 0);
+  EXPECT_EQ(mode_of(cache_root()), 0700u);
+}
+
+TEST_F(CacheTrust, SharedRootIsGroupWritableWithSetgid) {
+  auto r = compile({{"NEURON_COMPILE_CACHE_SHARED", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(mode_of(cache_root()), 02770u);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_EQ(mode_of(entries()[0]) & 0070, 0070u) << "group may write entries";
+  EXPECT_EQ(mode_of(entries()[0] / "model.neff") & 0060, 0060u);
+}
+
+TEST_F(CacheTrust, SymlinkedRootIsRefusedUnlessTrusted) {
+  fs::create_directories(dir() / "elsewhere");
+  fs::create_directories(dir() / "c");
+  fs::create_directory_symlink(dir() / "elsewhere", cache_root());
+  auto r = compile();
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_NE(r.err.find("the cache directory " + cache_root().string() + " is a symlink; refusing"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::is_empty(dir() / "elsewhere"));
+  EXPECT_EQ(compiles(), 0u);
+  auto trusted = compile({{"NEURON_COMPILE_CACHE_TRUSTED", "1"}});
+  EXPECT_EQ(trusted.exit_code, 0) << trusted.describe();
+}
+
+TEST_F(CacheTrust, RootOwnedByAnotherUserIsRefusedUnlessShared) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give the cache to another user";
+  fs::create_directories(cache_root());
+  ASSERT_EQ(::chown(cache_root().c_str(), 65534, 65534), 0);
+  auto r = compile();
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_NE(r.err.find("is owned by uid 65534, not by you (uid 0); refusing"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_EQ(compile({{"NEURON_COMPILE_CACHE_SHARED", "1"}}).exit_code, 0);
+}
+
+TEST_F(CacheTrust, SymlinkedEntryIsNeverServed) {
+  ASSERT_EQ(compile().exit_code, 0);
+  fs::path entry = entries()[0];
+  // Someone replaces the entry with a link to a directory of their own that
+  // looks like a finished entry.
+  fs::path fake = dir() / "fake";
+  fs::copy(entry, fake);
+  write_text(fake / "model.neff", "EVIL");
+  fs::remove_all(entry);
+  fs::create_directory_symlink(fake, entry);
+  auto r = compile();
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("is a symlink; refusing"), std::string::npos) << r.err;
+  EXPECT_NE(read_text(dir() / "o.neff"), "EVIL");
+}
+
+} // namespace
+} // namespace npc::test
