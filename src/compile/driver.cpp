@@ -28,7 +28,7 @@ int remaining_ms(double deadline) {
 } // namespace
 
 std::string CompileRun::describe() const {
-  if (timed_out) return "timed out after " + util::format_seconds(wall_seconds);
+  if (timed_out) return "timed out after " + util::format_seconds(timeout_seconds);
   if (interrupted_by != 0) return "interrupted by " + util::signal_name(interrupted_by);
   return status.describe();
 }
@@ -81,6 +81,7 @@ CompileRun run_compiler(const CompileJob& job) {
       kill_at = now + 3600; // once
     } else if (job.timeout && !run.timed_out && run.interrupted_by == 0 && now >= deadline) {
       run.timed_out = true;
+      run.timeout_seconds = std::chrono::duration<double>(*job.timeout).count();
       util::kill_process_group(pid, SIGKILL);
     }
   }

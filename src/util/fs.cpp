@@ -104,18 +104,21 @@ Status append_line(const fs::path& path, std::string_view line) {
 }
 
 Status ensure_dir(const fs::path& path, unsigned mode) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return ok_status();
-  if (fs::exists(fs::symlink_status(path, ec)))
-    return fail("cannot use " + path.string() + " as a directory: it exists and is not one");
-  if (path.has_parent_path() && path.parent_path() != path) {
+  // mkdir first and look only when it fails: checking before creating races
+  // with every other process creating the same directory.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::mkdir(path.c_str(), mode) == 0) return ok_status();
+    int err = errno;
+    if (err == EEXIST) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return ok_status();
+      return fail("cannot use " + path.string() + " as a directory: it exists and is not one");
+    }
+    if (err != ENOENT || attempt > 0 || !path.has_parent_path() || path.parent_path() == path)
+      return fail(errno_text("cannot create directory", path, err));
     if (auto s = ensure_dir(path.parent_path(), mode); !s) return s;
   }
-  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST)
-    return fail(errno_text("cannot create directory", path, errno));
-  if (!fs::is_directory(path, ec))
-    return fail("cannot use " + path.string() + " as a directory: it exists and is not one");
-  return ok_status();
+  return fail(errno_text("cannot create directory", path, ENOENT));
 }
 
 Status remove_tree(const fs::path& path) {

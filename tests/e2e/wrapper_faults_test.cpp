@@ -89,7 +89,7 @@ TEST_F(WrapperFaults, HangIsKilledByTheTimeout) {
   expect_failed_entry();
   EXPECT_EQ(last_attempt().outcome, "timeout");
   // The hung compiler's whole group is gone: no stand-in left running.
-  auto ps = run({"pgrep", "-f", graph_.filename().string()});
+  auto ps = run({"pgrep", "-f", cache_root().string()});
   EXPECT_EQ(ps.out, "");
 }
 
@@ -127,7 +127,7 @@ TEST_F(WrapperFaults, InterruptLeavesThePendingEntryAndNoLock) {
   EXPECT_FALSE(fs::exists(entry() / "model.log")); // an interrupt is not a cached failure
   EXPECT_FALSE(fs::exists(entry() / "model.done"));
   EXPECT_FALSE(fs::exists(entry() / "npc-compile.lock"));
-  auto ps = run({"pgrep", "-f", graph_.filename().string()});
+  auto ps = run({"pgrep", "-f", cache_root().string()});
   EXPECT_EQ(ps.out, "");
   // The next caller compiles it.
   auto r = compile({});

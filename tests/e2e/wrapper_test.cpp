@@ -2,11 +2,13 @@
 // cached failure and retry, --no_cache, compile-entry, key, error paths, and
 // many processes asking for the same graphs at once.
 
+#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/util/file_lock.hpp>
+#include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
 
 #include "test_support.hpp"
@@ -240,6 +242,67 @@ TEST_F(Wrapper, EightProcessesAskingForTheSameFourGraphsCompileEachOnce) {
   }
   EXPECT_EQ(compiles(), static_cast<size_t>(kGraphs));
   EXPECT_EQ(entries().size(), static_cast<size_t>(kGraphs));
+}
+
+TEST_F(Wrapper, SixteenProcessesRacingForOneEntryPublishOneResult) {
+  constexpr int kProcesses = 16;
+  fs::path g = graph("race.hlo", "HloModule race\n" + std::string(200000, '#') + "\n");
+  env_["STANDIN_CC_BASE_MS"] = "200";
+  std::string expected_sha = util::sha256_hex(read_text(g));
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      fs::path out = dir() / ("out" + std::to_string(p));
+      auto r = compile(g, out);
+      ::_exit(r.exit_code == 0 && neff_line(out, "graph-sha256") == expected_sha ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  // Meanwhile a reader keeps looking: whenever model.done exists, the NEFF
+  // beside it is whole (its size never changes afterwards).
+  std::uintmax_t seen_size = 0;
+  int torn = 0;
+  for (int i = 0; i < 200; ++i) {
+    for (const auto& e : entries()) {
+      if (!fs::exists(e / "model.done")) continue;
+      std::error_code ec;
+      auto size = fs::file_size(e / "model.neff", ec);
+      if (ec) continue;
+      if (seen_size == 0) seen_size = size;
+      if (size != seen_size) ++torn;
+    }
+    ::usleep(2000);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(torn, 0);
+  EXPECT_EQ(compiles(), 1u);
+  ASSERT_EQ(entries().size(), 1u);
+  for (int p = 0; p < kProcesses; ++p)
+    EXPECT_EQ(read_text(dir() / ("out" + std::to_string(p))), read_text(entries()[0] / "model.neff"));
+}
+
+TEST_F(Wrapper, ALockHolderKilledWithSigkillDoesNotBlockTheNext) {
+  fs::path g = graph("held.hlo", "HloModule held\n");
+  pid_t holder = start_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", (dir() / "a").string()},
+                            {{"STANDIN_CC_FAULT", "hang"}}, dir() / "holder.log");
+  for (int i = 0; i < 500 && compiles() == 0; ++i) ::usleep(10000);
+  ASSERT_EQ(compiles(), 1u) << read_text(dir() / "holder.log");
+  ::kill(holder, SIGKILL);
+  (void)util::wait_child(holder);
+  auto start = std::chrono::steady_clock::now();
+  auto next = compile(g, dir() / "b");
+  auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(next.exit_code, 0) << next.describe();
+  // flock dies with its holder: the next caller waits for nobody.
+  EXPECT_LT(waited, std::chrono::seconds(2));
+  EXPECT_EQ(compiles(), 2u);
+  // The orphaned, hung compiler of the killed wrapper: end it.
+  std::ignore = run({"pkill", "-KILL", "-f", cache_root().string()});
 }
 
 TEST_F(Wrapper, CompileEntryCompilesAPendingEntryInPlace) {

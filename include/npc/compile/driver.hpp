@@ -37,11 +37,13 @@ struct CompileRun {
   std::vector<std::string> argv;
   util::ExitStatus status;
   bool timed_out = false;
+  double timeout_seconds = 0; // the limit that was reached, when timed_out
   int interrupted_by = 0; // the signal we received and passed on, else 0
   double wall_seconds = 0;
 
   [[nodiscard]] bool success() const { return !timed_out && interrupted_by == 0 && status.success(); }
-  // "exit code 70", "killed by signal SIGKILL", "timed out after 30s"
+  // "exit code 70", "killed by signal SIGKILL", "timed out after 30.0s" (the
+  // limit, not the measured time, so the message is the same on a busy machine)
   [[nodiscard]] std::string describe() const;
 };
 
