@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/trust.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
@@ -79,7 +80,7 @@ Status move_file(const fs::path& src, const fs::path& dst) {
   if (errno != EXDEV) return fail(util::errno_text("cannot publish", dst, errno));
   util::UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in.valid()) return fail(util::errno_text("cannot open", src, errno));
-  util::AtomicFile out(dst, 0644);
+  util::AtomicFile out(dst);
   if (auto s = out.open(); !s) return s;
   if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy to " + dst.string() + ": " + d.error());
   if (auto s = out.commit(); !s) return s;
@@ -289,8 +290,17 @@ Result<EntrySnapshot> open_entry_snapshot(const fs::path& entry_dir) {
   return fail("the entry kept changing while it was read");
 }
 
+Status check_entry_trust(const Cache& cache, const fs::path& entry_dir) {
+  for (const fs::path& dir : {entry_dir.parent_path(), entry_dir}) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0) continue; // created by us, under the checked root
+    if (auto s = check_directory_trust(dir, cache.trust(), "the cache entry"); !s) return s;
+  }
+  return ok_status();
+}
+
 Status publish_incoming(const Cache& cache, const fs::path& entry_dir, const IncomingEntry& incoming) {
-  if (auto s = util::ensure_dir(entry_dir, 0755); !s) return s;
+  if (auto s = util::ensure_dir(entry_dir); !s) return s;
   if (incoming.graph)
     if (auto s = place_if_absent(*incoming.graph, entry_dir / kGraphFile); !s) return s;
   if (incoming.flags)
@@ -532,6 +542,11 @@ ExportReport export_bundle(const Cache& cache, const ExportSelection& selection,
                                [](const Candidate& a, const Candidate& b) { return a.key == b.key; }),
                    candidates.end());
   make_room_for_descriptors(candidates.size() * kBundleFiles.size());
+  // What the trust check refuses to serve, export does not pass on either.
+  std::error_code root_ec;
+  if (fs::exists(fs::symlink_status(cache.root(), root_ec)))
+    if (auto s = check_directory_trust(cache.root(), cache.trust(), "the cache directory"); !s)
+      throw EnvironmentError(s.error());
 
   std::vector<Exporting> chosen;
   for (const auto& c : candidates) {
@@ -539,6 +554,10 @@ ExportReport export_bundle(const Cache& cache, const ExportSelection& selection,
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
       report.skipped.push_back({c.key.str(), "not in the cache " + cache.root().string()});
+      continue;
+    }
+    if (auto trusted = check_entry_trust(cache, dir); !trusted) {
+      report.skipped.push_back({c.key.str(), trusted.error()});
       continue;
     }
     auto snapshot = open_entry_snapshot(dir);
@@ -571,7 +590,7 @@ ExportReport export_bundle(const Cache& cache, const ExportSelection& selection,
   std::string manifest_text = serialize_manifest(manifest);
   std::time_t mtime = static_cast<std::time_t>(util::to_unix_seconds(now));
 
-  util::AtomicFile out(output, 0644);
+  util::AtomicFile out(output);
   if (auto s = out.open(); !s) throw EnvironmentError("cannot write the bundle: " + s.error());
   {
     ArchiveWriter w;
@@ -619,7 +638,7 @@ void remove_stale_import_staging(const Cache& cache) {
     if (!when || now - *when < kStaleStagingAge) continue;
     auto lock = util::FileLock::try_acquire(staging / kImportLockName, util::LockHolder::self(lock_tool_name()));
     if (!lock || !lock->has_value()) continue; // a running import holds it
-    if (auto s = util::remove_tree(staging); !s) spdlog::warn("{}", s.error());
+    if (auto s = util::remove_tree(staging); !s) spdlog::debug("{}", s.error());
   }
 }
 
@@ -670,7 +689,9 @@ public:
     archive_read_support_filter_zstd(reader_.a);
     archive_read_support_format_tar(reader_.a);
     if (archive_read_open_fd(reader_.a, fd.get(), 1 << 16) != ARCHIVE_OK)
-      return error(bundle.string() + " is not a cache bundle: " + reader_.error(), ExitCode::failure);
+      return error("cannot read " + bundle.string() + " as a cache bundle (truncated, corrupt, or not one): " +
+                       reader_.error(),
+                   ExitCode::failure);
     if (!read_manifest(bundle)) return;
     plan();
     if (report_.error) return;
@@ -705,7 +726,9 @@ private:
       return false;
     }
     if (rc < ARCHIVE_WARN) {
-      error(bundle.string() + " is not a cache bundle: " + reader_.error(), ExitCode::failure);
+      error("cannot read " + bundle.string() + " as a cache bundle (truncated, corrupt, or not one): " +
+                reader_.error(),
+            ExitCode::failure);
       return false;
     }
     const char* name = archive_entry_pathname(e);
@@ -837,7 +860,8 @@ private:
       return true;
     }
     fs::path path = in.staging / file;
-    util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    // The cache's files are 0666 less the umask (group-writable in a shared cache).
+    util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
     if (!out.valid()) {
       reject(in, util::errno_text("cannot stage it:", path, errno));
       return true;
@@ -922,8 +946,13 @@ private:
     const CacheKey& key = in.entry->key;
     fs::path entry_dir = cache_.entry_dir(key);
     util::FileLock lock;
+    if (auto trusted = check_entry_trust(cache_, entry_dir); !trusted) {
+      skip(in, trusted.error());
+      spdlog::warn("{}", trusted.error());
+      return true;
+    }
     if (!wait) {
-      if (auto s = util::ensure_dir(entry_dir, 0755); !s) {
+      if (auto s = util::ensure_dir(entry_dir); !s) {
         error(s.error(), ExitCode::environment);
         return true;
       }
@@ -937,7 +966,11 @@ private:
     } else {
       auto taken = cache_.lock_entry(entry_dir, options_.lock_wait);
       if (!taken) {
-        skip(in, "busy here (" + taken.error() + "); left to that process");
+        if (taken.error().find("timed out") == std::string::npos) {
+          error(taken.error(), ExitCode::environment);
+          return true;
+        }
+        skip(in, "being compiled here (" + taken.error() + "); left to that compile");
         return true;
       }
       lock = std::move(*taken);

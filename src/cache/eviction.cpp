@@ -10,6 +10,13 @@
 
 namespace npc::cache {
 
+namespace {
+// Compared in seconds: a TTL of centuries in nanoseconds overflows.
+bool used_within(util::WallTime now, util::WallTime last_used, std::chrono::seconds ttl) {
+  return std::chrono::duration_cast<std::chrono::seconds>(now - last_used) < ttl;
+}
+} // namespace
+
 std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entries,
                                             const EvictionPolicy& policy, util::WallTime now,
                                             std::size_t* kept_by_ttl, std::size_t* kept_locked) {
@@ -26,7 +33,7 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
   std::size_t ttl_count = 0, locked_count = 0;
   for (const EntryInfo* e : order) {
     if (total <= policy.max_bytes) break;
-    if (now - e->last_used < policy.ttl) {
+    if (used_within(now, e->last_used, policy.ttl)) {
       ++ttl_count; // and so is everything after it: all used more recently
       continue;
     }
@@ -87,7 +94,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
     // Look again: it may have been used or locked since the listing.
     auto fresh = cache.inspect(victim->dir);
     if (!fresh) continue;
-    if (now - fresh->last_used < policy.ttl) {
+    if (used_within(now, fresh->last_used, policy.ttl)) {
       ++report.kept_by_ttl;
       continue;
     }

@@ -43,7 +43,7 @@ bool exists_regular(const fs::path& path) {
 // Copies an open file into `dir`/`name` (a new file), hashing it on the way.
 Result<util::FileDigest> copy_into(int from, const fs::path& dir, std::string_view name) {
   fs::path path = dir / name;
-  util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (!out.valid()) return fail(util::errno_text("cannot create", path, errno));
   auto digest = util::sha256_fd(from, out.get());
   if (!digest) return fail("cannot copy to " + path.string() + ": " + digest.error());
@@ -81,9 +81,11 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   if (fs::equivalent(secondary_root, local.root(), ec)) return {};
 
   const fs::path entry_dir = local.entry_dir(key);
+  // Nothing is written into a local entry the trust check refuses.
+  if (auto trusted = check_entry_trust(local, entry_dir); !trusted) return {SecondaryOutcome::rejected, trusted.error()};
   util::FileLock lock;
   if (lock_wait.count() == 0) {
-    if (auto s = util::ensure_dir(entry_dir, 0755); !s) throw EnvironmentError(s.error());
+    if (auto s = util::ensure_dir(entry_dir); !s) throw EnvironmentError(s.error());
     auto taken = local.try_lock_entry(entry_dir);
     if (!taken) throw EnvironmentError(taken.error());
     if (!taken->has_value()) return {SecondaryOutcome::busy, "another process holds " + entry_dir.string()};

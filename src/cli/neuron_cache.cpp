@@ -278,10 +278,11 @@ int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings,
     print_json(cache::to_json(report));
     return report.exit_code();
   }
-  if (report.error) spdlog::error("{}", *report.error);
   for (const auto& r : report.rejected) std::cout << "REJECTED " << r.key << ": " << r.reason << '\n';
-  std::cout << report.imported.size() << " imported, " << report.skipped.size() << " skipped, "
-            << report.rejected.size() << " rejected\n";
+  if (!report.error || !report.imported.empty() || !report.rejected.empty())
+    std::cout << report.imported.size() << " imported, " << report.skipped.size() << " skipped, "
+              << report.rejected.size() << " rejected" << std::endl;
+  if (report.error) spdlog::error("{}", *report.error);
   return report.exit_code();
 }
 

@@ -179,7 +179,7 @@ bool serve_hit(const cache::Cache& cache, const fs::path& entry_dir, const fs::p
 // --- secondary cache tier (include/npc/cache/secondary.hpp) ----------------
 // On a local miss: true when the entry is now done locally, copied from the
 // read-only secondary cache (or published by another process meanwhile).
-bool fetch_from_secondary(const cache::Cache& cache, const CommonOptions& common, const cache::CacheKey& key) {
+bool use_secondary_cache(const cache::Cache& cache, const CommonOptions& common, const cache::CacheKey& key) {
   auto root = common.secondary_cache ? cache::resolve_secondary_root(*common.secondary_cache)
                                      : cache::secondary_root_from_environment();
   if (!root) return false;
@@ -262,7 +262,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   if (fs::exists(entry_dir / cache::kDoneFile, ec) && serve_hit(cache, entry_dir, command.output))
     return 0;
   // A local miss: the read-only secondary cache, if one is named.
-  if (fetch_from_secondary(cache, command.common, key) && serve_hit(cache, entry_dir, command.output)) {
+  if (use_secondary_cache(cache, command.common, key) && serve_hit(cache, entry_dir, command.output)) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
     return 0;
   }
@@ -328,7 +328,7 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation};
   // The read-only secondary cache, if one is named, before compiling.
-  if (fetch_from_secondary(cache, common, *key)) {
+  if (use_secondary_cache(cache, common, *key)) {
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
   }

@@ -63,7 +63,9 @@ void apply(CacheSettings& settings, std::string_view source, std::string_view na
 } // namespace
 
 std::chrono::seconds CacheSettings::ttl() const {
-  double days = cache_ttl_days.value_or(kDefaultCacheTtlDays);
+  // Beyond a century a TTL means "never evict"; clamping keeps the arithmetic
+  // on time points (in nanoseconds) from overflowing.
+  double days = std::min(cache_ttl_days.value_or(kDefaultCacheTtlDays), kMaxCacheTtlDays);
   return std::chrono::seconds(static_cast<long long>(std::llround(days * 86400.0)));
 }
 

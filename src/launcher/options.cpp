@@ -38,7 +38,9 @@ size_t find_command_start(const CLI::App& app, const std::vector<std::string>& w
       throw UsageError("unknown option '" + word +
                        "' before the command (put the command after -- if it starts with '-')");
     bool inline_value = word.find('=') != std::string::npos;
-    if (option->get_type_size() > 0 && !inline_value) ++i; // skip its value
+    // Flags (--dry-run, --help) report a type size too; only options that
+    // expect a value take the next word.
+    if (option->get_expected_max() > 0 && !inline_value) ++i; // skip its value
   }
   return words.size();
 }

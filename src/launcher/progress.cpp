@@ -64,9 +64,10 @@ void ProgressDisplay::update(const ProgressSnapshot& snapshot) {
 }
 
 void ProgressDisplay::event(const std::string& line) {
+  bool was_shown = line_shown_;
   clear_line();
   std::fprintf(out_, "neuron_parallel_compile: %s\n", line.c_str());
-  if (terminal_) update(last_);
+  if (terminal_ && was_shown) update(last_);
   std::fflush(out_);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::util {
 
@@ -168,8 +169,8 @@ Result<FileLock> FileLock::acquire(const fs::path& path, const LockHolder& me,
     if (std::chrono::steady_clock::now() >= deadline) {
       std::optional<LockHolder> holder;
       std::ignore = probe_lock(path, &holder);
-      return fail("timed out after " + std::to_string(timeout.count() / 1000) +
-                  "s waiting for lock " + path.string() + " held by " +
+      return fail("timed out after " + format_seconds(static_cast<double>(timeout.count()) / 1000.0) +
+                  " waiting for lock " + path.string() + " held by " +
                   (holder ? holder->describe() : std::string("an unknown process")));
     }
     std::uniform_int_distribution<long> jitter(kMinBackoff.count(), backoff.count());

@@ -85,7 +85,9 @@ std::string format_bytes(std::uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
   double value = static_cast<double>(bytes);
   int unit = 0;
-  while (value >= 1000 && unit < 5) {
+  // Round to the one decimal shown before choosing the unit: 999999 bytes is
+  // "1.0 MB", not "1000.0 kB".
+  while (unit < 5 && std::round(value * 10) / 10 >= 1000) {
     value /= 1000;
     ++unit;
   }
@@ -99,13 +101,15 @@ std::string format_bytes(std::uint64_t bytes) {
 
 std::string format_seconds(double seconds) {
   char buffer[32];
-  if (seconds < 60) {
-    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+  // Below a minute, tenths; the rounding decides the form (59.96 is "1m00s").
+  double tenths = std::round(seconds * 10) / 10;
+  if (tenths < 60) {
+    std::snprintf(buffer, sizeof buffer, "%.1fs", tenths);
   } else if (seconds < 3600) {
-    auto s = static_cast<long>(seconds);
+    auto s = std::lround(seconds);
     std::snprintf(buffer, sizeof buffer, "%ldm%02lds", s / 60, s % 60);
   } else {
-    auto s = static_cast<long>(seconds);
+    auto s = std::lround(seconds);
     std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   }
   return buffer;

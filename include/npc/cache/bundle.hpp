@@ -133,6 +133,10 @@ struct IncomingEntry {
   std::uint64_t neff_bytes = 0;
   std::vector<AttemptRecord> attempts; // the producer's history, appended to ours
 };
+// Checks the entry and its version folder, where they exist, against the
+// cache's trust mode (trust.hpp): a symlinked or foreign-owned one is refused
+// before anything is locked or written there.
+[[nodiscard]] Status check_entry_trust(const Cache& cache, const fs::path& entry_dir);
 // Graph and flags are kept when the entry has them already (first writer
 // wins); a done entry gets its NEFF, then npc-entry.json with the integrity
 // record, then model.done, and loses any model.log; the entry is marked used.

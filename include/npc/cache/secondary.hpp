@@ -15,7 +15,10 @@
 // served only when its NEFF hashes to the record. One without a record
 // (written by another tool) is accepted as the local cache accepts such
 // entries, and the hash taken while copying becomes the local copy's record,
-// so from then on the local copy is verified.
+// so from then on the local copy is verified. Naming a secondary is the
+// decision to trust it: it usually belongs to another user (the job that
+// fills it), so the local cache's ownership check (trust.hpp) does not apply
+// to it; its files are never followed through symlinks.
 
 #include <chrono>
 #include <filesystem>

@@ -21,6 +21,8 @@ namespace fs = std::filesystem;
 inline constexpr std::uint64_t kDefaultCacheSizeBytes = 100ULL * 1000 * 1000 * 1000;
 // torch-neuronx's default: an entry used within 30 days is never evicted.
 inline constexpr double kDefaultCacheTtlDays = 30;
+// A longer TTL is the same as this one: nothing is that old.
+inline constexpr double kMaxCacheTtlDays = 36500;
 inline constexpr const char* kDefaultCacheRoot = "/var/tmp/neuron-compile-cache";
 inline constexpr const char* kCacheDirName = "neuron-compile-cache";
 

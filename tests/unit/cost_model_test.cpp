@@ -1,0 +1,141 @@
+// launcher/cost_model: predictions from the entry's own history, from compiles
+// of similar size, and from nothing.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/launcher/cost_model.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::launcher {
+namespace {
+
+constexpr std::uint64_t GB = 1'000'000'000ULL;
+
+cache::AttemptRecord record(const std::string& outcome, double seconds, std::uint64_t peak) {
+  cache::AttemptRecord r;
+  r.outcome = outcome;
+  r.wall_seconds = seconds;
+  r.peak_rss_bytes = peak;
+  return r;
+}
+
+class CostModelTest : public test::TempDirTest {
+protected:
+  fs::path write_meta(const std::string& module, std::uint64_t graph_bytes,
+                      std::vector<cache::AttemptRecord> attempts) {
+    fs::path d = dir() / "neuronxcc-1.0" / module;
+    fs::create_directories(d);
+    cache::EntryMeta meta;
+    meta.graph_bytes = graph_bytes;
+    meta.attempts = std::move(attempts);
+    for (std::size_t i = 0; i < meta.attempts.size(); ++i) meta.attempts[i].attempt = static_cast<int>(i + 1);
+    auto written = cache::write_entry_meta(d, meta);
+    EXPECT_TRUE(written.ok()) << (written.ok() ? "" : written.error());
+    return d;
+  }
+};
+
+TEST_F(CostModelTest, OwnLastSuccessComesFirst) {
+  fs::path entry = write_meta("MODULE_aa+00", 1000,
+                              {record("success", 10, 1 * GB), record("failed", 5, 9 * GB),
+                               record("success", 42, 3 * GB), record("timeout", 99, 8 * GB)});
+  // Samples that would predict something else entirely.
+  CostModel model({{1000, 1000, 100 * GB}});
+  Prediction p = model.predict(entry, 1000);
+  EXPECT_DOUBLE_EQ(p.seconds, 42);
+  EXPECT_EQ(p.peak_bytes, 3 * GB);
+  EXPECT_TRUE(p.from_history);
+}
+
+TEST(CostModel, SimilarSizeSamplesGiveTheMedianRate) {
+  // Rates (seconds per byte): 0.01, 0.03, 0.02 for sizes within 2x of 1000;
+  // the 100000-byte sample is not similar and is left out.
+  CostModel model({{1000, 10, 1'000'000},
+                   {1500, 45, 3'000'000},
+                   {2000, 40, 1'000'000},
+                   {100000, 100000, 1'000'000'000}});
+  EXPECT_EQ(model.samples(), 4U);
+  Prediction p = model.predict_from_size(1000);
+  EXPECT_DOUBLE_EQ(p.seconds, 20);            // median rate 0.02 x 1000 bytes
+  EXPECT_EQ(p.peak_bytes, 2'000'000U);        // largest peak per byte: 3e6 / 1500 = 2000
+  EXPECT_TRUE(p.from_history);
+}
+
+TEST(CostModel, EvenNumberOfSimilarSamplesTakesTheUpperMedian) {
+  CostModel model({{1000, 10, 0}, {1000, 20, 0}, {1000, 30, 0}, {1000, 40, 0}});
+  EXPECT_DOUBLE_EQ(model.predict_from_size(1000).seconds, 30);
+}
+
+TEST(CostModel, NoSimilarSizeUsesEverySample) {
+  CostModel model({{100000, 100, 50'000'000}, {200000, 600, 100'000'000}});
+  // Rates 0.001 and 0.003: the median of two is the upper one.
+  Prediction p = model.predict_from_size(1000);
+  EXPECT_DOUBLE_EQ(p.seconds, 3);
+  EXPECT_EQ(p.peak_bytes, 500'000U); // 500 bytes of peak per graph byte
+  EXPECT_TRUE(p.from_history);
+}
+
+TEST(CostModel, FallbackWithoutSamples) {
+  CostModel model;
+  EXPECT_EQ(model.samples(), 0U);
+  Prediction p = model.predict_from_size(5'000'000);
+  EXPECT_DOUBLE_EQ(p.seconds, 5'000'000 / kFallbackBytesPerSecond);
+  EXPECT_DOUBLE_EQ(p.seconds, 5);
+  EXPECT_EQ(p.peak_bytes, 0U);
+  EXPECT_FALSE(p.from_history);
+  // Bigger graphs are predicted to take longer.
+  EXPECT_GT(model.predict_from_size(2000).seconds, model.predict_from_size(1000).seconds);
+}
+
+TEST_F(CostModelTest, EntryWithoutRecordUsesItsSize) {
+  fs::path entry = dir() / "neuronxcc-1.0" / "MODULE_bb+00";
+  fs::create_directories(entry);
+  CostModel model({{1000, 10, 1'000'000}});
+  Prediction p = model.predict(entry, 1000);
+  EXPECT_DOUBLE_EQ(p.seconds, 10);
+  EXPECT_EQ(p.peak_bytes, 1'000'000U);
+}
+
+TEST_F(CostModelTest, FailedAttemptsRaiseThePeak) {
+  fs::path entry = write_meta("MODULE_cc+00", 1000,
+                              {record("failed", 3, 5 * GB), record("timeout", 3, 2 * GB)});
+  CostModel empty;
+  Prediction p = empty.predict(entry, 2'000'000);
+  EXPECT_DOUBLE_EQ(p.seconds, 2);  // from the size alone
+  EXPECT_EQ(p.peak_bytes, 5 * GB); // the most it reached before failing
+  EXPECT_FALSE(p.from_history);
+}
+
+TEST_F(CostModelTest, FromVersionDirReadsSuccessfulAttempts) {
+  write_meta("MODULE_aa+00", 1000, {record("success", 10, 1'000'000)});
+  write_meta("MODULE_bb+00", 2000, {record("failed", 1, 1), record("success", 40, 8'000'000)});
+  write_meta("MODULE_cc+00", 1500, {record("failed", 99, 99)});          // no success: no sample
+  write_meta("MODULE_dd+00", 0, {record("success", 7, 7)});              // no graph size: no sample
+  write_meta("not-a-module", 1000, {record("success", 1000, 1)});        // not an entry
+  fs::create_directories(dir() / "neuronxcc-1.0" / "MODULE_ee+00");      // no record at all
+  fs::create_directories(dir() / "neuronxcc-1.0" / "MODULE_ff+00");
+  test::write_text(dir() / "neuronxcc-1.0" / "MODULE_ff+00" / cache::kMetaFile, "{corrupt"); // skipped
+
+  CostModel model = CostModel::from_version_dir(dir() / "neuronxcc-1.0");
+  EXPECT_EQ(model.samples(), 2U);
+  // Rates 0.01 (1000 bytes, 10 s) and 0.02 (2000 bytes, 40 s); peaks per byte 1000 and 4000.
+  Prediction p = model.predict_from_size(1500);
+  EXPECT_DOUBLE_EQ(p.seconds, 0.02 * 1500);
+  EXPECT_EQ(p.peak_bytes, 6'000'000U);
+  EXPECT_TRUE(p.from_history);
+}
+
+TEST_F(CostModelTest, FromMissingVersionDirIsEmpty) {
+  CostModel model = CostModel::from_version_dir(dir() / "neuronxcc-9.9");
+  EXPECT_EQ(model.samples(), 0U);
+  EXPECT_FALSE(model.predict_from_size(10).from_history);
+}
+
+} // namespace
+} // namespace npc::launcher

@@ -1,0 +1,224 @@
+// cache/maintenance: verify with repair, clear-locks, clear-failed.
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/layout.hpp>
+#include <npc/cache/maintenance.hpp>
+#include <npc/util/file_lock.hpp>
+
+#include "test_support.hpp"
+#include "unit_helpers.hpp"
+
+namespace npc::cache {
+namespace {
+
+using namespace std::chrono_literals;
+
+class MaintenanceTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    cache.emplace(dir() / "root", clock);
+    ASSERT_TRUE(cache->ensure_root().ok());
+  }
+
+  fs::path pending_entry(char digit) {
+    fs::path d = cache->entry_dir(unit::repeated_key("1.0", digit, '0'));
+    auto stored = cache->store_graph(d, std::string("graph ") + digit, {"-O2"});
+    EXPECT_TRUE(stored.ok()) << (stored.ok() ? "" : stored.error());
+    return d;
+  }
+
+  fs::path done_entry(char digit) {
+    fs::path d = pending_entry(digit);
+    auto lock = cache->lock_entry(d, 1s);
+    EXPECT_TRUE(lock.ok()) << (lock.ok() ? "" : lock.error());
+    fs::path neff = dir() / "new.neff";
+    test::write_text(neff, std::string("neff of ") + digit);
+    AttemptRecord r;
+    r.attempt = 1;
+    r.outcome = "success";
+    auto published = cache->publish_success(d, neff, r);
+    EXPECT_TRUE(published.ok()) << (published.ok() ? "" : published.error());
+    return d;
+  }
+
+  fs::path failed_entry(char digit) {
+    fs::path d = pending_entry(digit);
+    test::write_text(d / kLogFile, "compile failed\n");
+    return d;
+  }
+
+  static void flip_first_byte(const fs::path& file) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(0);
+    c = static_cast<char>(c ^ 0x20);
+    f.write(&c, 1);
+  }
+
+  EntryState state_of(const fs::path& d) const {
+    auto info = cache->inspect(d);
+    EXPECT_TRUE(info.ok());
+    return info.ok() ? info->state : EntryState::incomplete;
+  }
+
+  util::FakeClock clock{unit::at_unix(unit::kT0)};
+  std::optional<Cache> cache;
+};
+
+TEST_F(MaintenanceTest, VerifyFindsATamperedNeffWithoutTouchingIt) {
+  fs::path good = done_entry('a');
+  fs::path bad = done_entry('b');
+  fs::path pending = pending_entry('c');
+  flip_first_byte(bad / kNeffFile);
+
+  VerifyReport report = verify_cache(*cache, Repair::no);
+  EXPECT_EQ(report.checked, 2U); // done entries only
+  EXPECT_EQ(report.unverified, 0U);
+  ASSERT_EQ(report.problems.size(), 1U);
+  EXPECT_EQ(report.problems[0].entry.dir, bad);
+  EXPECT_EQ(report.problems[0].what, "NEFF does not match its integrity record");
+  EXPECT_FALSE(report.problems[0].repaired);
+  EXPECT_TRUE(fs::exists(bad / kDoneFile));
+  EXPECT_TRUE(fs::exists(bad / kNeffFile));
+  EXPECT_EQ(state_of(good), EntryState::done);
+  EXPECT_EQ(state_of(pending), EntryState::pending);
+}
+
+TEST_F(MaintenanceTest, VerifyWithRepairDemotesTheTamperedEntry) {
+  fs::path good = done_entry('a');
+  fs::path bad = done_entry('b');
+  flip_first_byte(bad / kNeffFile);
+
+  VerifyReport report = verify_cache(*cache, Repair::yes);
+  EXPECT_EQ(report.checked, 2U);
+  ASSERT_EQ(report.problems.size(), 1U);
+  EXPECT_EQ(report.problems[0].entry.dir, bad);
+  EXPECT_TRUE(report.problems[0].repaired);
+  EXPECT_FALSE(fs::exists(bad / kDoneFile));
+  EXPECT_FALSE(fs::exists(bad / kNeffFile));
+  EXPECT_TRUE(fs::exists(bad / kGraphFile));
+  EXPECT_EQ(state_of(bad), EntryState::pending);
+  EXPECT_EQ(state_of(good), EntryState::done);
+  EXPECT_EQ(test::read_text(good / kNeffFile), "neff of a");
+
+  // A second pass finds nothing left to repair.
+  VerifyReport again = verify_cache(*cache, Repair::yes);
+  EXPECT_EQ(again.checked, 1U);
+  EXPECT_TRUE(again.problems.empty());
+}
+
+TEST_F(MaintenanceTest, VerifyCountsEntriesWithoutRecordAndDoneWithoutNeff) {
+  fs::path foreign = pending_entry('a');
+  test::write_text(foreign / kNeffFile, "neff from another tool");
+  test::write_text(foreign / kDoneFile, "");
+  fs::path broken = pending_entry('b');
+  test::write_text(broken / kDoneFile, "");
+
+  VerifyReport report = verify_cache(*cache, Repair::no);
+  EXPECT_EQ(report.checked, 2U);
+  EXPECT_EQ(report.unverified, 1U);
+  ASSERT_EQ(report.problems.size(), 1U);
+  EXPECT_EQ(report.problems[0].entry.dir, broken);
+  EXPECT_EQ(report.problems[0].what, "done marker without a NEFF");
+}
+
+TEST_F(MaintenanceTest, VerifyDoesNotRepairAnEntryBeingCompiled) {
+  fs::path bad = done_entry('b');
+  flip_first_byte(bad / kNeffFile);
+  auto lock = cache->lock_entry(bad, 1s);
+  ASSERT_TRUE(lock.ok()) << lock.error();
+  VerifyReport report = verify_cache(*cache, Repair::yes);
+  ASSERT_EQ(report.problems.size(), 1U);
+  EXPECT_FALSE(report.problems[0].repaired);
+  EXPECT_TRUE(fs::exists(bad / kDoneFile));
+}
+
+TEST_F(MaintenanceTest, ClearLocksRemovesOnlyLocksNobodyHolds) {
+  fs::path left = pending_entry('a');
+  fs::path held = pending_entry('b');
+  // A lock file left by a holder that died.
+  test::write_text(left / kLockFile, "pid=999999 host=elsewhere start=1 tool=neuron_cc_wrapper\n");
+  auto lock = util::FileLock::try_acquire(held / kLockFile, util::LockHolder::self("test"));
+  ASSERT_TRUE(lock.ok()) << lock.error();
+  ASSERT_TRUE(lock->has_value());
+
+  ClearLocksReport report = clear_locks(*cache, /*force=*/false);
+  EXPECT_EQ(report.removed, std::vector<fs::path>{left / kLockFile});
+  EXPECT_EQ(report.held, std::vector<fs::path>{held / kLockFile});
+  EXPECT_FALSE(fs::exists(left / kLockFile));
+  EXPECT_TRUE(fs::exists(held / kLockFile));
+  EXPECT_EQ(util::probe_lock(held / kLockFile), util::LockState::held);
+}
+
+TEST_F(MaintenanceTest, ClearLocksWithForceRemovesHeldLocksToo) {
+  fs::path left = pending_entry('a');
+  fs::path held = pending_entry('b');
+  test::write_text(left / kLockFile, "pid=999999 host=elsewhere start=1 tool=neuron_cc_wrapper\n");
+  auto lock = util::FileLock::try_acquire(held / kLockFile, util::LockHolder::self("test"));
+  ASSERT_TRUE(lock.ok()) << lock.error();
+  ASSERT_TRUE(lock->has_value());
+
+  ClearLocksReport report = clear_locks(*cache, /*force=*/true);
+  std::vector<fs::path> removed = report.removed;
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<fs::path>{left / kLockFile, held / kLockFile}));
+  EXPECT_TRUE(report.held.empty());
+  EXPECT_FALSE(fs::exists(left / kLockFile));
+  EXPECT_FALSE(fs::exists(held / kLockFile));
+  // The holder's release does not remove a file that is no longer its own.
+  test::write_text(held / kLockFile, "someone else\n");
+  (*lock)->release();
+  EXPECT_EQ(test::read_text(held / kLockFile), "someone else\n");
+}
+
+TEST_F(MaintenanceTest, ClearLocksHandlesTheEvictionLock) {
+  fs::path eviction_lock = cache->private_dir() / kEvictionLock;
+  test::write_text(eviction_lock, "pid=999999 host=h start=1 tool=t\n");
+  ClearLocksReport report = clear_locks(*cache, false);
+  EXPECT_EQ(report.removed, std::vector<fs::path>{eviction_lock});
+  EXPECT_FALSE(fs::exists(eviction_lock));
+
+  auto lock = util::FileLock::try_acquire(eviction_lock, util::LockHolder::self("test"));
+  ASSERT_TRUE(lock.ok() && lock->has_value());
+  ClearLocksReport held = clear_locks(*cache, false);
+  EXPECT_TRUE(held.removed.empty());
+  EXPECT_EQ(held.held, std::vector<fs::path>{eviction_lock});
+}
+
+TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
+  fs::path failed = failed_entry('a');
+  fs::path compiling = failed_entry('b');
+  fs::path done = done_entry('c');
+  fs::path pending = pending_entry('d');
+  auto lock = cache->lock_entry(compiling, 1s);
+  ASSERT_TRUE(lock.ok()) << lock.error();
+
+  std::vector<EntryInfo> cleared = clear_failed(*cache);
+  ASSERT_EQ(cleared.size(), 1U);
+  EXPECT_EQ(cleared[0].dir, failed);
+  EXPECT_FALSE(fs::exists(failed / kLogFile));
+  EXPECT_EQ(state_of(failed), EntryState::pending);
+  EXPECT_TRUE(fs::exists(compiling / kLogFile));
+  EXPECT_EQ(state_of(done), EntryState::done);
+  EXPECT_EQ(state_of(pending), EntryState::pending);
+  // No lock file is left behind in the cleared entry.
+  EXPECT_FALSE(fs::exists(failed / kLockFile));
+
+  lock->release();
+  std::vector<EntryInfo> later = clear_failed(*cache);
+  ASSERT_EQ(later.size(), 1U);
+  EXPECT_EQ(later[0].dir, compiling);
+  EXPECT_TRUE(clear_failed(*cache).empty());
+}
+
+} // namespace
+} // namespace npc::cache

@@ -1,0 +1,313 @@
+// launcher/pool: the pool's decisions with no processes and plain-number time.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/launcher/pool.hpp>
+
+namespace npc::launcher {
+namespace {
+
+constexpr std::uint64_t GB = 1'000'000'000ULL;
+
+WorkItem item(const std::string& key, double seconds, std::uint64_t peak = 0, bool own = true) {
+  WorkItem w;
+  w.entry_dir = fs::path("/cache/neuronxcc-1.0") / key;
+  w.key = key;
+  w.graph_bytes = 1000;
+  w.predicted.seconds = seconds;
+  w.predicted.peak_bytes = peak;
+  w.own_share = own;
+  return w;
+}
+
+AttemptInfo ended(const std::string& exit, double seconds = 1, std::uint64_t peak = 0) {
+  AttemptInfo info;
+  info.exit = exit;
+  info.wall_seconds = seconds;
+  info.peak_rss_bytes = peak;
+  return info;
+}
+
+TEST(Pool, OrderIsOwnShareFirstThenCostliestFirst) {
+  Pool pool({item("a", 10), item("b", 100, 0, false), item("c", 50), item("d", 20, 0, false),
+             item("e", 50), item("f", 100, 0, false)},
+            {4, 0, 0});
+  // Own share (a, c, e) before the rest (b, d, f); the key breaks ties.
+  EXPECT_EQ(pool.order(), (std::vector<std::size_t>{2, 4, 0, 1, 5, 3}));
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+}
+
+TEST(Pool, PickRespectsMaxParallel) {
+  Pool pool({item("a", 30), item("b", 20), item("c", 10)}, {2, 0, 0});
+  EXPECT_EQ(pool.parallel_limit(), 2);
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  pool.start(0, 0);
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(1));
+  pool.start(1, 0);
+  EXPECT_EQ(pool.running(), 2);
+  EXPECT_EQ(pool.pick(0), std::nullopt);
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0", 30), 30);
+  EXPECT_EQ(pool.running(), 1);
+  ASSERT_EQ(pool.pick(30), std::optional<std::size_t>(2));
+  pool.start(2, 30);
+  EXPECT_EQ(pool.pick(30), std::nullopt);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  EXPECT_EQ(pool.progress()[0].compile_seconds, 30);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::running);
+}
+
+TEST(Pool, MaxParallelIsAtLeastOne) {
+  Pool pool({item("a", 1)}, {0, 0, 0});
+  EXPECT_EQ(pool.parallel_limit(), 1);
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+}
+
+TEST(Pool, MemoryAdmission) {
+  // Budget 10 GB; peaks 6, 6 and 3 GB, in that order of cost.
+  Pool pool({item("six-a", 30, 6 * GB), item("six-b", 20, 6 * GB), item("three", 10, 3 * GB)},
+            {8, 10 * GB, 0});
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  pool.start(0, 0);
+  EXPECT_EQ(pool.memory_in_use(), 6 * GB);
+  // The second 6 GB does not fit beside the first; the 3 GB one does.
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+  pool.start(2, 0);
+  EXPECT_EQ(pool.memory_in_use(), 9 * GB);
+  EXPECT_EQ(pool.pick(0), std::nullopt);
+  pool.finish(2, AttemptEnd::compiled, ended("exit code 0"), 10);
+  EXPECT_EQ(pool.memory_in_use(), 6 * GB);
+  EXPECT_EQ(pool.pick(10), std::nullopt); // 6 + 6 > 10 still
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0"), 30);
+  EXPECT_EQ(pool.memory_in_use(), 0U);
+  ASSERT_EQ(pool.pick(30), std::optional<std::size_t>(1));
+}
+
+TEST(Pool, TooBigItemStartsWhenNothingRuns) {
+  Pool pool({item("huge", 30, 20 * GB), item("small", 10, 1 * GB)}, {4, 10 * GB, 0});
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  pool.start(0, 0);
+  EXPECT_EQ(pool.memory_in_use(), 20 * GB);
+  EXPECT_EQ(pool.pick(0), std::nullopt); // nothing fits beside it
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0"), 30);
+  ASSERT_EQ(pool.pick(30), std::optional<std::size_t>(1));
+}
+
+TEST(Pool, UnknownPeakAlwaysFits) {
+  Pool pool({item("a", 30, 9 * GB), item("unknown", 20, 0)}, {4, 10 * GB, 0});
+  pool.start(0, 0);
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(1));
+}
+
+TEST(Pool, FailedIsRetriedWithBackoffThenFails) {
+  Pool pool({item("a", 10)}, {1, 0, 2});
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::failed, ended("exit code 70", 4), 10);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 10 + kRetryBackoffSeconds);
+  EXPECT_EQ(pool.progress()[0].last_exit, "exit code 70");
+  EXPECT_EQ(pool.pick(10.4), std::nullopt);
+  EXPECT_EQ(pool.next_due(), std::optional<double>(10.5));
+  EXPECT_FALSE(pool.finished());
+  ASSERT_EQ(pool.pick(10.5), std::optional<std::size_t>(0));
+  pool.start(0, 10.5);
+  EXPECT_EQ(pool.progress()[0].attempts, 2);
+  EXPECT_EQ(pool.progress()[0].retries, 1);
+  pool.finish(0, AttemptEnd::failed, ended("exit code 70", 4), 20);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 20 + 2 * kRetryBackoffSeconds); // doubled
+  ASSERT_EQ(pool.pick(21), std::optional<std::size_t>(0));
+  pool.start(0, 21);
+  pool.finish(0, AttemptEnd::failed, ended("exit code 71", 4), 30);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[0].attempts, 3);
+  EXPECT_EQ(pool.progress()[0].retries, 2);
+  EXPECT_EQ(pool.progress()[0].last_exit, "exit code 71");
+  EXPECT_DOUBLE_EQ(pool.progress()[0].compile_seconds, 12);
+  EXPECT_FALSE(pool.progress()[0].cached_failure);
+  EXPECT_TRUE(pool.finished());
+  EXPECT_EQ(pool.count(ItemState::failed), 1U);
+  EXPECT_EQ(pool.pick(100), std::nullopt);
+}
+
+TEST(Pool, BackoffGrowsAndIsBounded) {
+  Pool pool({item("a", 10)}, {1, 0, 10});
+  double now = 0;
+  std::vector<double> waits;
+  for (int attempt = 1; attempt <= 8; ++attempt) {
+    ASSERT_EQ(pool.pick(now), std::optional<std::size_t>(0)) << "attempt " << attempt;
+    pool.start(0, now);
+    pool.finish(0, AttemptEnd::failed, ended("exit code 1"), now);
+    ASSERT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+    waits.push_back(pool.progress()[0].eligible_at - now);
+    now = pool.progress()[0].eligible_at;
+  }
+  EXPECT_EQ(waits, (std::vector<double>{0.5, 1, 2, 4, 8, 8, 8, 8}));
+  EXPECT_EQ(kMaxRetryBackoffSeconds, 8);
+}
+
+TEST(Pool, NoRetriesMeansFailedAtOnce) {
+  Pool pool({item("a", 10)}, {1, 0, 0});
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::failed, ended("exit code 1"), 1);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[0].retries, 0);
+  EXPECT_TRUE(pool.finished());
+}
+
+TEST(Pool, KilledLowersParallelismAndIsRetriedUpToTheOomLimit) {
+  Pool pool({item("a", 10, 2 * GB), item("b", 5)}, {4, 0, 0});
+  for (int kill = 1; kill <= kMaxOomRetries; ++kill) {
+    ASSERT_EQ(pool.pick(kill * 10), std::optional<std::size_t>(0)) << "kill " << kill;
+    pool.start(0, kill * 10);
+    pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL", 3, 7 * GB), kill * 10 + 1);
+    EXPECT_EQ(pool.parallel_limit(), 4 - kill);
+    EXPECT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+    EXPECT_EQ(pool.progress()[0].oom_kills, kill);
+    EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, kill * 10 + 1 + kRetryBackoffSeconds);
+  }
+  // What it reached before dying is now its predicted peak.
+  EXPECT_EQ(pool.items()[0].predicted.peak_bytes, 7 * GB);
+  EXPECT_EQ(pool.progress()[0].peak_rss_bytes, 7 * GB);
+  pool.start(0, 100);
+  pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL", 3, 7 * GB), 101);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[0].attempts, kMaxOomRetries + 1);
+  EXPECT_EQ(pool.progress()[0].retries, kMaxOomRetries);
+  EXPECT_EQ(pool.progress()[0].oom_kills, kMaxOomRetries + 1);
+  EXPECT_EQ(pool.parallel_limit(), 1);
+}
+
+TEST(Pool, KilledNeverLowersParallelismBelowOne) {
+  Pool pool({item("a", 10)}, {1, 0, 0});
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL"), 1);
+  EXPECT_EQ(pool.parallel_limit(), 1);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+}
+
+TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
+  Pool pool({item("a", 10), item("b", 10), item("c", 10), item("d", 10)}, {4, 0, 0});
+  for (std::size_t i = 0; i < 4; ++i) {
+    pool.start(i, 5);
+    pool.finish(i, AttemptEnd::locked_elsewhere, ended(""), 5);
+    EXPECT_EQ(pool.progress()[i].state, ItemState::deferred);
+    EXPECT_EQ(pool.progress()[i].attempts, 0); // not an attempt of ours
+    EXPECT_DOUBLE_EQ(pool.progress()[i].eligible_at, 5 + kRevisitSeconds);
+  }
+  EXPECT_EQ(pool.running(), 0);
+  EXPECT_EQ(pool.pick(5), std::nullopt);
+  EXPECT_TRUE(pool.due_revisits(5.5).empty());
+  EXPECT_EQ(pool.due_revisits(6), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(pool.next_due(), std::optional<double>(6));
+
+  pool.revisit(0, Pool::Found::pending, 6); // its holder is gone
+  EXPECT_EQ(pool.progress()[0].state, ItemState::queued);
+  pool.revisit(1, Pool::Found::done, 6);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled_elsewhere);
+  pool.revisit(2, Pool::Found::failed, 6, "/logs/c.log");
+  EXPECT_EQ(pool.progress()[2].state, ItemState::failed);
+  EXPECT_TRUE(pool.progress()[2].cached_failure);
+  EXPECT_EQ(pool.progress()[2].log_path, fs::path("/logs/c.log"));
+  pool.revisit(3, Pool::Found::locked, 6);
+  EXPECT_EQ(pool.progress()[3].state, ItemState::deferred);
+  EXPECT_DOUBLE_EQ(pool.progress()[3].eligible_at, 6 + kRevisitSeconds);
+
+  EXPECT_EQ(pool.pick(6), std::optional<std::size_t>(0));
+  EXPECT_FALSE(pool.finished());
+}
+
+TEST(Pool, MarkLockedElsewhereAtTheStart) {
+  Pool pool({item("a", 10)}, {1, 0, 0});
+  pool.mark_locked_elsewhere(0, 2);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
+  EXPECT_EQ(pool.pick(2), std::nullopt);
+  EXPECT_EQ(pool.due_revisits(2 + kRevisitSeconds), std::vector<std::size_t>{0});
+}
+
+TEST(Pool, AlreadyDoneDoesNotCountAnAttempt) {
+  Pool pool({item("a", 10)}, {2, 0, 1});
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::failed, ended("exit code 1"), 1);
+  ASSERT_EQ(pool.pick(5), std::optional<std::size_t>(0));
+  pool.start(0, 5);
+  EXPECT_EQ(pool.progress()[0].attempts, 2);
+  EXPECT_EQ(pool.progress()[0].retries, 1);
+  pool.finish(0, AttemptEnd::already_done, ended(""), 6);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+  EXPECT_EQ(pool.progress()[0].attempts, 1);
+  EXPECT_EQ(pool.progress()[0].retries, 0);
+  EXPECT_EQ(pool.running(), 0);
+  EXPECT_TRUE(pool.finished());
+}
+
+TEST(Pool, CachedStatesAtTheStart) {
+  Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {2, 0, 0});
+  pool.mark_cached(0);
+  pool.mark_cached_failure(1, "/cache/b/model.log");
+  EXPECT_EQ(pool.progress()[0].state, ItemState::cached);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::failed);
+  EXPECT_TRUE(pool.progress()[1].cached_failure);
+  EXPECT_EQ(pool.progress()[1].log_path, fs::path("/cache/b/model.log"));
+  EXPECT_EQ(pool.progress()[1].attempts, 0);
+  EXPECT_EQ(pool.count(ItemState::cached), 1U);
+  EXPECT_EQ(pool.count(ItemState::queued), 1U);
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(2)); // only c is left to compile
+  pool.start(2, 0);
+  pool.finish(2, AttemptEnd::cached_failure, ended(""), 1);
+  EXPECT_EQ(pool.progress()[2].state, ItemState::failed);
+  EXPECT_TRUE(pool.progress()[2].cached_failure);
+  EXPECT_TRUE(pool.finished());
+}
+
+TEST(Pool, FinishedAndNextDue) {
+  Pool empty({}, {1, 0, 0});
+  EXPECT_TRUE(empty.finished());
+  EXPECT_EQ(empty.next_due(), std::nullopt);
+  EXPECT_EQ(empty.pick(0), std::nullopt);
+
+  Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {3, 0, 5});
+  EXPECT_FALSE(pool.finished());
+  EXPECT_EQ(pool.next_due(), std::nullopt); // nothing waits on time
+  pool.start(0, 0);
+  pool.start(1, 0);
+  pool.start(2, 0);
+  pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 5);  // due at 6
+  pool.finish(1, AttemptEnd::failed, ended("exit code 1"), 5); // due at 5.5
+  EXPECT_EQ(pool.next_due(), std::optional<double>(5.5));
+  pool.finish(2, AttemptEnd::compiled, ended("exit code 0"), 5);
+  EXPECT_FALSE(pool.finished());
+  pool.revisit(0, Pool::Found::done, 6);
+  EXPECT_EQ(pool.next_due(), std::optional<double>(5.5));
+  pool.start(1, 6);
+  EXPECT_EQ(pool.next_due(), std::nullopt);
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 7);
+  EXPECT_TRUE(pool.finished());
+  EXPECT_EQ(pool.count(ItemState::compiled), 2U);
+  EXPECT_EQ(pool.count(ItemState::compiled_elsewhere), 1U);
+}
+
+TEST(Pool, RemainingWork) {
+  Pool pool({item("a", 10), item("b", 20), item("c", 30)}, {1, 0, 1});
+  EXPECT_DOUBLE_EQ(pool.remaining_work(0), 60);
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+  pool.start(2, 0);
+  EXPECT_DOUBLE_EQ(pool.remaining_work(5), 10 + 20 + 25);
+  EXPECT_DOUBLE_EQ(pool.remaining_work(40), 30); // overdue counts as nothing left
+  pool.finish(2, AttemptEnd::compiled, ended("exit code 0", 40), 40);
+  EXPECT_DOUBLE_EQ(pool.remaining_work(40), 30);
+  pool.start(1, 40);
+  pool.finish(1, AttemptEnd::failed, ended("exit code 1"), 41); // waits for a retry: still to do
+  EXPECT_DOUBLE_EQ(pool.remaining_work(41), 30);
+  pool.start(0, 41);
+  pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 41); // deferred: still to do
+  EXPECT_DOUBLE_EQ(pool.remaining_work(41), 30);
+  pool.revisit(0, Pool::Found::done, 42);
+  EXPECT_DOUBLE_EQ(pool.remaining_work(42), 20);
+}
+
+} // namespace
+} // namespace npc::launcher
