@@ -52,23 +52,9 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-Result<std::string> read_fd(int fd, std::uint64_t max_bytes) {
-  std::string data;
-  char buffer[1 << 16];
-  off_t offset = 0;
-  for (;;) {
-    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(std::string("read failed: ") + std::strerror(errno));
-    }
-    if (n == 0) break;
-    data.append(buffer, static_cast<size_t>(n));
-    offset += n;
-    if (data.size() > max_bytes) return fail("file too large");
-  }
-  return data;
-}
+// npc-entry.json and compile_flags.json are a few KiB; anything far larger
+// is not ours.
+constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
 
 bool same_inode(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
@@ -459,7 +445,7 @@ Result<Exporting> prepare_entry(const CacheKey& key, EntrySnapshot snapshot, boo
 
   std::optional<EntryMeta> meta;
   if (auto it = snapshot.files.find(kMetaFile); it != snapshot.files.end()) {
-    auto text = read_fd(it->second.get(), 16 * 1024 * 1024);
+    auto text = util::read_fd(it->second.get(), kMaxRecordBytes);
     if (!text) return fail("cannot read npc-entry.json: " + text.error());
     auto parsed = parse_entry_meta(*text);
     if (!parsed) return fail("npc-entry.json is corrupt (" + parsed.error() + ")");
@@ -480,7 +466,7 @@ Result<Exporting> prepare_entry(const CacheKey& key, EntrySnapshot snapshot, boo
     }
   }
   if (auto it = snapshot.files.find(kFlagsFile); it != snapshot.files.end()) {
-    auto text = read_fd(it->second.get(), 16 * 1024 * 1024);
+    auto text = util::read_fd(it->second.get(), kMaxRecordBytes);
     if (text)
       if (auto flags = parse_compile_flags(*text)) out.entry.flags = std::move(*flags);
   }

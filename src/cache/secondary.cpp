@@ -51,25 +51,6 @@ Result<util::FileDigest> copy_into(int from, const fs::path& dir, std::string_vi
   return digest;
 }
 
-// An npc-entry.json through its descriptor (a record is a few KiB).
-Result<std::string> read_small(int fd) {
-  constexpr std::size_t kMaxRecord = 16 * 1024 * 1024;
-  std::string data;
-  char buffer[1 << 16];
-  off_t offset = 0;
-  for (;;) {
-    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(std::string("read failed: ") + std::strerror(errno));
-    }
-    if (n == 0) return data;
-    data.append(buffer, static_cast<std::size_t>(n));
-    offset += n;
-    if (data.size() > kMaxRecord) return fail("larger than " + std::to_string(kMaxRecord) + " bytes");
-  }
-}
-
 } // namespace
 
 SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root, const CacheKey& key,
@@ -106,7 +87,7 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   if (!snapshot->done) return {}; // demoted or removed since the first look
   std::optional<EntryMeta> record;
   if (auto it = snapshot->files.find(kMetaFile); it != snapshot->files.end()) {
-    auto text = read_small(it->second.get());
+    auto text = util::read_fd(it->second.get(), 16 * 1024 * 1024) /* a record is a few KiB */;
     if (!text) return {SecondaryOutcome::rejected, "cannot read its npc-entry.json: " + text.error()};
     auto meta = parse_entry_meta(*text);
     if (!meta) return {SecondaryOutcome::rejected, "its npc-entry.json is corrupt: " + meta.error()};

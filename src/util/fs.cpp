@@ -34,6 +34,23 @@ Result<std::string> read_file(const fs::path& path) {
   return data;
 }
 
+Result<std::string> read_fd(int fd, std::uint64_t max_bytes) {
+  std::string data;
+  char buffer[1 << 16];
+  off_t offset = 0;
+  for (;;) {
+    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::string("read failed: ") + std::strerror(errno));
+    }
+    if (n == 0) return data;
+    data.append(buffer, static_cast<size_t>(n));
+    offset += n;
+    if (data.size() > max_bytes) return fail("larger than " + std::to_string(max_bytes) + " bytes");
+  }
+}
+
 static std::string random_suffix() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";

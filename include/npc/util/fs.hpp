@@ -25,6 +25,9 @@ inline constexpr std::string_view kTempPrefix = ".tmp-";
 [[nodiscard]] bool is_temp_name(std::string_view filename);
 
 [[nodiscard]] Result<std::string> read_file(const fs::path& path);
+// The whole content of an open descriptor, from its start; fails past
+// max_bytes (records in a shared cache are not trusted to be small).
+[[nodiscard]] Result<std::string> read_fd(int fd, std::uint64_t max_bytes);
 
 enum class Overwrite { no, yes };
 
