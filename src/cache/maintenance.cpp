@@ -27,6 +27,13 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
                                          : "done marker without a NEFF";
     if (unverified) ++report.unverified;
     if (problem.empty()) continue;
+    // Evicted or republished while we looked: not a problem of the cache.
+    auto again = cache.inspect(entry.dir);
+    if (!again || !again->has_done) continue;
+    if (again->has_neff) {
+      bool ignored = false;
+      if (check_done_entry(cache, *again, ignored).empty()) continue;
+    }
     VerifyReport::Problem item{entry, problem, false};
     if (repair == Repair::yes) {
       auto lock = cache.try_lock_entry(entry.dir);

@@ -122,6 +122,7 @@ Result<EntryInfo> Cache::inspect(const fs::path& dir) const {
     } else if (name == kNeffFile) info.has_neff = S_ISREG(st.st_mode);
     else if (name == kDoneFile) info.has_done = true;
     else if (name == kLogFile) info.has_log = true;
+    else if (name == kFlagsFile) info.has_flags = true;
     else if (name == kLockFile) info.has_lock_file = true;
   }
   ::closedir(d);
@@ -130,7 +131,9 @@ Result<EntryInfo> Cache::inspect(const fs::path& dir) const {
   if (info.has_done && info.has_neff) info.state = EntryState::done;
   else if (locked) info.state = EntryState::locked;
   else if (info.has_log) info.state = EntryState::failed;
-  else if (info.has_graph) info.state = EntryState::pending;
+  // A graph without its flags was left by a writer that died: not yet
+  // compilable; the next extraction or compile of the graph completes it.
+  else if (info.has_graph && info.has_flags) info.state = EntryState::pending;
   else info.state = EntryState::incomplete;
   return info;
 }
@@ -213,15 +216,17 @@ Status Cache::store_graph(const fs::path& entry_dir, std::string_view graph_byte
                           const std::vector<std::string>& flags) const {
   if (auto s = util::ensure_dir(entry_dir); !s) return s;
   std::error_code ec;
-  // First writer wins; an identical graph from another rank is not rewritten.
-  if (!fs::exists(entry_dir / kGraphFile, ec)) {
-    auto s = util::write_file_atomic(entry_dir / kGraphFile, graph_bytes, util::Overwrite::no);
-    if (!s && !fs::exists(entry_dir / kGraphFile, ec)) return s;
-  }
+  // compile_flags.json first: the graph is what makes an entry pending, so a
+  // writer killed between the two leaves an entry that is not yet one.
+  // First writer wins; another rank's identical files are not rewritten.
   if (!fs::exists(entry_dir / kFlagsFile, ec)) {
     auto s = util::write_file_atomic(entry_dir / kFlagsFile, serialize_compile_flags(flags),
                                      util::Overwrite::no);
     if (!s && !fs::exists(entry_dir / kFlagsFile, ec)) return s;
+  }
+  if (!fs::exists(entry_dir / kGraphFile, ec)) {
+    auto s = util::write_file_atomic(entry_dir / kGraphFile, graph_bytes, util::Overwrite::no);
+    if (!s && !fs::exists(entry_dir / kGraphFile, ec)) return s;
   }
   return ok_status();
 }

@@ -338,8 +338,20 @@ int neuron_cache_main(int argc, char** argv) {
 
     parse_command_line(app, argc, argv);
     finish_cache_options(overrides, size_text, ttl_text);
-    if (!max_size.empty()) overrides.merge(config::split_cache_options({"--cache_size=" + max_size}, "prune").cache);
-    if (!prune_ttl.empty()) overrides.merge(config::split_cache_options({"--cache_ttl=" + prune_ttl}, "prune").cache);
+    if (!max_size.empty()) {
+      auto bytes = util::parse_bytes(max_size);
+      if (!bytes)
+        throw UsageError("prune: --max-size has the bad value '" + max_size +
+                         "': expected a size in bytes such as 100000000000 or 100GB");
+      overrides.cache_size = *bytes;
+    }
+    if (!prune_ttl.empty()) {
+      auto days = util::parse_non_negative(prune_ttl);
+      if (!days)
+        throw UsageError("prune: --ttl has the bad value '" + prune_ttl +
+                         "': expected a non-negative number of days such as 30");
+      overrides.cache_ttl_days = *days;
+    }
     Settings settings = load_settings(overrides);
     cache::Cache cache(settings.cache_root);
     cache::set_lock_tool_name("neuron_cache");

@@ -130,7 +130,6 @@ int run(const Options& options, const cli::Settings& settings) {
     environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
     environment.set("NEURON_PARALLEL_COMPILE", "1");
     environment.set("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", files.path_log.string());
-    spdlog::info("running the trial in graph-extraction mode; its output is also in {}", files.trial_log.string());
     TrialResult trial = run_trial(options.command, environment, files.trial_log);
     if (trial.interrupted_by != 0) {
       spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));

@@ -82,6 +82,7 @@ TrialResult run_trial(const std::vector<std::string>& command, const util::Envir
   err_write.reset();
   if (!child) throw EnvironmentError("cannot run the training command: " + child.error());
   pid_t pid = child->pid;
+  spdlog::info("running the trial in graph-extraction mode; its output is also in {}", trial_log.string());
 
   Stream streams[2] = {{out_read.get(), STDOUT_FILENO, {}, true},
                        {err_read.get(), STDERR_FILENO, {}, true}};

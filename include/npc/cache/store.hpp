@@ -38,6 +38,7 @@ struct EntryInfo {
   std::uint64_t bytes = 0;
   util::WallTime last_used;
   bool has_graph = false;
+  bool has_flags = false;
   bool has_neff = false;
   bool has_done = false;
   bool has_log = false;

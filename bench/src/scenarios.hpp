@@ -1,0 +1,55 @@
+#pragma once
+// The scenarios. Each runs its contenders side by side (alternating, see
+// harness.hpp) and returns its figures; main.cpp puts them into the report.
+
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "workload.hpp"
+
+namespace bench {
+
+// 1. Schedule quality: sleep mode with N = 8 and busy-CPU mode with N = cores.
+Scenario run_schedule_sleep(const Context& context);
+Scenario run_schedule_busy(const Context& context);
+// 2. Memory-aware scheduling under the stand-in's simulated OOM killer.
+Scenario run_memory(const Context& context);
+// 3. Warm start: the training script when every graph is cached, and the
+//    time to the first training step, cold against pre-compiled.
+Scenario run_warm(const Context& context);
+// 4. Launcher overhead over an all-cached trial.
+Scenario run_overhead(const Context& context);
+// 5. The cache at 100 and 100,000 entries.
+Scenario run_cache_scale(const Context& context);
+// 6. Key hashing speed on a 1 GiB graph.
+Scenario run_hashing(const Context& context);
+// 7. The launcher's own peak memory with 10,000 graphs.
+Scenario run_launcher_memory(const Context& context);
+
+// Contenders shared by scenarios 1 and 2.
+
+// `xargs -P n` over the graph files in trial order, each compiled straight
+// with the compiler, NEFFs written to out_dir. Record: wall_seconds, exit,
+// neffs (how many NEFFs exist afterwards).
+json run_xargs(const Context& context, const Environment& env, const fs::path& graphs_dir, const fs::path& out_dir,
+               int n, const fs::path& log);
+[[nodiscard]] std::string xargs_command(const fs::path& graphs_dir, const fs::path& out_dir, int n);
+
+// neuron_parallel_compile --command compile over a cache of pending entries.
+// Record: wall_seconds, exit, compiled, failed, retried, parallel,
+// compilation_time (the report's), launcher_peak_rss_bytes.
+json run_ours_compile(const Context& context, const Environment& env, const fs::path& run_dir,
+                      const std::vector<std::string>& extra_args);
+
+// One compile after another through the compile entry, as a training run
+// compiles just in time, into a fresh cache. Record: wall_seconds, compiled.
+json run_serial_jit(const Context& context, const Environment& env, const Workload& workload,
+                    const fs::path& graphs_dir, const fs::path& out_dir, const fs::path& log);
+
+// Lines in a file (0 when it does not exist).
+[[nodiscard]] std::size_t count_lines(const fs::path& path);
+// Files in a directory whose names end with `suffix`.
+[[nodiscard]] std::size_t count_files(const fs::path& dir, const std::string& suffix);
+
+} // namespace bench

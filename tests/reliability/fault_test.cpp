@@ -1,0 +1,398 @@
+// Faults: the stand-in compiler failing transiently and permanently, exiting
+// with an internal error, dying by SIGKILL or SIGSEGV, hanging, writing a
+// truncated NEFF, running out of memory; the cache's disk filling up at every
+// point of a compile and publish; the cache on a read-only filesystem. Each
+// must end with a clear message, the documented exit code, and a cache that
+// is still consistent.
+
+#include <cstring>
+#include <sys/mount.h>
+#include <thread>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <npc/util/fs.hpp>
+
+#include "reliability.hpp"
+
+namespace npc::reltest {
+namespace {
+
+using namespace std::chrono_literals;
+using npc::test::RunResult;
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+class FaultTest : public npc::test::CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    become_subreaper();
+    std::mt19937_64 rng(7);
+    graphs_ = make_graphs(dir() / "g", "fault", 4, 3000, rng);
+    fs::create_directories(dir() / "st");
+  }
+  void TearDown() override {
+    kill_all_descendants();
+    CacheTest::TearDown();
+  }
+
+  RunResult compile(const Graph& g, std::map<std::string, std::string> env = {},
+                    std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"compile", "--graph", g.path.string(), "--output", (dir() / "out.neff").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    fs::remove(dir() / "out.neff");
+    return run_tool("neuron_cc_wrapper", args, std::move(env));
+  }
+
+  fs::path entry_of(const Graph& g) {
+    auto key = run_tool("neuron_cc_wrapper", {"key", "--graph", g.path.string()});
+    return key.out.substr(0, key.out.find('\n'));
+  }
+
+  void extract_all() {
+    for (const auto& g : graphs_) {
+      auto r = run_tool("neuron_cc_wrapper", {"compile", "--graph", g.path.string(), "--output",
+                                              (dir() / "placeholder").string()},
+                        {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}});
+      ASSERT_EQ(r.exit_code, 0) << r.describe();
+    }
+  }
+
+  RunResult launch(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> all = {"--command", "compile", "--parallel_compile_workdir", (dir() / "w").string()};
+    all.insert(all.end(), args.begin(), args.end());
+    return run_tool("neuron_parallel_compile", all, std::move(env));
+  }
+
+  void expect_consistent(const std::string& when) {
+    auto check = check_cache(cache_root(), expected_map(graphs_), true);
+    EXPECT_TRUE(check.problems.empty()) << when << ": " << check.describe();
+    auto verify = run_tool("neuron_cache", {"verify"});
+    EXPECT_EQ(verify.exit_code, 0) << when << ": " << verify.describe();
+  }
+
+  std::map<std::string, std::string> fault(const std::string& kind, const std::string& times = "always") {
+    return {{"STANDIN_CC_FAULT", kind}, {"STANDIN_CC_FAULT_TIMES", times},
+            {"STANDIN_CC_STATE_DIR", (dir() / "st").string()}};
+  }
+
+  std::vector<Graph> graphs_;
+};
+
+// Each way a compiler can die, through the compile entry: exit 1, the one
+// error line naming the entry, how the compiler ended and where its full log
+// is; the failure cached (the next call says so and how to retry); the
+// cache consistent; --retry_failed_compilation compiles it once the fault is
+// gone.
+struct CompilerFault {
+  const char* fault;
+  const char* how; // in the message
+};
+
+class CompilerFaultTest : public FaultTest, public ::testing::WithParamInterface<CompilerFault> {};
+
+TEST_P(CompilerFaultTest, ClearMessageExitOneConsistentCache) {
+  const auto& f = GetParam();
+  const Graph& g = graphs_[0];
+  fs::path entry = entry_of(g);
+  auto r = compile(g, fault(f.fault));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(first_line(r.err), "neuron_cc_wrapper: error: compilation of " + entry.string() + " failed: compiler " +
+                                   f.how + "; full log: " + (entry / "model.log").string())
+      << r.err;
+  EXPECT_NE(r.err.find("last lines of the log:"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir() / "out.neff"));
+  EXPECT_TRUE(fs::exists(entry / "model.log"));
+  EXPECT_FALSE(fs::exists(entry / "model.done"));
+  EXPECT_FALSE(fs::exists(entry / "model.neff")) << "a failed compile's output must not be published";
+  expect_consistent(f.fault);
+  // The cached failure, as torch-neuronx words it.
+  auto again = compile(g);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(first_line(again.out), "Got a cached failed neff at " + (entry / "model.log").string() +
+                                       ". Will skip compilation, please set --retry_failed_compilation");
+  auto retried = compile(g, {}, {"--retry_failed_compilation"});
+  EXPECT_EQ(retried.exit_code, 0) << retried.describe();
+  EXPECT_EQ(file_sha256(dir() / "out.neff"), g.neff_sha256);
+  EXPECT_FALSE(fs::exists(entry / "model.log")) << "a success removes the cached failure";
+  expect_consistent(std::string(f.fault) + " then retried");
+  record_figures({{"faults_injected", 1}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, CompilerFaultTest,
+                         ::testing::Values(CompilerFault{"fail", "exit code 1"},
+                                           CompilerFault{"exit70", "exit code 70"},
+                                           CompilerFault{"sigkill", "killed by signal SIGKILL"},
+                                           CompilerFault{"segv", "killed by signal SIGSEGV"},
+                                           CompilerFault{"truncate", "exit code 1"}),
+                         [](const auto& info) { return std::string(info.param.fault); });
+
+// A hanging compiler is killed at --timeout, with its whole process group.
+TEST_F(FaultTest, HangingCompilerIsKilledAtTheTimeout) {
+  const Graph& g = graphs_[0];
+  fs::path entry = entry_of(g);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = compile(g, fault("hang"), {"--timeout", "1"});
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(first_line(r.err).find("failed: compiler timed out after 1"), std::string::npos) << r.err;
+  EXPECT_LT(took, 5.0);
+  EXPECT_TRUE(descendants_of(::getpid()).empty()) << "the hung compiler outlived its timeout";
+  expect_consistent("hang");
+  record_figures({{"faults_injected", 1}});
+}
+
+// The launcher: a transient failure is retried (--max-retries) and every
+// graph ends compiled; SIGKILL (the OOM killer's signal) is retried even
+// with no retries asked for.
+TEST_F(FaultTest, LauncherRetriesTransientFailures) {
+  extract_all();
+  auto r = launch({"--max-retries", "1", "--num_parallel", "2"}, fault("fail", "1"));
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("4 compiled, 0 failed, 4 retried"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 8u);
+  expect_consistent("transient failures");
+  auto check = check_cache(cache_root(), {}, true);
+  EXPECT_EQ(check.done, 4u) << check.describe();
+  record_figures({{"faults_injected", 4}});
+}
+
+TEST_F(FaultTest, LauncherRetriesCompilesKilledBySigkill) {
+  extract_all();
+  auto r = launch({"--num_parallel", "2"}, fault("sigkill", "1"));
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("killed by signal SIGKILL); retrying"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 8u);
+  expect_consistent("sigkill once each");
+  record_figures({{"faults_injected", 4}});
+}
+
+// A permanent failure: exit 1; the summary names each failed graph, how the
+// compiler ended and its log (never an opaque "exception: None"); the next
+// run reports the cached failure without compiling again.
+TEST_F(FaultTest, LauncherReportsPermanentFailuresClearly) {
+  extract_all();
+  auto r = launch({"--max-retries", "2", "--num_parallel", "2"}, fault("exit70"));
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("0 compiled, 4 failed, 4 retried"), std::string::npos) << r.err;
+  for (const auto& g : graphs_) {
+    fs::path entry = entry_of(g);
+    EXPECT_NE(r.err.find("FAILED " + entry.string() + ": compiler exit code 70 (3 attempt(s)); log "), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(fs::exists(entry / "model.log"));
+  }
+  EXPECT_EQ(r.err.find("None"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 12u);
+  expect_consistent("permanent failures");
+  auto next = launch({});
+  EXPECT_EQ(next.exit_code, 1) << next.describe();
+  EXPECT_NE(next.err.find("failure cached by an earlier compile"), std::string::npos) << next.err;
+  EXPECT_EQ(compiles(), 12u) << "a cached failure is not compiled again unless asked";
+  // Once the cause is fixed, clear-failed lets them compile.
+  auto cleared = run_tool("neuron_cache", {"clear-failed"});
+  EXPECT_EQ(cleared.exit_code, 0) << cleared.describe();
+  EXPECT_NE(cleared.out.find("4 cached failures cleared"), std::string::npos) << cleared.out;
+  auto fixed = launch({});
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.describe();
+  expect_consistent("after clear-failed");
+  record_figures({{"faults_injected", 12}});
+}
+
+// A hanging compile under the launcher ends at --compile-timeout.
+TEST_F(FaultTest, LauncherTimesOutHangingCompiles) {
+  extract_all();
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = launch({"--compile-timeout", "1", "--num_parallel", "4"}, fault("hang"));
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("timed out after 1"), std::string::npos) << r.err;
+  EXPECT_LT(took, 8.0);
+  EXPECT_TRUE(descendants_of(::getpid()).empty()) << "a hung compiler outlived the launcher";
+  expect_consistent("hang");
+  record_figures({{"faults_injected", 4}});
+}
+
+// Out of memory: the stand-in's memory ledger kills (SIGKILL) a compile that
+// does not fit the budget next to the ones running. The launcher lowers its
+// parallelism and retries, and every graph ends compiled.
+TEST_F(FaultTest, LauncherSurvivesTheOomKiller) {
+  extract_all();
+  std::map<std::string, std::string> env = {{"STANDIN_CC_MEMORY_BUDGET", "48M"},
+                                            {"STANDIN_CC_MEMORY_LEDGER", (dir() / "ledger").string()},
+                                            {"STANDIN_CC_MEM_PER_GRAPH_BYTE", "10000"}, // 3 KB graph -> ~30 MB
+                                            {"STANDIN_CC_BASE_MS", "1000"}}; // long enough to overlap
+  auto r = launch({"--num_parallel", "4", "--memory-per-compile", "1M"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("killed by signal SIGKILL); retrying"), std::string::npos) << r.err;
+  EXPECT_GT(compiles(), 4u);
+  expect_consistent("oom");
+  auto check = check_cache(cache_root(), {}, true);
+  EXPECT_EQ(check.done, 4u) << check.describe();
+  record_figures({{"faults_injected", compiles() - 4}});
+}
+
+// BUG (reported): a compile killed by SIGKILL (what the kernel's OOM killer
+// sends when a host runs out of memory) or stopped by --timeout is cached as
+// a failed result (model.log), exactly like a compile error. The next
+// just-in-time call then refuses the graph ("Got a cached failed neff ...
+// please set --retry_failed_compilation", exit 1), and so does every later
+// launcher run: one memory spike poisons the graph for good, the complaint
+// the issue cites. compile_entry (src/compile/entry_compile.cpp) publishes
+// every unsuccessful run with publish_failure. Fix: when the compiler was
+// killed by SIGKILL or timed out, record the attempt in npc-entry.json but
+// leave the entry pending (no model.log), as is done for an interrupt; or
+// treat a cached failure whose last attempt ended by SIGKILL/timeout as
+// retryable without --retry_failed_compilation.
+TEST_F(FaultTest, DISABLED_CompileKilledByTheOomKillerIsNotCachedAsAFailure) {
+  const Graph& g = graphs_[0];
+  auto first = compile(g, fault("sigkill", "1"));
+  EXPECT_EQ(first.exit_code, 1) << first.describe();
+  auto second = compile(g, fault("sigkill", "1"));
+  EXPECT_EQ(second.exit_code, 0) << "one OOM kill poisoned the graph:\n" << second.describe();
+  EXPECT_EQ(file_sha256(dir() / "out.neff"), g.neff_sha256);
+}
+
+// ---- Disk full and read-only, on a small tmpfs ----------------------------
+
+// Mounts need a private mount namespace, so nothing leaks out of the test
+// process; they vanish with it.
+bool private_mounts() {
+  static int state = -1;
+  if (state < 0) {
+    state = ::unshare(CLONE_NEWNS) == 0 && ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 ? 1 : 0;
+  }
+  return state == 1;
+}
+
+class MountTest : public FaultTest {
+protected:
+  void SetUp() override {
+    FaultTest::SetUp();
+    if (!private_mounts())
+      GTEST_SKIP() << "needs CAP_SYS_ADMIN for a private tmpfs (run the suite as root or in a user namespace)";
+  }
+  void TearDown() override {
+    for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it) std::ignore = ::umount2(it->c_str(), MNT_DETACH);
+    FaultTest::TearDown();
+  }
+  void mount_tmpfs(const fs::path& where, std::size_t bytes) {
+    fs::create_directories(where);
+    std::string opts = "size=" + std::to_string(bytes) + ",mode=0755";
+    ASSERT_EQ(::mount("tmpfs", where.c_str(), "tmpfs", 0, opts.c_str()), 0) << std::strerror(errno);
+    mounts_.push_back(where);
+  }
+  void remount_read_only(const fs::path& where) {
+    ASSERT_EQ(::mount("tmpfs", where.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr), 0) << std::strerror(errno);
+  }
+  std::vector<fs::path> mounts_;
+};
+
+// The cache's filesystem full at each point of a compile: the free space is
+// swept in steps across everything a compile writes (graph, flags, lock,
+// version memo, NEFF, log, record, done marker). Each run either succeeds,
+// fails the compile (exit 1), or finds the cache unusable (exit 3), always
+// with "No space left on device" in its message; the cache stays consistent;
+// with the space back, the next run finishes.
+TEST_F(MountTest, DiskFullAtEveryPointOfACompile) {
+  constexpr std::size_t kDisk = 512 * 1024;
+  mount_tmpfs(dir() / "c", kDisk);
+  std::mt19937_64 rng(11);
+  auto big = make_graphs(dir() / "big", "full", 1, 60000, rng); // NEFF ~30 KB
+  graphs_ = big;
+  std::map<int, int> outcomes;
+  int points = 0;
+  // tmpfs counts whole pages: one step per page up to what a compile needs.
+  for (std::size_t free_bytes = 0; free_bytes <= 160 * 1024; free_bytes += 4096) {
+    SCOPED_TRACE("free bytes: " + std::to_string(free_bytes));
+    fs::remove_all(cache_root());
+    fs::remove(dir() / "c" / "filler");
+    // Fill all but free_bytes.
+    {
+      auto filler = dir() / "c" / "filler";
+      npc::test::write_text(filler, std::string(kDisk - free_bytes, 'x'));
+    }
+    auto r = compile(graphs_[0], {}, {"--retry_failed_compilation"});
+    ++points;
+    ++outcomes[r.exit_code];
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 3) << r.describe();
+    if (r.exit_code != 0) {
+      EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.describe();
+      EXPECT_FALSE(fs::exists(dir() / "out.neff"));
+    } else {
+      EXPECT_EQ(file_sha256(dir() / "out.neff"), graphs_[0].neff_sha256);
+    }
+    if (r.exit_code == 3) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+    }
+    auto check = check_cache(cache_root(), expected_map(graphs_), true);
+    EXPECT_TRUE(check.problems.empty()) << check.describe();
+    // Space back: the next run finishes.
+    fs::remove(dir() / "c" / "filler");
+    auto verify = run_tool("neuron_cache", {"verify"});
+    EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+    auto next = compile(graphs_[0], {}, {"--retry_failed_compilation"});
+    EXPECT_EQ(next.exit_code, 0) << next.describe();
+    EXPECT_EQ(file_sha256(dir() / "out.neff"), graphs_[0].neff_sha256);
+    if (HasFailure()) break;
+  }
+  std::cout << "[ diskfull ] " << points << " fill levels: " << outcomes[0] << " succeeded, " << outcomes[1]
+            << " compile failed (exit 1), " << outcomes[3] << " cache unusable (exit 3)" << std::endl;
+  EXPECT_GT(outcomes[0], 0);
+  EXPECT_GT(outcomes[1] + outcomes[3], 0);
+  record_figures({{"faults_injected", static_cast<std::uint64_t>(points)}, {"disk_full_points", static_cast<std::uint64_t>(points)}});
+}
+
+// The launcher with the disk filling while its workers publish.
+TEST_F(MountTest, DiskFullUnderTheLauncher) {
+  mount_tmpfs(dir() / "c", 320 * 1024);
+  std::mt19937_64 rng(12);
+  graphs_ = make_graphs(dir() / "big", "lfull", 6, 40000, rng);
+  extract_all();
+  // What is left after six 40 KB graphs: not room for six 20 KB NEFFs.
+  auto r = launch({"--num_parallel", "2"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  expect_consistent("disk full under the launcher");
+  // Space back (a bigger disk): the next run finishes every graph.
+  ASSERT_EQ(::mount("tmpfs", (dir() / "c").c_str(), "tmpfs", MS_REMOUNT, "size=4m"), 0) << std::strerror(errno);
+  auto next = launch({}, {{"NEURON_CC_FLAGS", "--cache_dir=" + (dir() / "c").string() + " --retry_failed_compilation"}});
+  EXPECT_EQ(next.exit_code, 0) << next.describe();
+  auto check = check_cache(cache_root(), expected_map(graphs_), true);
+  EXPECT_EQ(check.done, 6u) << check.describe();
+  record_figures({{"faults_injected", 1}});
+}
+
+// A cache on a read-only filesystem: hits are still served; a miss fails
+// with exit 3 and names the path and the reason; maintenance that must write
+// fails the same way; verify still reads.
+TEST_F(MountTest, CacheOnAReadOnlyFilesystem) {
+  mount_tmpfs(dir() / "c", 4 * 1024 * 1024);
+  ASSERT_EQ(compile(graphs_[0]).exit_code, 0);
+  ASSERT_EQ(compile(graphs_[1]).exit_code, 0);
+  remount_read_only(dir() / "c");
+  auto hit = compile(graphs_[0]);
+  EXPECT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_NE(hit.out.find("Using a cached neff"), std::string::npos) << hit.out;
+  EXPECT_EQ(file_sha256(dir() / "out.neff"), graphs_[0].neff_sha256);
+  auto miss = compile(graphs_[2]);
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(std::count(miss.err.begin(), miss.err.end(), '\n'), 1) << miss.err;
+  EXPECT_NE(miss.err.find("Read-only file system"), std::string::npos) << miss.err;
+  EXPECT_TRUE(miss.err.starts_with("neuron_cc_wrapper: error: ")) << miss.err;
+  auto verify = run_tool("neuron_cache", {"verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+  auto prune = run_tool("neuron_cache", {"prune", "--max-size", "0", "--ttl", "0"});
+  EXPECT_EQ(prune.exit_code, 3) << prune.describe();
+  EXPECT_NE(prune.err.find("Read-only file system"), std::string::npos) << prune.err;
+  auto launcher = launch({});
+  EXPECT_EQ(launcher.exit_code, 0) << "nothing pending to compile: " << launcher.describe();
+  auto check = check_cache(cache_root(), expected_map(graphs_), true);
+  EXPECT_TRUE(check.problems.empty()) << check.describe();
+  EXPECT_EQ(check.done, 2u);
+  record_figures({{"faults_injected", 4}});
+}
+
+} // namespace
+} // namespace npc::reltest
