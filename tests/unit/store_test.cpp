@@ -370,6 +370,9 @@ TEST_F(StoreTest, InspectStates) {
   fs::create_directories(entry);
   EXPECT_EQ(inspect(entry).state, EntryState::incomplete);
   test::write_text(entry / kGraphFile, kGraph);
+  // A graph without its compile_flags.json is not yet compilable.
+  EXPECT_EQ(inspect(entry).state, EntryState::incomplete);
+  test::write_text(entry / kFlagsFile, "[]\n");
   EXPECT_EQ(inspect(entry).state, EntryState::pending);
   test::write_text(entry / kLogFile, "x");
   EXPECT_EQ(inspect(entry).state, EntryState::failed);
