@@ -206,6 +206,7 @@ json to_json(const Row& row) {
   if (!row.target.empty()) j["target"] = row.target;
   if (row.met) j["met"] = *row.met;
   if (!row.note.empty()) j["note"] = row.note;
+  if (row.headline) j["headline"] = true;
   return j;
 }
 
@@ -261,6 +262,16 @@ void log(const Context& context, const std::string& line) {
   char stamp[32];
   std::snprintf(stamp, sizeof stamp, "[%6.1fs] ", context.elapsed());
   std::cerr << "npc_bench: " << stamp << line << std::endl;
+}
+
+std::string count_text(std::size_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 std::string num(double value, int decimals) {

@@ -127,6 +127,7 @@ struct Row {
   std::optional<bool> met;
   std::string note;            // shown next to the figure
   int decimals = 3;
+  bool headline = false;       // also shown in the headline table (rows with a target always are)
 };
 
 struct Scenario {
@@ -153,6 +154,8 @@ void wipe(const fs::path& path);
 void copy_tree(const fs::path& from, const fs::path& to);
 [[nodiscard]] std::vector<double> column(const std::vector<json>& records, const std::string& key);
 void log(const Context& context, const std::string& line);
+// 100000 -> "100,000".
+[[nodiscard]] std::string count_text(std::size_t n);
 // A number with a fixed count of decimals.
 [[nodiscard]] std::string num(double value, int decimals = 2);
 

@@ -86,6 +86,14 @@ json machine_facts(const Programs& programs) {
           {"bin_true_ms", median(spawns)}};
 }
 
+// The 1, 5 and 15 minute load averages, "a b c".
+std::string load_average() {
+  std::istringstream in(read_text("/proc/loadavg"));
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
 struct Mount {
   std::string point, type, options;
 };
@@ -261,18 +269,21 @@ int main(int argc, char** argv) {
     doc["machine"]["scratch"] = file_churn(context.options.scratch);
     if (mount_of(disk_tmp).point != mount_of(context.options.scratch).point)
       doc["machine"]["tmp"] = file_churn(disk_tmp);
-    doc["machine"]["load_average_at_start"] = read_text("/proc/loadavg").substr(0, 14);
+    doc["machine"]["load_average_at_start"] = load_average();
   }
   json scenarios = json::array();
   json errors = json::array();
   for (const auto& entry : selected) {
     log(context, std::string("scenario ") + entry.id);
+    std::string load_before = load_average();
     double start = now_seconds();
     try {
       Scenario s = entry.run(context);
       s.seconds = now_seconds() - start;
       json j = to_json(s);
       j["ran_utc"] = utc_now();
+      j["load_average_before"] = load_before;
+      j["load_average_after"] = load_average();
       scenarios.push_back(j);
       log(context, std::string("scenario ") + entry.id + " done in " + num(s.seconds, 1) + " s");
     } catch (const std::exception& e) {
@@ -283,7 +294,7 @@ int main(int argc, char** argv) {
     if (!keep) fs::remove_all(context.options.scratch / entry.id, ec);
   }
   doc["duration_seconds"] = context.elapsed();
-  doc["machine"]["load_average_at_end"] = read_text("/proc/loadavg").substr(0, 14);
+  doc["machine"]["load_average_at_end"] = load_average();
   if (build_seconds >= 0) doc["build_seconds"] = build_seconds;
 
   // A partial run (--only) updates those scenarios in an existing results

@@ -143,7 +143,7 @@ std::string render_markdown(const json& doc) {
         "| --- | --- | --- | ---: | ---: | --- | --- | --- |\n";
   for (const auto& scenario : doc["scenarios"]) {
     for (const auto& row : scenario["rows"]) {
-      if (!row.contains("target")) continue;
+      if (!row.contains("target") && !row.value("headline", false)) continue;
       std::string title = scenario.value("title", "");
       std::string number = title.substr(0, title.find(' '));
       md << "| " << number << " | " << cell(title.substr(title.find(' ') + 1)) << " | "
@@ -161,8 +161,9 @@ std::string render_markdown(const json& doc) {
     md << "## " << scenario.value("title", "") << "\n\n";
     md << scenario.value("what", "") << "\n\n";
     md << "Run only this: `" << scenario.value("reproduce", "") << "` (id `" << scenario.value("id", "")
-       << "`; took " << fixed(scenario.value("scenario_seconds", 0.0), 0) << " s, ran " << scenario.value("ran_utc", "")
-       << ").\n\n";
+       << "`; took " << fixed(scenario.value("scenario_seconds", 0.0), 0) << " s, ended " << scenario.value("ran_utc", "")
+       << "; load average before / after: " << scenario.value("load_average_before", "") << " / "
+       << scenario.value("load_average_after", "") << ").\n\n";
     scenario_table(md, scenario);
     md << "\n";
     for (const auto& note : scenario["notes"]) md << note.get<std::string>() << "\n\n";

@@ -70,7 +70,7 @@ Scenario run_cache_scale(const Context& context) {
                                 (dir / "hit.neff").string()},
                                env, dir / "hit.log", std::nullopt},
                               "compiling the hit entry");
-    log(context, "cache-scale: wrote " + std::to_string(size.entries) + " entries in " +
+    log(context, "cache-scale: wrote " + count_text(size.entries) + " entries in " +
                      num(size.populate_seconds, 1) + " s");
   }
 
@@ -132,7 +132,7 @@ Scenario run_cache_scale(const Context& context) {
   auto rec = [&](std::size_t size_index, std::size_t op) -> const std::vector<json>& {
     return records[size_index * 4 + op];
   };
-  auto label = [&](std::size_t k) { return std::to_string(sizes[k].entries) + " entries"; };
+  auto label = [&](std::size_t k) { return count_text(sizes[k].entries) + " entries"; };
 
   for (std::size_t k = 0; k < 2; ++k) {
     std::vector<double> v = column(rec(k, 0), "seconds");
@@ -191,7 +191,7 @@ Scenario run_cache_scale(const Context& context) {
   s.raw = {{"stats_100", rec(0, 0)}, {"ls_100", rec(0, 1)}, {"prune_100", rec(0, 2)}, {"hit_100", rec(0, 3)},
            {"stats_big", rec(1, 0)}, {"ls_big", rec(1, 1)}, {"prune_big", rec(1, 2)}, {"hit_big", rec(1, 3)}};
   s.what = "Two caches written straight into the on-disk layout (small files, no compiling): " +
-           std::to_string(sizes[0].entries) + " and " + std::to_string(sizes[1].entries) +
+           count_text(sizes[0].entries) + " and " + count_text(sizes[1].entries) +
            " done entries, all in one compiler-version directory, last used 31 to 400 days ago, plus one entry "
            "compiled for real. The eviction pass has a size limit of 90% of the cache, so it deletes the oldest "
            "~10% of the entries; they are written back, untimed, after each pass. Each hit figure is the median of " +

@@ -73,8 +73,6 @@ Scenario run_launcher_memory(const Context& context) {
       {"dry-run", fresh,
        [&](int) {
          Environment env = clean_environment(context.programs, pending_cache);
-         // --dry-run goes last: a flag followed by another option makes the
-         // launcher take that option's name for the flag's value.
          Timed t = run_checked_rss(context, {{context.programs.launcher.string(), "--command", "compile",
                                  "--parallel_compile_workdir", (run / "work").string(), "--dry-run"},
                                 env, run / "dry-run.log", std::nullopt},
@@ -90,7 +88,7 @@ Scenario run_launcher_memory(const Context& context) {
     for (double b : column(rs, "peak_rss_bytes")) v.push_back(b / kMiB);
     return v;
   };
-  const std::string n = std::to_string(count);
+  const std::string n = count_text(count);
   const double base = spread(mib(records[0])).median;
   for (std::size_t i = 1; i < 3; ++i) {
     std::vector<double> v = mib(records[i]);

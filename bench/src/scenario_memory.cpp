@@ -125,6 +125,9 @@ Scenario run_memory(const Context& context) {
                                       {"--num_parallel", "2", "--memory-budget", std::to_string(budget),
                                        "--memory-per-compile", std::to_string(budget / 2)});
   std::size_t history_invocations = count_lines(run / "invocations.log");
+  if (history_run.value("compiled", 0) != static_cast<int>(total))
+    throw std::runtime_error("the history run compiled " + std::to_string(history_run.value("compiled", 0)) + " of " +
+                             std::to_string(total) + " graphs (exit: " + history_run.value("exit", "") + ")");
   make_pending_again(history_template);
 
   auto ours = [&](const fs::path& template_cache) {
@@ -170,6 +173,14 @@ Scenario run_memory(const Context& context) {
   };
   std::vector<Contender> contenders = {ours(history_template), ours(cold_template), xargs(n), xargs(safe_n)};
   auto records = alternate(context, s.id, contenders);
+  // Ours with history and the safe xargs must compile everything; otherwise
+  // their times mean nothing.
+  for (std::size_t i : {std::size_t{0}, std::size_t{3}})
+    for (const auto& r : records[i])
+      if (r.value("uncompiled", 0) != 0)
+        throw std::runtime_error(std::string(i == 0 ? "neuron_parallel_compile with history" : "the safe xargs") +
+                                 " left " + std::to_string(r.value("uncompiled", 0)) + " graph(s) uncompiled in run " +
+                                 std::to_string(r.value("run", 0)) + " (exit: " + r.value("exit", "") + ")");
   for (auto& per : records)
     for (auto& r : per) {
       r["ratio_to_bound"] = r["wall_seconds"].get<double>() / bound;
@@ -284,8 +295,8 @@ Scenario run_memory(const Context& context) {
       num(bound_parts["memory_area_seconds"].get<double>()) +
       " s); and, for every threshold t among the peaks, the costs of the graphs with a peak of at least t, summed "
       "and divided by how many of them can run together at most (" +
-      num(bound_parts["exclusion_seconds"].get<double>()) + " s: the graphs of at least " +
-      num(bound_parts["exclusion_threshold_bytes"].get<double>() / kMiB, 0) + " MiB, at most " +
+      num(bound_parts["exclusion_seconds"].get<double>()) + " s: the graphs needing at least " +
+      num(bound_parts["exclusion_threshold_bytes"].get<double>() / kMiB, 0) + " MiB with the baseline below, at most " +
       std::to_string(bound_parts["exclusion_at_most_together"].get<int>()) + " at once). Bound: **" + num(bound) +
       " s** (" + num(configured_bound) + " s from the configured costs alone). A peak in the bound is the graph's "
       "declared memory plus the baseline RSS of a stand-in compile process (" +

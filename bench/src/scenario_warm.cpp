@@ -193,9 +193,9 @@ Scenario run_warm(const Context& context) {
     cold_over_ours.push_back(cold[r] / ours[r]);
   }
   s.rows.push_back({"cold run / warm run, paired per round", "training start ratio", "x", cold_over_warm, "",
-                    std::nullopt, "how much sooner the first step comes when everything is cached", 1});
+                    std::nullopt, "how much sooner the first step comes when everything is cached", 1, true});
   s.rows.push_back({"cold run / (neuron_parallel_compile + warm run), paired", "time-to-first-step ratio", "x",
-                    cold_over_ours, "", std::nullopt, "the whole cost of pre-compiling included", 2});
+                    cold_over_ours, "", std::nullopt, "the whole cost of pre-compiling included", 2, true});
   s.rows.push_back({"cold run (compiles just in time)", "wall time", "s", cold, "", std::nullopt, "", 3});
   s.rows.push_back({"neuron_parallel_compile, then the run", "wall time", "s", ours, "", std::nullopt,
                     "pre-compile median " + num(spread(column(rb[1], "precompile_seconds")).median) + " s", 3});

@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/bundle.hpp>
+#include <npc/cache/entry_transfer.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/util/error.hpp>

@@ -1,10 +1,13 @@
 #include <npc/cache/store.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <dirent.h>
 #include <fcntl.h>
+#include <optional>
 #include <random>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -127,8 +130,11 @@ Result<EntryInfo> Cache::inspect(const fs::path& dir) const {
   }
   ::closedir(d);
 
-  bool locked = info.has_lock_file && util::probe_lock(lock_path(dir)) == util::LockState::held;
-  if (info.has_done && info.has_neff) info.state = EntryState::done;
+  // A done entry is done whoever holds its lock (a compile that found it
+  // done and is about to leave), so only the others need the probe.
+  bool done = info.has_done && info.has_neff;
+  bool locked = !done && info.has_lock_file && util::probe_lock(lock_path(dir)) == util::LockState::held;
+  if (done) info.state = EntryState::done;
   else if (locked) info.state = EntryState::locked;
   else if (info.has_log) info.state = EntryState::failed;
   // A graph without its flags was left by a writer that died: not yet
@@ -139,14 +145,35 @@ Result<EntryInfo> Cache::inspect(const fs::path& dir) const {
 }
 
 std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) const {
-  std::vector<EntryInfo> entries;
   fs::path version_dir = root_ / (std::string(kVersionDirPrefix) + compiler_version);
-  for (const auto& module : read_names(version_dir)) {
+  std::vector<std::string> modules;
+  for (auto& module : read_names(version_dir)) {
     std::string g, f;
-    if (!parse_module_name(module, g, f)) continue;
-    auto info = inspect(version_dir / module);
-    if (info) entries.push_back(std::move(*info));
+    if (parse_module_name(module, g, f)) modules.push_back(std::move(module));
   }
+  // Each entry costs a directory read and a stat per file, all waiting on
+  // the kernel: a big cache (100,000 entries) is read by several threads.
+  std::vector<std::optional<EntryInfo>> found(modules.size());
+  auto inspect_range = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i)
+      if (auto info = inspect(version_dir / modules[i])) found[i] = std::move(*info);
+  };
+  constexpr std::size_t kPerThread = 2048;
+  std::size_t threads = std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
+                                               (modules.size() + kPerThread - 1) / kPerThread});
+  if (threads <= 1) {
+    inspect_range(0, modules.size());
+  } else {
+    std::vector<std::thread> pool;
+    std::size_t step = (modules.size() + threads - 1) / threads;
+    for (std::size_t begin = 0; begin < modules.size(); begin += step)
+      pool.emplace_back(inspect_range, begin, std::min(begin + step, modules.size()));
+    for (auto& t : pool) t.join();
+  }
+  std::vector<EntryInfo> entries;
+  entries.reserve(modules.size());
+  for (auto& info : found)
+    if (info) entries.push_back(std::move(*info));
   return entries;
 }
 
@@ -269,6 +296,7 @@ Status Cache::publish_success(const fs::path& entry_dir, const fs::path& neff,
   if (auto s = write_entry_meta(entry_dir, record); !s) return s;
   if (auto s = util::write_file_atomic(entry_dir / kDoneFile, ""); !s) return s;
   std::ignore = ::unlink((entry_dir / kLogFile).c_str());
+  std::ignore = ::unlink((entry_dir / kKilledLogFile).c_str());
   return touch(entry_dir);
 }
 
@@ -281,6 +309,17 @@ Status Cache::publish_failure(const fs::path& entry_dir, const fs::path& log,
   if (::rename(log.c_str(), (entry_dir / kLogFile).c_str()) != 0)
     return fail(util::errno_text("cannot publish", entry_dir / kLogFile, errno));
   return touch(entry_dir);
+}
+
+Status Cache::record_killed(const fs::path& entry_dir, const fs::path& log,
+                            const AttemptRecord& attempt) const {
+  auto meta = read_entry_meta(entry_dir);
+  EntryMeta record = meta ? std::move(*meta) : EntryMeta{};
+  record.attempts.push_back(attempt);
+  if (auto s = write_entry_meta(entry_dir, record); !s) return s;
+  if (::rename(log.c_str(), (entry_dir / kKilledLogFile).c_str()) != 0)
+    return fail(util::errno_text("cannot keep the log as", entry_dir / kKilledLogFile, errno));
+  return ok_status();
 }
 
 Status Cache::demote(const fs::path& entry_dir) const {

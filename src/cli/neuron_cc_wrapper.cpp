@@ -2,7 +2,9 @@
 // what the launcher's workers run to compile one pending entry.
 
 #include <csignal>
+#include <fcntl.h>
 #include <iostream>
+#include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +18,7 @@
 #include <npc/util/arg_scanner.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::cli {
@@ -139,6 +142,30 @@ std::string read_graph(const fs::path& graph) {
   return std::move(*bytes);
 }
 
+// The graph's digest, read in chunks: a cache hit never holds the whole graph
+// (up to gigabytes) in memory, which costs more than hashing it.
+util::FileDigest hash_graph(const fs::path& graph) {
+  util::UniqueFd fd(::open(graph.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid())
+    throw Error("cannot read the graph: " + util::errno_text("cannot open", graph, errno), ExitCode::usage);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error("cannot read the graph: " + util::errno_text("cannot read", graph, EISDIR), ExitCode::usage);
+  auto digest = util::sha256_fd(fd.get());
+  if (!digest) throw Error("cannot read the graph " + graph.string() + ": " + digest.error(), ExitCode::usage);
+  return std::move(*digest);
+}
+
+// The graph's bytes for storing, checked against the digest the key was made
+// from: a graph rewritten in between must not be stored under the old key.
+std::string read_graph_matching(const fs::path& graph, const std::string& sha256) {
+  std::string bytes = read_graph(graph);
+  if (util::sha256_hex(bytes) != sha256)
+    throw Error("the graph " + graph.string() + " changed while it was being read; run the command again",
+                ExitCode::usage);
+  return bytes;
+}
+
 void write_placeholder(const fs::path& output) {
   if (auto s = util::write_file_atomic(output, ""); !s) throw EnvironmentError(s.error());
 }
@@ -151,6 +178,16 @@ int print_cached_failure(const fs::path& entry_dir) {
 
 int print_failure(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
   spdlog::error("{}", compile::describe_failure(entry_dir, result.attempt.exit, result.log_path));
+  return static_cast<int>(ExitCode::failure);
+}
+
+// A kill is reported like a failure but says it was not cached: the entry
+// stays pending for the next run.
+int print_killed(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
+  std::string how = result.attempt.exit;
+  if (result.attempt.outcome != "timeout") how += " (as the kernel's out-of-memory killer does)";
+  how += "; not cached as a failure: the next run compiles it again";
+  spdlog::error("{}", compile::describe_failure(entry_dir, how, result.log_path));
   return static_cast<int>(ExitCode::failure);
 }
 
@@ -237,13 +274,22 @@ int cmd_compile(const std::vector<std::string>& words) {
       throw UsageError("NEURON_EXTRACT_GRAPHS_ONLY stores graphs in the cache, but NEURON_CC_FLAGS has --no_cache; remove one of them");
     return compile_without_cache(command, context);
   }
-  std::string graph = read_graph(command.graph);
+  // Extraction stores every graph, so it reads it whole; otherwise only a
+  // miss needs the bytes.
+  std::string graph;
+  std::string graph_sha256;
+  if (extract_only) {
+    graph = read_graph(command.graph);
+    graph_sha256 = util::sha256_hex(graph);
+  } else {
+    graph_sha256 = hash_graph(command.graph).sha256;
+  }
   cache::Cache cache(context.settings.cache_root);
   if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
   fs::path compiler = compile::locate_compiler(command.common.compiler);
   std::string version = compile::compiler_version(
       compiler, cache.private_dir() / cache::kCompilerVersionsDir);
-  cache::CacheKey key = cache::make_key_for_graph(graph, context.flags, version);
+  cache::CacheKey key = cache::make_key(graph_sha256, context.flags, version);
   fs::path entry_dir = cache.entry_dir(key);
 
   if (extract_only) {
@@ -270,7 +316,9 @@ int cmd_compile(const std::vector<std::string>& words) {
       !context.settings.cache.retry_failed_compilation)
     return print_cached_failure(entry_dir);
 
+  graph = read_graph_matching(command.graph, graph_sha256);
   if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
+  graph = std::string(); // not needed while the compiler runs
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation};
   auto result = compile::compile_entry(cache, entry_dir, options);
@@ -278,6 +326,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry_dir);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
   case compile::EntryOutcome::failed: return print_failure(entry_dir, result);
+  case compile::EntryOutcome::killed: return print_killed(entry_dir, result);
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
@@ -337,6 +386,7 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(dir);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
   case compile::EntryOutcome::failed: return print_failure(dir, result);
+  case compile::EntryOutcome::killed: return print_killed(dir, result);
   case compile::EntryOutcome::already_done:
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
@@ -354,7 +404,7 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
 int cmd_key(const std::vector<std::string>& words) {
   CompileCommand command = parse_compile(words, /*needs_output=*/false);
   Context context = load_context(command.extra_words);
-  std::string graph = read_graph(command.graph);
+  util::FileDigest graph = hash_graph(command.graph);
   cache::Cache cache(context.settings.cache_root);
   fs::path compiler = compile::locate_compiler(command.common.compiler);
   std::error_code ec;
@@ -363,7 +413,8 @@ int cmd_key(const std::vector<std::string>& words) {
                       : fs::path();
   std::string version = compile::compiler_version(compiler, memo);
   cache::KeyInputs inputs;
-  cache::CacheKey key = cache::make_key_for_graph(graph, context.flags, version, &inputs);
+  cache::CacheKey key = cache::make_key(graph.sha256, context.flags, version, &inputs);
+  inputs.graph_bytes = graph.size;
   std::cout << cache.entry_dir(key).string() << "\n" << cache::explain_key(inputs, key);
   return 0;
 }

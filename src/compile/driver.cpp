@@ -52,6 +52,9 @@ CompileRun run_compiler(const CompileJob& job) {
   options.working_dir = job.working_dir;
   options.output = util::OutputTo::file;
   options.output_file = job.log_file;
+  // If we are killed (-9, the OOM killer), nobody would publish the result:
+  // the compiler goes with us instead of compiling on as an orphan.
+  options.die_with_parent = true;
   spdlog::debug("running {} in {}", util::join_shell_words(run.argv), job.working_dir.string());
   double start = util::monotonic_seconds();
   auto child = util::spawn(options);

@@ -1,5 +1,6 @@
 #include <npc/compile/entry_compile.hpp>
 
+#include <csignal>
 #include <ctime>
 #include <sys/stat.h>
 
@@ -136,6 +137,17 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
                      "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " (wall time " +
                      util::format_seconds(run.wall_seconds) + ")\n";
   std::ignore = util::append_line(job.log_file, note);
+  // Killed from outside or by our timeout says nothing about the graph (the
+  // host ran out of memory, the machine was loaded): caching it as a failure
+  // would refuse the graph in every later run.
+  if (run.timed_out || (run.status.signaled && run.status.signal == SIGKILL)) {
+    if (auto s = cache.record_killed(entry_dir, job.log_file, result.attempt); !s)
+      throw EnvironmentError(s.error());
+    result.outcome = EntryOutcome::killed;
+    result.log_path = entry_dir / cache::kKilledLogFile;
+    result.run = std::move(run);
+    return result;
+  }
   if (auto s = cache.publish_failure(entry_dir, job.log_file, result.attempt); !s)
     throw EnvironmentError(s.error());
   result.outcome = EntryOutcome::failed;

@@ -60,10 +60,12 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
     return {ours && ours->outcome == "success" ? AttemptEnd::compiled : AttemptEnd::already_done, info};
   if (!status.signaled && status.code == compile::kExitLockedElsewhere) return {AttemptEnd::locked_elsewhere, info};
   if (ours) {
-    info.log_path = item.entry_dir / cache::kLogFile;
     // A timeout also ends in SIGKILL, but ours: only a kill from outside
     // (the OOM killer) says the machine had too many compiles at once.
+    // Neither is cached as a failure; its log is kept beside the entry.
     bool killed_from_outside = ours->signal == "SIGKILL" && ours->outcome != "timeout";
+    bool kept_pending = ours->signal == "SIGKILL" || ours->outcome == "timeout";
+    info.log_path = item.entry_dir / (kept_pending ? cache::kKilledLogFile : cache::kLogFile);
     return {killed_from_outside ? AttemptEnd::killed : AttemptEnd::failed, info};
   }
   if (status.signaled && status.signal == SIGKILL) return {AttemptEnd::killed, info};

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -58,6 +59,70 @@ struct SpawnSetup {
     posix_spawnattr_destroy(&attr);
   }
 };
+
+// fork + exec for die_with_parent, which posix_spawn cannot ask for. Between
+// fork and exec the child only makes async-signal-safe calls on data
+// prepared before the fork. An exec failure travels back as an errno over a
+// close-on-exec pipe, so the caller sees it as posix_spawn would report it.
+Result<pid_t> fork_exec(const SpawnOptions& options, const char* program, char* const argv[],
+                        char* const envp[], int pipe_write_end) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0)
+    return fail(std::string("cannot create a pipe: ") + std::strerror(errno));
+  UniqueFd report_read(report[0]);
+  UniqueFd report_write(report[1]);
+  const char* output_file = options.output == OutputTo::file ? options.output_file.c_str() : nullptr;
+  const char* working_dir = options.working_dir ? options.working_dir->c_str() : nullptr;
+  pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) return fail(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    auto give_up = [&](int err) {
+      std::ignore = ::write(report[1], &err, sizeof err);
+      ::_exit(127);
+    };
+    if (options.own_process_group && ::setpgid(0, 0) != 0) give_up(errno);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) give_up(errno);
+    if (::getppid() != parent) ::_exit(127); // the parent died before the request took
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+      if (sig != SIGKILL && sig != SIGSTOP) std::ignore = ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (options.stdin_from_null) {
+      int in = ::open("/dev/null", O_RDONLY);
+      if (in < 0 || ::dup2(in, STDIN_FILENO) < 0) give_up(errno);
+      if (in != STDIN_FILENO) ::close(in);
+    }
+    if (output_file != nullptr) {
+      int out = ::open(output_file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (out < 0 || ::dup2(out, STDOUT_FILENO) < 0 || ::dup2(out, STDERR_FILENO) < 0) give_up(errno);
+      if (out != STDOUT_FILENO && out != STDERR_FILENO) ::close(out);
+    } else if (options.output == OutputTo::pipe) {
+      if (::dup2(pipe_write_end, STDOUT_FILENO) < 0 || ::dup2(pipe_write_end, STDERR_FILENO) < 0) give_up(errno);
+    } else if (options.output == OutputTo::fds) {
+      if (::dup2(options.stdout_fd, STDOUT_FILENO) < 0 || ::dup2(options.stderr_fd, STDERR_FILENO) < 0)
+        give_up(errno);
+    }
+    if (working_dir != nullptr && ::chdir(working_dir) != 0) give_up(errno);
+    ::execve(program, argv, envp);
+    give_up(errno);
+  }
+  report_write.reset();
+  int err = 0;
+  ssize_t got;
+  do got = ::read(report_read.get(), &err, sizeof err);
+  while (got < 0 && errno == EINTR);
+  if (got == static_cast<ssize_t>(sizeof err)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return fail(std::string("cannot run ") + program + ": " + std::strerror(err));
+  }
+  return pid;
+}
 
 std::vector<char*> c_strings(std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -130,6 +195,14 @@ Result<Child> spawn(const SpawnOptions& options) {
     envp = env_c.data();
   }
 
+  if (options.die_with_parent) {
+    auto forked = fork_exec(options, program->c_str(), argv_c.data(), envp, pipe_write.get());
+    if (!forked) return fail(forked.error());
+    Child child;
+    child.pid = *forked;
+    if (options.output == OutputTo::pipe) child.output_fd = pipe_read.release();
+    return child;
+  }
   pid_t pid = -1;
   int rc = ::posix_spawn(&pid, program->c_str(), &setup.actions, &setup.attr, argv_c.data(), envp);
   if (rc != 0)

@@ -1,8 +1,11 @@
 #include <npc/util/sha256.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdexcept>
 #include <unistd.h>
@@ -12,8 +15,27 @@
 
 namespace npc::util {
 
+namespace {
+
+// The compile entry starts once per graph of a training run, and OpenSSL's
+// default start (reading openssl.cnf, registering every cipher and digest by
+// name) cost more than the rest of a cache hit. We only ever hash: start it
+// without the config file and the name tables, and fetch SHA-256 once.
+const EVP_MD* sha256_method() {
+  static const EVP_MD* method = [] {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
+                            OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
+                        nullptr);
+    return static_cast<const EVP_MD*>(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+  }();
+  return method;
+}
+
+} // namespace
+
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (ctx_ == nullptr || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1)
+  const EVP_MD* method = sha256_method();
+  if (ctx_ == nullptr || method == nullptr || EVP_DigestInit_ex(ctx_, method, nullptr) != 1)
     throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
 }
 
@@ -47,8 +69,14 @@ std::string sha256_hex(std::string_view data) {
 
 Result<FileDigest> sha256_fd(int fd, int copy_to) {
   // 1 MiB reads keep syscall overhead negligible next to hashing.
+  // A small file gets a buffer its size: filling 1 MiB would cost more than
+  // hashing a few kilobytes.
   constexpr size_t kChunk = 1 << 20;
-  std::vector<char> buffer(kChunk);
+  size_t chunk = kChunk;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) < kChunk)
+    chunk = std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 4096);
+  std::vector<char> buffer(chunk);
   Sha256 sha;
   FileDigest digest;
   off_t offset = 0;

@@ -168,6 +168,15 @@ TEST_F(Launcher, TimeoutKillsTheCompileAndCountsAsAFailedAttempt) {
   EXPECT_EQ(compiles(), 4u);
   EXPECT_EQ(done_entries(), 0u);
   EXPECT_EQ(run({"pgrep", "-f", dir().string()}).out, "");
+  // Not cached as failures: left pending, with the log kept aside.
+  for (const auto& e : entries()) {
+    EXPECT_FALSE(fs::exists(e / "model.log")) << e;
+    EXPECT_NE(r.err.find("FAILED " + e.string() + ": compiler timed out after 0.3s (1 attempt(s)); log " +
+                         (e / "npc-killed.log").string()), std::string::npos) << r.err;
+  }
+  auto next = launch({}, train(10));
+  EXPECT_EQ(next.exit_code, 0) << next.describe();
+  EXPECT_EQ(done_entries(), 4u);
 }
 
 TEST_F(Launcher, SigkilledCompileIsRetriedWithLessParallelism) {

@@ -1,6 +1,7 @@
 // Every fault mode of the stand-in compiler, through the compile entry: each
 // ends with a clear message, the documented exit code, a failed entry with
-// its log (or a pending one for an interrupt), and never a served partial NEFF.
+// its log (or a pending one for an interrupt, a SIGKILL or a timeout), and
+// never a served partial NEFF.
 
 #include <csignal>
 #include <thread>
@@ -43,6 +44,18 @@ protected:
     auto verify = run_tool("neuron_cache", {"verify"});
     EXPECT_EQ(verify.exit_code, 0) << verify.describe();
   }
+  // Killed or timed out: pending, not a cached failure; the log kept aside.
+  void expect_killed_entry() {
+    ASSERT_FALSE(entry().empty());
+    EXPECT_FALSE(fs::exists(entry() / "model.log"));
+    EXPECT_FALSE(fs::exists(entry() / "model.done"));
+    EXPECT_FALSE(fs::exists(entry() / "model.neff"));
+    EXPECT_TRUE(fs::exists(entry() / "model.hlo_module.pb"));
+    EXPECT_NE(read_text(entry() / "npc-killed.log").find("[neuron_cc_wrapper] compiler "), std::string::npos);
+    EXPECT_FALSE(fs::exists(dir() / "out.neff"));
+    auto verify = run_tool("neuron_cache", {"verify"});
+    EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+  }
   fs::path graph_;
 };
 
@@ -63,13 +76,22 @@ TEST_F(WrapperFaults, Exit70) {
   EXPECT_EQ(last_attempt().exit_code, 70);
 }
 
-TEST_F(WrapperFaults, SigkillIsReportedByName) {
-  auto r = compile({{"STANDIN_CC_FAULT", "sigkill"}});
+// SIGKILL comes from outside (the OOM killer): reported by name, the
+// attempt recorded, but the entry stays pending so the next call compiles.
+TEST_F(WrapperFaults, SigkillIsReportedByNameAndNotCached) {
+  auto r = compile({{"STANDIN_CC_FAULT", "sigkill"}, {"STANDIN_CC_FAULT_TIMES", "1"}});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("compiler killed by signal SIGKILL"), std::string::npos) << r.err;
-  expect_failed_entry();
+  EXPECT_NE(r.err.find("compiler killed by signal SIGKILL (as the kernel's out-of-memory killer does); "
+                       "not cached as a failure: the next run compiles it again; full log: " +
+                       (entry() / "npc-killed.log").string()),
+            std::string::npos)
+      << r.err;
+  expect_killed_entry();
   EXPECT_EQ(last_attempt().signal, "SIGKILL");
-  EXPECT_NE(read_text(entry() / "model.log").find("killed by signal SIGKILL"), std::string::npos);
+  auto again = compile({{"STANDIN_CC_FAULT", "sigkill"}, {"STANDIN_CC_FAULT_TIMES", "1"}});
+  EXPECT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(compiles(), 2u);
+  EXPECT_FALSE(fs::exists(entry() / "npc-killed.log")) << "a success clears the kept log";
 }
 
 TEST_F(WrapperFaults, Segv) {
@@ -86,7 +108,7 @@ TEST_F(WrapperFaults, HangIsKilledByTheTimeout) {
   EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("compiler timed out after 0.5s"), std::string::npos) << r.err;
   EXPECT_LT(took, std::chrono::seconds(5));
-  expect_failed_entry();
+  expect_killed_entry();
   EXPECT_EQ(last_attempt().outcome, "timeout");
   // The hung compiler's whole group is gone: no stand-in left running.
   auto ps = run({"pgrep", "-f", cache_root().string()});

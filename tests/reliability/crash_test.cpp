@@ -469,16 +469,11 @@ TEST_F(InterruptTest, SignalsStopTheCompileEntryAndCacheNoFailure) {
   record_figures({{"faults_injected", 2}});
 }
 
-// BUG (reported): a compile entry killed by SIGKILL (the OOM killer, kill -9,
-// a job scheduler) leaves its compiler running as an orphan: the compiler is
-// spawned into its own process group with no parent-death signal, so it
-// compiles on for as long as the compile takes (hours and tens of GB for
-// real graphs) with nobody to publish its result, and the next run starts a
-// second compile of the same graph beside it. The compiler should die with
-// its wrapper (PR_SET_PDEATHSIG(SIGKILL) in the child before exec, e.g. by
-// spawning through a small exec shim or fork+exec in util::spawn, or by
-// handing the child a pipe whose EOF it is killed on).
-TEST_F(CrashTest, DISABLED_KilledCompileEntryLeavesNoCompilerRunning) {
+// A compile entry killed by SIGKILL (the OOM killer, kill -9, a job
+// scheduler) takes its compiler with it (PR_SET_PDEATHSIG): nobody would
+// publish an orphan's result, and the next run would compile the same graph
+// beside it. (Found by this suite: the compiler used to compile on.)
+TEST_F(CrashTest, KilledCompileEntryLeavesNoCompilerRunning) {
   auto graphs = make_graphs(dir() / "g", "orphan", 1, 2000, rng_);
   auto wrapper = start(wrapper_compile(graphs[0], dir() / "out.neff"), options({{"STANDIN_CC_BASE_MS", "20000"}}),
                        dir() / "wrapper.log");

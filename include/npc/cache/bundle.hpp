@@ -19,9 +19,8 @@
 // nothing lands outside the cache: member names are matched against the form
 // above, and only regular files are taken.
 //
-// Also here: reading an entry's files consistently without writing anything
-// (export and the read-only secondary tier share it), and publishing files
-// prepared elsewhere into a local entry (import and the secondary tier).
+// Reading an entry consistently and publishing prepared files into one are in
+// entry_transfer.hpp, shared with the read-only secondary tier.
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +34,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/entry_transfer.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/error.hpp>
@@ -102,46 +102,6 @@ struct MemberName {
 };
 [[nodiscard]] std::optional<MemberName> parse_member_name(std::string_view name);
 [[nodiscard]] std::string member_name(const CacheKey& key, std::string_view file);
-
-// --- reading an entry without writing to it ----------------------------------
-
-// An entry's files opened read-only, all from one published state of it: the
-// files were opened between two looks at model.done that found the same
-// file, and each still was the file at its name at the second look. Files are
-// replaced only by rename, so the descriptors keep those contents for as long
-// as they are open, whatever happens to the entry meanwhile. Nothing in the
-// entry is written, locked or touched (its directory's mtime is unchanged).
-struct EntrySnapshot {
-  bool done = false;   // model.done and model.neff
-  bool failed = false; // model.log without model.done
-  std::map<std::string, util::UniqueFd, std::less<>> files; // known bundle files present
-};
-// Fails when the entry cannot be read or kept changing while it was read.
-[[nodiscard]] Result<EntrySnapshot> open_entry_snapshot(const fs::path& entry_dir);
-
-// --- publishing files prepared elsewhere ------------------------------------
-
-// Files on the cache's filesystem (a staging folder) to move into an entry,
-// and the record to keep. The caller holds the entry's lock and has checked
-// that the entry is not done.
-struct IncomingEntry {
-  std::optional<fs::path> graph;
-  std::optional<fs::path> flags;
-  std::optional<fs::path> neff; // a done entry: NEFF, record, model.done last
-  std::optional<fs::path> log;  // a failed entry: model.log last
-  std::string neff_sha256;      // verified by the caller
-  std::uint64_t neff_bytes = 0;
-  std::vector<AttemptRecord> attempts; // the producer's history, appended to ours
-};
-// Checks the entry and its version folder, where they exist, against the
-// cache's trust mode (trust.hpp): a symlinked or foreign-owned one is refused
-// before anything is locked or written there.
-[[nodiscard]] Status check_entry_trust(const Cache& cache, const fs::path& entry_dir);
-// Graph and flags are kept when the entry has them already (first writer
-// wins); a done entry gets its NEFF, then npc-entry.json with the integrity
-// record, then model.done, and loses any model.log; the entry is marked used.
-[[nodiscard]] Status publish_incoming(const Cache& cache, const fs::path& entry_dir,
-                                      const IncomingEntry& incoming);
 
 // --- export -------------------------------------------------------------------
 

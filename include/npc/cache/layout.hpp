@@ -20,6 +20,10 @@ inline constexpr std::string_view kLogFile = "model.log";
 inline constexpr std::string_view kMetaFile = "npc-entry.json";
 // Ours: held (flock) while a compile of the entry is in progress.
 inline constexpr std::string_view kLockFile = "npc-compile.lock";
+// Ours: the log of the last attempt that was killed (SIGKILL from outside,
+// or our timeout). Such an attempt is not a cached failure: the entry stays
+// pending and the next run compiles it again; the log is kept for reports.
+inline constexpr std::string_view kKilledLogFile = "npc-killed.log";
 
 // Ours, under the root: eviction lock, remembered compiler versions, trash.
 inline constexpr std::string_view kPrivateDir = ".npc";

@@ -101,6 +101,10 @@ public:
   // Moves `log` into the entry as model.log and records the attempt.
   [[nodiscard]] Status publish_failure(const fs::path& entry_dir, const fs::path& log,
                                        const AttemptRecord& attempt) const;
+  // Records a killed attempt and keeps its log as npc-killed.log; the entry
+  // stays pending (no model.log), so no later run takes it for a failure.
+  [[nodiscard]] Status record_killed(const fs::path& entry_dir, const fs::path& log,
+                                     const AttemptRecord& attempt) const;
   // Back to pending: the done marker first, then the NEFF and its record.
   [[nodiscard]] Status demote(const fs::path& entry_dir) const;
   // Forgets a cached failure so the graph compiles again.

@@ -33,6 +33,8 @@ enum class EntryOutcome {
   cached_failure, // a failed result is cached and retry was not asked for
   failed,         // we compiled it and the compiler failed (result cached)
   interrupted,    // a signal stopped the compile; the entry is left pending
+  killed,         // SIGKILL from outside (the OOM killer) or our timeout: the
+                  // attempt is recorded, the entry left pending, not cached
   locked_elsewhere // lock_wait was zero and another process holds the lock
 };
 
@@ -44,7 +46,7 @@ struct EntryCompileResult {
   EntryOutcome outcome = EntryOutcome::failed;
   std::optional<CompileRun> run;
   cache::AttemptRecord attempt;
-  fs::path log_path; // model.log of a failure
+  fs::path log_path; // model.log of a failure, npc-killed.log of a kill
 };
 
 // Throws npc::Error when the entry cannot be compiled at all (no graph,

@@ -48,6 +48,11 @@ struct SpawnOptions {
   int stderr_fd = -1;
   bool stdin_from_null = true;
   bool own_process_group = true;
+  // The child is SIGKILLed by the kernel when the thread that spawned it
+  // ends, even if we die by SIGKILL ourselves (PR_SET_PDEATHSIG). Costs a
+  // fork instead of posix_spawn's vfork, so only for children that must not
+  // outlive us, like a compiler whose result nobody would publish.
+  bool die_with_parent = false;
 };
 
 struct Child {
