@@ -7,6 +7,7 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/parallel.hpp>
 
 namespace npc::cache {
 
@@ -85,30 +86,50 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
   report.bytes_after = report.bytes_before;
 
   auto victims = plan_eviction(entries, policy, now, &report.kept_by_ttl, &report.kept_locked);
-  for (const EntryInfo* victim : victims) {
-    if (dry_run == DryRun::yes) {
+  if (dry_run == DryRun::yes) {
+    for (const EntryInfo* victim : victims) {
       report.deleted.push_back(*victim);
       report.bytes_after -= victim->bytes;
-      continue;
     }
-    // Look again: it may have been used or locked since the listing.
-    auto fresh = cache.inspect(victim->dir);
-    if (!fresh) continue;
-    if (used_within(now, fresh->last_used, policy.ttl)) {
-      ++report.kept_by_ttl;
-      continue;
+  } else {
+    // What happened to each victim, written by index from several threads
+    // (removing 10,000 entries is 50,000 unlinks, all waiting on the kernel).
+    enum class Fate { vanished, kept_by_ttl, kept_locked, deleted };
+    std::vector<Fate> fates(victims.size(), Fate::vanished);
+    std::vector<EntryInfo> removed_infos(victims.size());
+    util::parallel_ranges(victims.size(), 256, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        // Look again: it may have been used or locked since the listing.
+        auto fresh = cache.inspect(victims[i]->dir);
+        if (!fresh) continue;
+        if (used_within(now, fresh->last_used, policy.ttl)) {
+          fates[i] = Fate::kept_by_ttl;
+          continue;
+        }
+        auto removed = cache.remove_entry(victims[i]->dir);
+        if (!removed) {
+          spdlog::warn("eviction: {}", removed.error());
+          continue;
+        }
+        if (!*removed) {
+          fates[i] = Fate::kept_locked;
+          continue;
+        }
+        fates[i] = Fate::deleted;
+        removed_infos[i] = std::move(*fresh);
+      }
+    });
+    for (std::size_t i = 0; i < victims.size(); ++i) {
+      switch (fates[i]) {
+      case Fate::vanished: break;
+      case Fate::kept_by_ttl: ++report.kept_by_ttl; break;
+      case Fate::kept_locked: ++report.kept_locked; break;
+      case Fate::deleted:
+        report.bytes_after -= std::min(report.bytes_after, removed_infos[i].bytes);
+        report.deleted.push_back(std::move(removed_infos[i]));
+        break;
+      }
     }
-    auto removed = cache.remove_entry(victim->dir);
-    if (!removed) {
-      spdlog::warn("eviction: {}", removed.error());
-      continue;
-    }
-    if (!*removed) {
-      ++report.kept_locked;
-      continue;
-    }
-    report.deleted.push_back(*fresh);
-    report.bytes_after -= std::min(report.bytes_after, fresh->bytes);
   }
   if (dry_run == DryRun::no) {
     for (const auto& e : entries) report.stale_temps_removed += remove_stale_temps(e, now);

@@ -7,13 +7,13 @@
 #include <optional>
 #include <random>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/parallel.hpp>
 #include <npc/util/sha256.hpp>
 
 namespace npc::cache {
@@ -154,22 +154,10 @@ std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) 
   // Each entry costs a directory read and a stat per file, all waiting on
   // the kernel: a big cache (100,000 entries) is read by several threads.
   std::vector<std::optional<EntryInfo>> found(modules.size());
-  auto inspect_range = [&](std::size_t begin, std::size_t end) {
+  util::parallel_ranges(modules.size(), 2048, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i)
       if (auto info = inspect(version_dir / modules[i])) found[i] = std::move(*info);
-  };
-  constexpr std::size_t kPerThread = 2048;
-  std::size_t threads = std::min<std::size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
-                                               (modules.size() + kPerThread - 1) / kPerThread});
-  if (threads <= 1) {
-    inspect_range(0, modules.size());
-  } else {
-    std::vector<std::thread> pool;
-    std::size_t step = (modules.size() + threads - 1) / threads;
-    for (std::size_t begin = 0; begin < modules.size(); begin += step)
-      pool.emplace_back(inspect_range, begin, std::min(begin + step, modules.size()));
-    for (auto& t : pool) t.join();
-  }
+  });
   std::vector<EntryInfo> entries;
   entries.reserve(modules.size());
   for (auto& info : found)

@@ -1,7 +1,9 @@
 // cache/eviction: least recently used first, TTL and lock protection, one
 // evictor at a time, stale temp files, and the pure plan.
 
+#include <cstdio>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -333,6 +335,42 @@ TEST_F(PlanEvictionTest, VeryLongTtlStillProtectsRecentEntries) {
   auto plan = plan_eviction(entries, {0, million_days}, now, &ttl_kept);
   EXPECT_TRUE(plan.empty());
   EXPECT_EQ(ttl_kept, 1U);
+}
+
+// A cache big enough to be listed and evicted on several threads: every
+// entry is listed once with its size, and exactly the least recently used
+// ones go, in order, whatever thread removed them.
+TEST_F(EvictionTest, LargeCacheIsListedAndEvictedExactlyOnThreads) {
+  constexpr std::size_t kEntries = 2100; // two listing ranges of 2048 or more
+  std::vector<fs::path> dirs;
+  for (std::size_t i = 0; i < kEntries; ++i) {
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%020zx", i);
+    CacheKey key{"1.0", hex, std::string(kFlagsHashDigits, '0')};
+    fs::path d = cache->entry_dir(key);
+    fs::create_directories(d);
+    test::write_text(d / kGraphFile, std::string(10, 'g'));
+    unit::set_time(d, now() - kDay - std::chrono::seconds(kEntries - i)); // entry 0 is the oldest
+    dirs.push_back(d);
+  }
+  auto listed = cache->list();
+  ASSERT_EQ(listed.size(), kEntries);
+  std::set<std::string> keys;
+  for (const auto& e : listed) {
+    keys.insert(e.key.str());
+    EXPECT_EQ(e.bytes, 10U);
+  }
+  EXPECT_EQ(keys.size(), kEntries);
+
+  // Keep the newest 1000: 1100 victims, several deletion ranges of 256.
+  EvictionReport report = evict(*cache, {1000 * 10, std::chrono::seconds(hours(1))});
+  ASSERT_EQ(report.deleted.size(), kEntries - 1000);
+  for (std::size_t i = 0; i < report.deleted.size(); ++i)
+    ASSERT_EQ(report.deleted[i].dir, dirs[i]) << "deletion order, position " << i;
+  EXPECT_EQ(report.bytes_after, 1000U * 10);
+  for (std::size_t i = 0; i < kEntries; ++i) ASSERT_EQ(fs::exists(dirs[i]), i >= kEntries - 1000) << dirs[i];
+  EXPECT_EQ(unit::names_in(cache->private_dir() / kTrashDir), std::vector<std::string>{});
+  EXPECT_EQ(cache->list().size(), 1000U);
 }
 
 } // namespace

@@ -21,7 +21,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ProcessTest : public test::TempDirTest {};
+// Every spawn test runs twice: through posix_spawn, and through fork+exec
+// with die_with_parent (PR_SET_PDEATHSIG), which must behave the same.
+class ProcessTest : public test::TempDirTest, public ::testing::WithParamInterface<bool> {
+protected:
+  SpawnOptions base_options() const {
+    SpawnOptions options;
+    options.die_with_parent = GetParam();
+    return options;
+  }
+};
 
 ExitStatus run_to_end(SpawnOptions options) {
   auto child = spawn(options);
@@ -30,14 +39,14 @@ ExitStatus run_to_end(SpawnOptions options) {
   return wait_child(child->pid);
 }
 
-TEST_F(ProcessTest, SpawnWithEnvironmentAndWorkingDirectory) {
+TEST_P(ProcessTest, SpawnWithEnvironmentAndWorkingDirectory) {
   fs::path work = dir() / "work dir";
   fs::create_directories(work);
   Environment env = Environment::current();
   env.set("NPC_TEST_VALUE", "hello world; $(not expanded)");
   env.set("NPC_TEST_GONE", "still here");
   env.unset("NPC_TEST_GONE");
-  SpawnOptions options;
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c",
                   "printf '%s|%s|%s' \"$NPC_TEST_VALUE\" \"${NPC_TEST_GONE-unset}\" \"$(pwd -P)\" > out.txt"};
   options.environment = env;
@@ -48,16 +57,16 @@ TEST_F(ProcessTest, SpawnWithEnvironmentAndWorkingDirectory) {
             "hello world; $(not expanded)|unset|" + fs::canonical(work).string());
 }
 
-TEST_F(ProcessTest, ArgumentsArePassedWithoutAShell) {
-  SpawnOptions options;
+TEST_P(ProcessTest, ArgumentsArePassedWithoutAShell) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "printf '%s\\n' \"$@\" > args.txt", "sh", "a b", "$HOME", "'q'", ""};
   options.working_dir = dir();
   EXPECT_TRUE(run_to_end(options).success());
   EXPECT_EQ(test::read_text(dir() / "args.txt"), "a b\n$HOME\n'q'\n\n");
 }
 
-TEST_F(ProcessTest, ExitCode) {
-  SpawnOptions options;
+TEST_P(ProcessTest, ExitCode) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "exit 3"};
   ExitStatus status = run_to_end(options);
   EXPECT_FALSE(status.signaled);
@@ -72,8 +81,8 @@ TEST_F(ProcessTest, ExitCode) {
   EXPECT_EQ(ok.describe(), "exit code 0");
 }
 
-TEST_F(ProcessTest, KilledBySignal) {
-  SpawnOptions options;
+TEST_P(ProcessTest, KilledBySignal) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "kill -9 $$"};
   ExitStatus status = run_to_end(options);
   EXPECT_TRUE(status.signaled);
@@ -90,8 +99,8 @@ TEST(SignalName, KnownAndUnknown) {
   EXPECT_EQ(signal_name(77), "signal 77");
 }
 
-TEST_F(ProcessTest, ChildHasItsOwnProcessGroupAndDefaultSignals) {
-  SpawnOptions options;
+TEST_P(ProcessTest, ChildHasItsOwnProcessGroupAndDefaultSignals) {
+  SpawnOptions options = base_options();
   // SIGTERM ignored here must be back to its default in the child.
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
@@ -110,8 +119,8 @@ TEST_F(ProcessTest, ChildHasItsOwnProcessGroupAndDefaultSignals) {
   EXPECT_EQ(status.describe(), "killed by signal SIGTERM");
 }
 
-TEST_F(ProcessTest, TryWaitChildSeesTheEnd) {
-  SpawnOptions options;
+TEST_P(ProcessTest, TryWaitChildSeesTheEnd) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "exit 7"};
   auto child = spawn(options);
   ASSERT_TRUE(child.ok()) << child.error();
@@ -125,18 +134,18 @@ TEST_F(ProcessTest, TryWaitChildSeesTheEnd) {
   EXPECT_FALSE(status->signaled);
 }
 
-TEST_F(ProcessTest, StdinIsDevNull) {
-  SpawnOptions options;
+TEST_P(ProcessTest, StdinIsDevNull) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "wc -c > count.txt"};
   options.working_dir = dir();
   EXPECT_TRUE(run_to_end(options).success());
   EXPECT_EQ(test::read_text(dir() / "count.txt"), "0\n");
 }
 
-TEST_F(ProcessTest, OutputToFileAppends) {
+TEST_P(ProcessTest, OutputToFileAppends) {
   fs::path log = dir() / "child.log";
   test::write_text(log, "first\n");
-  SpawnOptions options;
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "echo out; echo err >&2; echo out2"};
   options.output = OutputTo::file;
   options.output_file = log;
@@ -145,8 +154,8 @@ TEST_F(ProcessTest, OutputToFileAppends) {
   EXPECT_EQ(test::read_text(log), "first\nout\nerr\nout2\nout\nerr\nout2\n");
 }
 
-TEST_F(ProcessTest, OutputToPipe) {
-  SpawnOptions options;
+TEST_P(ProcessTest, OutputToPipe) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "echo out; echo err >&2"};
   options.output = OutputTo::pipe;
   auto child = spawn(options);
@@ -161,14 +170,14 @@ TEST_F(ProcessTest, OutputToPipe) {
   EXPECT_EQ(text, "out\nerr\n");
 }
 
-TEST_F(ProcessTest, ProgramIsLookedUpOnTheChildsPath) {
+TEST_P(ProcessTest, ProgramIsLookedUpOnTheChildsPath) {
   fs::path bin = dir() / "bin";
   fs::create_directories(bin);
   test::write_text(bin / "npc-test-hello", "#!/bin/sh\necho hello > \"$1\"\n");
   fs::permissions(bin / "npc-test-hello", fs::perms::owner_all);
   Environment env = Environment::current();
   env.set("PATH", "/nonexistent:" + bin.string() + ":/bin:/usr/bin");
-  SpawnOptions options;
+  SpawnOptions options = base_options();
   options.argv = {"npc-test-hello", (dir() / "said.txt").string()};
   options.environment = env;
   EXPECT_TRUE(run_to_end(options).success());
@@ -196,10 +205,10 @@ TEST(FindExecutable, FailureNamesPath) {
   EXPECT_FALSE(not_exec.ok());
 }
 
-TEST_F(ProcessTest, SpawningAMissingProgramFailsNamingPath) {
+TEST_P(ProcessTest, SpawningAMissingProgramFailsNamingPath) {
   Environment env = Environment::current();
   env.set("PATH", "/nope/x");
-  SpawnOptions options;
+  SpawnOptions options = base_options();
   options.argv = {"npc-no-such-program"};
   options.environment = env;
   auto child = spawn(options);
@@ -210,8 +219,8 @@ TEST_F(ProcessTest, SpawningAMissingProgramFailsNamingPath) {
   EXPECT_FALSE(spawn(empty).ok());
 }
 
-TEST_F(ProcessTest, MissingWorkingDirectoryIsNotRunIn) {
-  SpawnOptions options;
+TEST_P(ProcessTest, MissingWorkingDirectoryIsNotRunIn) {
+  SpawnOptions options = base_options();
   options.argv = {"/bin/sh", "-c", "touch ran.txt"};
   options.working_dir = dir() / "missing";
   auto child = spawn(options);
@@ -241,6 +250,47 @@ TEST(ProcessAlive, DeadAndInvalid) {
   EXPECT_TRUE(process_alive(::getpid()));
   EXPECT_FALSE(process_alive(0));
   EXPECT_FALSE(process_alive(-1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Spawn, ProcessTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "fork_exec" : "posix_spawn"; });
+
+// The point of fork+exec: the kernel kills the child when its parent dies.
+TEST(DieWithParent, ChildIsKilledWhenItsParentDies) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t parent = ::fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    ::close(report[0]);
+    SpawnOptions options;
+    options.argv = {"/bin/sleep", "30"};
+    options.die_with_parent = true;
+    auto child = spawn(options);
+    pid_t pid = child.ok() ? child->pid : -1;
+    std::ignore = ::write(report[1], &pid, sizeof pid);
+    ::pause(); // until killed
+    ::_exit(0);
+  }
+  ::close(report[1]);
+  pid_t grandchild = -1;
+  ASSERT_EQ(::read(report[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  ::close(report[0]);
+  ASSERT_GT(grandchild, 0);
+  ASSERT_TRUE(process_alive(grandchild));
+  ::kill(parent, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(parent, &status, 0), parent);
+  // The orphan is reparented (to init or a subreaper) and reaped there; it
+  // must be gone or a zombie within moments.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    std::string stat = test::read_text("/proc/" + std::to_string(grandchild) + "/stat");
+    gone = stat.empty() || stat.find(") Z ") != std::string::npos;
+    if (!gone) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "the child outlived its parent's SIGKILL";
+  std::ignore = ::waitpid(grandchild, &status, WNOHANG); // ours only if we are a subreaper
 }
 
 } // namespace

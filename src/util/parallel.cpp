@@ -1,0 +1,29 @@
+#include <npc/util/parallel.hpp>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+namespace npc::util {
+
+std::size_t parallel_threads() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+void parallel_ranges(std::size_t count, std::size_t min_per_thread,
+                     const std::function<void(std::size_t begin, std::size_t end)>& work) {
+  std::size_t by_size = (count + std::max<std::size_t>(min_per_thread, 1) - 1) / std::max<std::size_t>(min_per_thread, 1);
+  std::size_t threads = std::min(parallel_threads(), by_size);
+  if (threads <= 1) {
+    if (count > 0) work(0, count);
+    return;
+  }
+  std::size_t step = (count + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (std::size_t begin = step; begin < count; begin += step)
+    pool.emplace_back(work, begin, std::min(begin + step, count));
+  work(0, std::min(step, count)); // the first range on this thread
+  for (auto& t : pool) t.join();
+}
+
+} // namespace npc::util
