@@ -98,8 +98,8 @@ Scenario run_launcher_memory(const Context& context) {
     Row row{name, "peak RSS", "MiB", v, "≤ 32 MiB", m <= 32.0, "", 1};
     if (!*row.met)
       row.note = num((m - base) * 1024 / static_cast<double>(count), 1) + " KiB per graph above the " + num(base, 1) +
-                 " MiB of a run with none: every graph's work item, cache state and prediction are held at once" +
-                 std::string(i == 1 ? ", and the whole JSON report is built in memory before it is written" : "");
+                 " MiB of a run with none: every graph's work item, cache state and prediction are held at once "
+                 "(the report is written one graph at a time)";
     s.rows.push_back(row);
   }
   s.rows.push_back({"baseline: --command compile --dry-run, empty cache", "peak RSS", "MiB", mib(records[0]), "",

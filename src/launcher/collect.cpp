@@ -1,5 +1,7 @@
 #include <npc/launcher/collect.hpp>
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
@@ -51,11 +53,16 @@ void Collector::add_graph_path(const std::string& text, const std::string& sourc
   if (key->compiler_version != version_)
     return refuse("extracted for compiler version " + key->compiler_version + ", but we compile with " + version_);
   if (!fs::is_regular_file(real, ec)) return refuse("no such graph file");
-  if (seen_.insert(entry).second) entries_.push_back(entry);
+  if (seen_.insert(entry.string()).second) entries_.push_back(std::move(entry));
 }
 
 void Collector::add_entry_dir(const fs::path& entry_dir) {
-  if (seen_.insert(entry_dir).second) entries_.push_back(entry_dir);
+  if (seen_.insert(entry_dir.string()).second) entries_.push_back(entry_dir);
+}
+
+std::vector<fs::path> Collector::take_entries() {
+  seen_ = {};
+  return std::exchange(entries_, {});
 }
 
 std::vector<std::string> read_path_log(const fs::path& path) {

@@ -1,5 +1,8 @@
 #include <npc/launcher/report.hpp>
 
+#include <algorithm>
+#include <utility>
+
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/strings.hpp>
@@ -44,39 +47,80 @@ double parallel_efficiency(const Counts& counts, const RunFacts& facts) {
   return counts.compile_seconds / (facts.parallel * facts.compile_wall_seconds);
 }
 
-json build_report(const Pool& pool, const RunFacts& facts) {
-  Counts c = count(pool);
-  json report_per_graph = json::object();
-  for (std::size_t i = 0; i < pool.items().size(); ++i) {
-    const auto& item = pool.items()[i];
-    const auto& p = pool.progress()[i];
-    report_per_graph[(item.entry_dir / cache::kGraphFile).string()] = {
-        {"status", status_name(p)},
-        {"retry", p.retries},
-        {"compile_time", p.compile_seconds},
-        {"attempts", p.attempts},
-        {"peak_rss_bytes", p.peak_rss_bytes},
-        {"exit", p.last_exit},
-        {"log_path", p.log_path.empty() ? json(nullptr) : json(p.log_path.string())},
-        {"key", item.key},
-        {"predicted_seconds", item.predicted.seconds}};
+namespace {
+
+json graph_record(const WorkItem& item, const ItemProgress& p) {
+  return {{"status", status_name(p)},
+          {"retry", p.retries},
+          {"compile_time", p.compile_seconds},
+          {"attempts", p.attempts},
+          {"peak_rss_bytes", p.peak_rss_bytes},
+          {"exit", p.last_exit},
+          {"log_path", p.log_path.empty() ? json(nullptr) : json(p.log_path.string())},
+          {"key", item.key},
+          {"predicted_seconds", item.predicted.seconds}};
+}
+
+// `text` (lines from dump(2)) with every line after the first indented by
+// `by` more spaces, as it would be nested that deep.
+std::string nested(const std::string& text, std::size_t by) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    out.push_back(c);
+    if (c == '\n') out.append(by, ' ');
   }
-  return {{"compilation_summary",
-           {{"total_graphs", c.found},
-            {"already_cached", c.cached},
-            {"compiled", c.compiled},
-            {"compiled_elsewhere", c.compiled_elsewhere},
-            {"failed", c.failed},
-            {"retried", c.retried},
-            {"parallel", facts.parallel},
-            {"parallel_efficiency", parallel_efficiency(c, facts)},
-            {"sum_compile_seconds", c.compile_seconds},
-            {"compiler_version", facts.compiler_version},
-            {"training_script", facts.trial_status.empty() ? "ok" : facts.trial_status},
-            {"refused_paths", facts.refused}}},
-          {"compilation_report", report_per_graph},
-          {"start_time", facts.start_time},
-          {"compilation_time", facts.wall_seconds}};
+  return out;
+}
+
+} // namespace
+
+Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& path) {
+  Counts c = count(pool);
+  json summary = {{"total_graphs", c.found},
+                  {"already_cached", c.cached},
+                  {"compiled", c.compiled},
+                  {"compiled_elsewhere", c.compiled_elsewhere},
+                  {"failed", c.failed},
+                  {"retried", c.retried},
+                  {"parallel", facts.parallel},
+                  {"parallel_efficiency", parallel_efficiency(c, facts)},
+                  {"sum_compile_seconds", c.compile_seconds},
+                  {"compiler_version", facts.compiler_version},
+                  {"training_script", facts.trial_status.empty() ? "ok" : facts.trial_status},
+                  {"refused_paths", facts.refused}};
+  // Keys in the order a json object keeps them: sorted.
+  std::vector<std::pair<std::string, std::size_t>> graphs;
+  graphs.reserve(pool.items().size());
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    graphs.emplace_back((pool.items()[i].entry_dir / cache::kGraphFile).string(), i);
+  std::sort(graphs.begin(), graphs.end());
+  graphs.erase(std::unique(graphs.begin(), graphs.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; }),
+               graphs.end());
+
+  util::AtomicFile out(path);
+  if (auto s = out.open(); !s) return s;
+  std::string buffer = "{\n  \"compilation_report\": ";
+  auto flush = [&](bool always) -> Status {
+    if (!always && buffer.size() < (1 << 16)) return ok_status();
+    auto s = out.write(buffer);
+    buffer.clear();
+    return s;
+  };
+  if (graphs.empty()) buffer += "{}";
+  for (std::size_t n = 0; n < graphs.size(); ++n) {
+    const auto& [graph, i] = graphs[n];
+    buffer += n == 0 ? "{\n    " : ",\n    ";
+    buffer += json(graph).dump() + ": " + nested(graph_record(pool.items()[i], pool.progress()[i]).dump(2), 4);
+    if (auto s = flush(false); !s) return s;
+  }
+  if (!graphs.empty()) buffer += "\n  }";
+  buffer += ",\n  \"compilation_summary\": " + nested(summary.dump(2), 2);
+  buffer += ",\n  \"compilation_time\": " + json(facts.wall_seconds).dump();
+  buffer += ",\n  \"start_time\": " + json(facts.start_time).dump() + "\n}\n";
+  if (auto s = flush(true); !s) return s;
+  return out.commit();
 }
 
 std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) {

@@ -52,17 +52,18 @@ RunFiles prepare_workdir(const Options& options) {
   return files;
 }
 
-std::vector<WorkItem> make_items(const cache::Cache& cache, const std::vector<fs::path>& entries,
+std::vector<WorkItem> make_items(const cache::Cache& cache, std::vector<fs::path> entries,
                                  const Options& options) {
   std::vector<WorkItem> items;
+  items.reserve(entries.size());
   std::optional<CostModel> model;
-  for (const auto& dir : entries) {
+  for (auto& dir : entries) {
     WorkItem item;
-    item.entry_dir = dir;
     auto key = cache::parse_key(dir.string());
     item.key = key ? key->str() : dir.filename().string();
     std::error_code ec;
     item.graph_bytes = fs::file_size(dir / cache::kGraphFile, ec);
+    item.entry_dir = std::move(dir);
     if (ec) item.graph_bytes = 0;
     items.push_back(std::move(item));
   }
@@ -161,7 +162,7 @@ int run(const Options& options, const cli::Settings& settings) {
     return 0;
   }
 
-  std::vector<WorkItem> items = make_items(cache, collector.entries(), options);
+  std::vector<WorkItem> items = make_items(cache, collector.take_entries(), options);
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   bool retry_failed = settings.cache.retry_failed_compilation;
@@ -206,10 +207,9 @@ int run(const Options& options, const cli::Settings& settings) {
     }
   }
   for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
-  auto report = build_report(pool, facts);
   for (const auto& path : {options.report, dump_results_path(files.workdir)}) {
     if (!path) continue;
-    if (auto s = util::write_file_atomic(*path, report.dump(2) + "\n"); !s)
+    if (auto s = write_report(pool, facts, *path); !s)
       throw EnvironmentError("cannot write the report: " + s.error());
     spdlog::info("report written to {}", path->string());
   }

@@ -7,8 +7,8 @@
 // reported, never compiled or deleted.
 
 #include <filesystem>
-#include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace npc::launcher {
@@ -24,13 +24,16 @@ public:
   void add_entry_dir(const fs::path& entry_dir);
 
   [[nodiscard]] const std::vector<fs::path>& entries() const { return entries_; }
+  // Hands the entries over and forgets them: with 10,000 graphs, a second
+  // copy of every path is megabytes.
+  [[nodiscard]] std::vector<fs::path> take_entries();
   [[nodiscard]] const std::vector<std::string>& refused() const { return refused_; }
 
 private:
   fs::path root_;
   std::string version_;
   std::vector<fs::path> entries_;
-  std::set<fs::path> seen_;
+  std::unordered_set<std::string> seen_; // strings: a path object is several times larger
   std::vector<std::string> refused_;
 };
 

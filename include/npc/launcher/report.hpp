@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <npc/util/result.hpp>
+
 #include <npc/launcher/pool.hpp>
 
 namespace npc::launcher {
@@ -35,7 +37,10 @@ struct Counts {
 // Sum of compile times / (parallel × compile phase wall time); 0 if nothing ran.
 [[nodiscard]] double parallel_efficiency(const Counts& counts, const RunFacts& facts);
 
-[[nodiscard]] nlohmann::json build_report(const Pool& pool, const RunFacts& facts);
+// The JSON report, written to `path` (atomically) one graph at a time: with
+// 10,000 graphs a document built in memory first would be tens of megabytes.
+// The text is what nlohmann::json::dump(2) gives for the whole document.
+[[nodiscard]] Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& path);
 // Lines for the user: totals, then each failure with its log's last lines.
 [[nodiscard]] std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts);
 
