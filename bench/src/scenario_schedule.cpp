@@ -2,7 +2,8 @@
 // compiler, three ways of pre-compiling it: one by one as a training run
 // compiles just in time, `xargs -P N` over the dumped graphs in trial order,
 // and neuron_parallel_compile. Each is measured against the lower bound
-// max(sum of costs / N, longest cost).
+// max(sum of costs / N, longest cost), a cost being what the compiler itself
+// takes for the graph, solo.
 
 #include <algorithm>
 #include <fstream>
@@ -108,6 +109,58 @@ std::vector<double> walls_of_ours(const std::vector<std::vector<json>>& records)
   return column(records[2], "wall_seconds");
 }
 
+// The compiler's own time beyond its configured cost (its start, reading and
+// hashing the graph, writing the NEFF), which no scheduler can avoid:
+// measured by running the stand-in directly, solo, on copies of the smallest
+// and the largest graph whose cost line says 0, and fitted as a + b × bytes.
+struct CompilerOverhead {
+  double fixed_seconds = 0;
+  double seconds_per_byte = 0;
+  double small_seconds = 0, large_seconds = 0;
+  std::uint64_t small_bytes = 0, large_bytes = 0;
+  [[nodiscard]] double at(std::uint64_t bytes) const {
+    return std::max(0.0, fixed_seconds + seconds_per_byte * static_cast<double>(bytes));
+  }
+};
+
+CompilerOverhead measure_compiler_overhead(const Context& context, const Workload& workload,
+                                           const fs::path& graphs_dir, const fs::path& dir,
+                                           const Environment& env) {
+  const Graph* smallest = &workload.graphs.front();
+  const Graph* largest = smallest;
+  for (const auto& g : workload.graphs) {
+    if (g.bytes < smallest->bytes) smallest = &g;
+    if (g.bytes > largest->bytes) largest = &g;
+  }
+  make_dirs(dir);
+  auto solo = [&](const Graph& g) {
+    std::string text = read_text(graphs_dir / g.name);
+    std::string marker = "// standin-cost-ms: " + std::to_string(g.cost_ms);
+    auto at = text.find(marker);
+    if (at != std::string::npos) text.replace(at, marker.size(), "// standin-cost-ms: 0");
+    fs::path copy = dir / ("zero-cost-" + g.name);
+    write_text(copy, text);
+    std::vector<double> times;
+    for (int i = 0; i < 5; ++i) {
+      RunSpec spec{{context.programs.compiler.string(), "compile", "--framework=XLA", copy.string(), "--output",
+                    (dir / "out.neff").string()},
+                   env, dir / "calibration.log", dir};
+      times.push_back(run_checked(spec, "the stand-in compiler on " + copy.string()).seconds);
+    }
+    return spread(times).median;
+  };
+  CompilerOverhead o;
+  o.small_bytes = smallest->bytes;
+  o.large_bytes = largest->bytes;
+  o.small_seconds = solo(*smallest);
+  o.large_seconds = solo(*largest);
+  if (o.large_bytes > o.small_bytes)
+    o.seconds_per_byte = std::max(0.0, (o.large_seconds - o.small_seconds) /
+                                           static_cast<double>(o.large_bytes - o.small_bytes));
+  o.fixed_seconds = o.small_seconds - o.seconds_per_byte * static_cast<double>(o.small_bytes);
+  return o;
+}
+
 struct ScheduleConfig {
   std::string id;
   std::string title;
@@ -146,6 +199,21 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
   };
   const std::size_t total = workload.graphs.size();
 
+  // The bound the target is judged by: each graph's cost as the compiler
+  // itself takes it, solo (configured cost + the compiler's own overhead).
+  CompilerOverhead overhead = measure_compiler_overhead(context, workload, graphs, dir / "calibration", env_for(dir));
+  double compiler_sum = 0, compiler_longest = 0;
+  for (const auto& g : workload.graphs) {
+    double c = static_cast<double>(g.cost_ms) / 1000.0 + overhead.at(g.bytes);
+    compiler_sum += c;
+    compiler_longest = std::max(compiler_longest, c);
+  }
+  const double compiler_bound = std::max(compiler_sum / n, compiler_longest);
+  log(context, config.id + ": the compiler's own time adds " + num(overhead.small_seconds * 1000, 1) + " ms (" +
+                   std::to_string(overhead.small_bytes) + " bytes) to " + num(overhead.large_seconds * 1000, 1) +
+                   " ms (" + std::to_string(overhead.large_bytes) + " bytes) per compile; bound " +
+                   num(compiler_bound) + " s");
+
   std::vector<Contender> contenders;
   contenders.push_back({"serial", fresh_run_dir, [&](int) {
                           json r = run_serial_jit(context, env_for(run / "cache"), workload, graphs, run / "out",
@@ -172,7 +240,10 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
                         }});
   auto records = alternate(context, config.id, contenders);
   for (auto& per : records)
-    for (auto& r : per) r["ratio_to_bound"] = r["wall_seconds"].get<double>() / bound;
+    for (auto& r : per) {
+      r["ratio_to_bound"] = r["wall_seconds"].get<double>() / compiler_bound;
+      r["ratio_to_configured_bound"] = r["wall_seconds"].get<double>() / bound;
+    }
 
   std::string serial_name = "one by one, just in time (compile entry per graph)";
   std::string xargs_name = "`xargs -P " + std::to_string(n) + "` over the dumped graphs";
@@ -197,19 +268,18 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
       stretch.push_back(r.value("sum_compile_seconds", 0.0) / workload.sum_seconds());
     }
     double longest = spread(longest_wall).median;
-    double beyond = spread(walls_of_ours(records)).median - bound;
-    std::string note = "the bound counts configured costs only; ours took " + num(beyond, 2) +
-                       " s longer. The longest compile alone took " + num(longest, 2) + " s for its configured " +
-                       num(workload.longest_seconds(), 2) +
-                       " s (the compile-entry and stand-in processes start, the graph is read and hashed, the NEFF "
-                       "written and published), after the launcher's own start";
+    double beyond = spread(walls_of_ours(records)).median - compiler_bound;
+    std::string note = "ours took " + num(beyond, 2) + " s longer than the bound. The longest compile took " +
+                       num(longest, 2) + " s through the compile entry, for " + num(compiler_longest, 2) +
+                       " s of the compiler alone (the compile entry's start, its lock, the graph hashed, the NEFF "
+                       "hashed and published), after the launcher's own start";
     if (config.mode == "busy")
       note += "; all compiles together took " + num(spread(stretch).median, 2) +
               "× their configured CPU time, since the cores are shared with every compile's process starts and "
               "with anything else running on the machine";
     double serial_overhead_ms =
-        (spread(column(records[0], "wall_seconds")).median - workload.sum_seconds()) / static_cast<double>(total) * 1000;
-    note += "; one by one, a compile costs " + num(serial_overhead_ms, 0) + " ms more than configured";
+        (spread(column(records[0], "wall_seconds")).median - compiler_sum) / static_cast<double>(total) * 1000;
+    note += "; one by one, the compile entry adds " + num(serial_overhead_ms, 0) + " ms per compile to the compiler's own time";
     if (!ours_row.met.value_or(true)) ours_row.note = note;
     s.workload["longest_compile_wall_seconds_median"] = longest;
   }
@@ -243,24 +313,37 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
                                   : "the spreads overlap: with N = " + std::to_string(n) +
                                         " the large graphs' head start is small next to the per-compile costs above",
                     3});
+  auto configured = [&](std::size_t i) { return column(records[i], "ratio_to_configured_bound"); };
+  s.rows.push_back({xargs_name, "wall time / bound from configured costs only", "x", configured(1), "",
+                    std::nullopt, "", 3});
+  s.rows.push_back({ours_name, "wall time / bound from configured costs only", "x", configured(2), "",
+                    std::nullopt, "the compiler's own time per compile counted as scheduling overhead", 3});
   s.rows.push_back({serial_name, "wall time", "s", walls(0), "", std::nullopt, "", 3});
   s.rows.push_back({xargs_name, "wall time", "s", walls(1), "", std::nullopt, "", 3});
   s.rows.push_back({ours_name, "wall time", "s", walls(2), "", std::nullopt, "", 3});
-  // What one compile costs beyond the stand-in's configured time, seen in the
-  // serial runs: process starts, hashing, cache writes.
+  // What the compile entry adds to each compile, seen in the serial runs:
+  // its process start, the key, the lock, publishing into the cache.
   std::vector<double> per_compile_overhead;
   for (double w : walls(0))
-    per_compile_overhead.push_back((w - workload.sum_seconds()) / static_cast<double>(total) * 1000.0);
-  s.rows.push_back({serial_name, "time per compile beyond its configured cost", "ms", per_compile_overhead, "",
-                    std::nullopt, "process starts, hashing, cache writes", 1});
+    per_compile_overhead.push_back((w - compiler_sum) / static_cast<double>(total) * 1000.0);
+  s.rows.push_back({serial_name, "time per compile beyond the compiler's own", "ms", per_compile_overhead, "",
+                    std::nullopt, "the compile entry's start, key, lock and publishing", 1});
 
   json longest_note = s.workload;
   s.workload = workload.to_json();
   for (const auto& [k, v] : longest_note.items()) s.workload[k] = v;
   s.workload["mode"] = config.mode;
   s.workload["n"] = n;
-  s.workload["bound_seconds"] = bound;
-  s.workload["bound"] = "max(sum of configured costs / N, longest configured cost)";
+  s.workload["bound_seconds"] = compiler_bound;
+  s.workload["bound"] = "max(sum of compiler costs / N, longest compiler cost); a compiler cost is the configured "
+                        "cost plus the stand-in's own time, measured solo";
+  s.workload["configured_bound_seconds"] = bound;
+  s.workload["compiler_overhead"] = {{"small_graph_bytes", overhead.small_bytes},
+                                     {"small_graph_seconds", overhead.small_seconds},
+                                     {"large_graph_bytes", overhead.large_bytes},
+                                     {"large_graph_seconds", overhead.large_seconds},
+                                     {"fixed_seconds", overhead.fixed_seconds},
+                                     {"seconds_per_byte", overhead.seconds_per_byte}};
   s.workload["commands"] = {
       {"serial", "for g in $(cat trial-order.txt); do neuron_cc_wrapper compile --graph $g --output $g.neff; done "
                  "(fresh cache each run)"},
@@ -283,9 +366,15 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
            std::to_string(config.spec.large_ms.size()) +
            " large ones, which come last in the trial order. Sum of costs " +
            num(workload.sum_seconds(), 2) + " s, longest " +
-           num(workload.longest_seconds(), 2) + " s, so the bound max(sum/N, longest) is " +
-           num(bound, 2) +
-           " s. Each graph's size is proportional to its cost (" + std::to_string(config.spec.bytes_per_ms) +
+           num(workload.longest_seconds(), 2) + " s. **The bound** is max(sum/N, longest) over each graph's cost "
+           "as the compiler itself takes it: its configured cost plus the stand-in's own time around it (process "
+           "start, reading and hashing the graph, writing the NEFF), measured before the runs by running the "
+           "stand-in directly, solo, 5 times on zero-cost copies of the smallest and the largest graph (" +
+           num(overhead.small_seconds * 1000, 1) + " ms at " + std::to_string(overhead.small_bytes) + " bytes, " +
+           num(overhead.large_seconds * 1000, 1) + " ms at " + std::to_string(overhead.large_bytes) +
+           " bytes; linear in between). No scheduler can beat it; what ours adds beyond it is its own cost. "
+           "Bound: **" + num(compiler_bound, 2) + " s** (" + num(bound, 2) +
+           " s from the configured costs alone, also shown). Each graph's size is proportional to its cost (" + std::to_string(config.spec.bytes_per_ms) +
            " bytes per ms) and the cache is cold (no compile history): neuron_parallel_compile orders the work "
            "by graph size alone. Every run starts from a fresh copy of the cache/output directory; the copy is "
            "not timed. Wall time is the whole process (for ours: the launcher from start to exit).\n\n"
