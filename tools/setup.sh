@@ -4,6 +4,11 @@
 #
 #   bash tools/setup.sh            install and build
 #   BUILD_DIR=dir bash tools/setup.sh
+#   bash tools/setup.sh --clang    also install clang and its libFuzzer and
+#                                  sanitizer runtimes (for tests/fuzz/run.sh),
+#                                  then build as usual
+#   bash tools/setup.sh --install-only [--clang]
+#                                  install, do not build
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -15,6 +20,14 @@ packages=(
   libgtest-dev libgmock-dev
   libarchive-dev libzstd-dev
 )
+build=1
+for arg in "$@"; do
+  case $arg in
+    --clang) packages+=(clang libclang-rt-14-dev) ;;
+    --install-only) build=0 ;;
+    *) echo "setup: unknown option '$arg' (--clang, --install-only)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do
@@ -37,6 +50,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   "${apt_get[@]}" update -qq
   "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+[ "$build" = 1 ] || exit 0
 
 if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (the `fuzz` preset: clang, ASan + UBSan) and
-# runs each for SECONDS (default 10), from its seed corpus in
+# Builds the whole tree with clang -Wall -Wextra -Werror and the libFuzzer
+# targets (the `fuzz` preset: ASan + UBSan), then runs each target for
+# SECONDS (default 10), from its seed corpus in
 # tests/fuzz/corpus/<target>/ plus a working corpus in build-fuzz/ that grows
 # from run to run. Prints the executions per target and in all.
 #
@@ -20,6 +21,8 @@ build=$src/build-fuzz
 targets=(shell_words neuron_cc_flags compile_flags entry_meta lock_record trial_line cache_key)
 
 cd "$src"
+# clang and its libFuzzer runtime, installed from Debian's packages if missing.
+bash tools/setup.sh --install-only --clang
 cmake --preset fuzz > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 2; }
 cmake --build --preset fuzz
 

@@ -351,14 +351,23 @@ TEST_F(ConcurrencyTest, EvictionNeverDeletesAnEntryBeingCompiled) {
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (compiles() < 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
   ASSERT_EQ(compiles(), 1u);
+  // A prune is judged only if the compiler (the wrapper's child, run under
+  // the entry's lock) still runs once it returned: then the whole prune saw a
+  // compile in progress. Under a sanitizer five prunes can outlast the 1.5 s
+  // compile, and a compiled, unlocked entry is rightly deleted.
+  int overlapped = 0;
   int kept = 0;
   for (int i = 0; i < 5; ++i) {
     auto prune = run_tool("neuron_cache", {"prune", "--max-size", "0", "--ttl", "0"});
+    bool compiling = !children_of(compile.pid).empty();
     EXPECT_EQ(prune.exit_code, 0) << prune.describe();
+    if (!compiling) break;
+    ++overlapped;
     if (prune.out.find("1 kept (being compiled)") != std::string::npos) ++kept;
     ASSERT_EQ(entries().size(), 1u) << "an entry being compiled was deleted";
   }
-  EXPECT_EQ(kept, 5);
+  EXPECT_GE(overlapped, 1) << "the compile ended before a prune did";
+  EXPECT_EQ(kept, overlapped);
   auto ended = wait_for(compile, 30s);
   EXPECT_EQ(ended.exit_code, 0) << ended.output;
   EXPECT_EQ(file_sha256(dir() / "out.neff"), graphs[0].neff_sha256);
@@ -366,7 +375,7 @@ TEST_F(ConcurrencyTest, EvictionNeverDeletesAnEntryBeingCompiled) {
   auto prune = run_tool("neuron_cache", {"prune", "--max-size", "0", "--ttl", "0"});
   EXPECT_EQ(prune.exit_code, 0);
   EXPECT_TRUE(entries().empty());
-  record_figures({{"evictions_raced", 6}});
+  record_figures({{"evictions_raced", static_cast<std::uint64_t>(overlapped) + 1}});
 }
 
 } // namespace
