@@ -23,7 +23,8 @@ targets=(shell_words neuron_cc_flags compile_flags entry_meta lock_record trial_
 cd "$src"
 # clang and its libFuzzer runtime, installed from Debian's packages if missing.
 bash tools/setup.sh --install-only --clang
-cmake --preset fuzz > "$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 2; }
+mkdir -p "$build"
+cmake --preset fuzz > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 2; }
 cmake --build --preset fuzz
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
