@@ -39,11 +39,17 @@ bool Pool::fits(std::size_t i) const {
 }
 
 std::optional<std::size_t> Pool::pick(double now) const {
+  auto ready = [&](const ItemProgress& p) {
+    return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
+  };
+  // A compile that must run alone goes first: nothing new starts until the
+  // running ones have ended.
+  for (std::size_t i : order_)
+    if (progress_[i].alone && ready(progress_[i]))
+      return running_ == 0 ? std::optional<std::size_t>(i) : std::nullopt;
   if (running_ >= limits_.max_parallel) return std::nullopt;
   for (std::size_t i : order_) {
-    const auto& p = progress_[i];
-    bool ready = p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
-    if (ready && fits(i)) return i;
+    if (ready(progress_[i]) && fits(i)) return i;
   }
   return std::nullopt;
 }
@@ -54,6 +60,7 @@ void Pool::start(std::size_t i, double now) {
   ++p.attempts;
   p.state = ItemState::running;
   p.started_at = now;
+  if (p.alone) p.ran_alone = true;
   ++running_;
   memory_in_use_ += items_[i].predicted.peak_bytes;
 }
@@ -96,6 +103,14 @@ void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double
     // What it reached before dying is a floor for its next peak.
     items_[i].predicted.peak_bytes = std::max(items_[i].predicted.peak_bytes, info.peak_rss_bytes);
     if (p.oom_kills <= kMaxOomRetries || p.attempts <= limits_.max_retries) {
+      p.state = ItemState::retry_wait;
+      p.eligible_at = now + kRetryBackoffSeconds;
+      return;
+    }
+    // Killed with others running: it may fit by itself. Killed alone, it
+    // does not fit this machine at all.
+    if (!p.ran_alone) {
+      p.alone = true;
       p.state = ItemState::retry_wait;
       p.eligible_at = now + kRetryBackoffSeconds;
       return;

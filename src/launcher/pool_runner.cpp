@@ -181,7 +181,9 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         if (p.state == ItemState::retry_wait)
           progress.event("attempt " + std::to_string(p.attempts) + " of " + short_name(item) + " failed (" +
                          info.exit + "); retrying" +
-                         (end == AttemptEnd::killed ? " with " + std::to_string(pool.parallel_limit()) + " at once" : ""));
+                         (end != AttemptEnd::killed ? ""
+                          : p.alone         ? " alone, once the compiles running now end"
+                                            : " with " + std::to_string(pool.parallel_limit()) + " at once"));
         else
           progress.event("FAILED " + short_name(item) + " (" + info.exit + ") after " +
                          std::to_string(p.attempts) + " attempt(s); log " + info.log_path.string());

@@ -172,13 +172,44 @@ TEST(Pool, KilledLowersParallelismAndIsRetriedUpToTheOomLimit) {
   // What it reached before dying is now its predicted peak.
   EXPECT_EQ(pool.items()[0].predicted.peak_bytes, 7 * GB);
   EXPECT_EQ(pool.progress()[0].peak_rss_bytes, 7 * GB);
+  // Killed once more with others running: a last attempt, alone.
+  pool.start(1, 99); // "b" runs beside it
   pool.start(0, 100);
   pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL", 3, 7 * GB), 101);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::retry_wait);
+  EXPECT_TRUE(pool.progress()[0].alone);
+  EXPECT_EQ(pool.pick(200), std::nullopt) << "nothing starts while b runs: a waits to run alone";
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 201);
+  ASSERT_EQ(pool.pick(202), std::optional<std::size_t>(0));
+  pool.start(0, 202);
+  EXPECT_TRUE(pool.progress()[0].ran_alone);
+  EXPECT_EQ(pool.running(), 1);
+  // Killed alone: it does not fit at all.
+  pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL", 3, 7 * GB), 205);
   EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
-  EXPECT_EQ(pool.progress()[0].attempts, kMaxOomRetries + 1);
-  EXPECT_EQ(pool.progress()[0].retries, kMaxOomRetries);
-  EXPECT_EQ(pool.progress()[0].oom_kills, kMaxOomRetries + 1);
+  EXPECT_EQ(pool.progress()[0].attempts, kMaxOomRetries + 2);
+  EXPECT_EQ(pool.progress()[0].retries, kMaxOomRetries + 1);
+  EXPECT_EQ(pool.progress()[0].oom_kills, kMaxOomRetries + 2);
   EXPECT_EQ(pool.parallel_limit(), 1);
+  EXPECT_TRUE(pool.finished());
+}
+
+TEST(Pool, LastOomAttemptAloneCanSucceed) {
+  Pool pool({item("big", 10, 2 * GB), item("s1", 5), item("s2", 4), item("s3", 3)}, {3, 0, 0});
+  for (int kill = 1; kill <= kMaxOomRetries + 1; ++kill) {
+    ASSERT_EQ(pool.pick(kill * 10), std::optional<std::size_t>(0));
+    pool.start(0, kill * 10);
+    pool.finish(0, AttemptEnd::killed, ended("killed by signal SIGKILL"), kill * 10 + 1);
+  }
+  ASSERT_TRUE(pool.progress()[0].alone);
+  // Nothing runs, so it starts at once, ahead of the small ones; they wait.
+  ASSERT_EQ(pool.pick(50), std::optional<std::size_t>(0));
+  pool.start(0, 50);
+  EXPECT_EQ(pool.pick(50), std::nullopt) << "it runs alone";
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0"), 60);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  // Then the rest go as before.
+  EXPECT_EQ(pool.pick(60), std::optional<std::size_t>(1));
 }
 
 TEST(Pool, KilledNeverLowersParallelismBelowOne) {

@@ -8,7 +8,9 @@
 // costliest predicted compile first, so the longest does not start last.
 // Memory: never start a compile whose predicted peak does not fit in what is
 // left of the budget, unless nothing else runs. A compile killed by SIGKILL
-// (what the OOM killer sends) lowers the parallelism by one and is retried.
+// (what the OOM killer sends) lowers the parallelism by one and is retried;
+// one killed kMaxOomRetries + 1 times gets a last attempt alone: no new
+// compile starts until the running ones end, then it runs by itself.
 
 #include <cstdint>
 #include <filesystem>
@@ -53,6 +55,8 @@ struct ItemProgress {
   std::uint64_t peak_rss_bytes = 0;
   fs::path log_path;
   bool cached_failure = false;
+  bool alone = false;     // its next attempt runs with nothing else (after OOM kills)
+  bool ran_alone = false; // an attempt of it ran alone
 };
 
 struct PoolLimits {
