@@ -315,11 +315,8 @@ void reap_untracked_children(const std::set<pid_t>& tracked) {
   }
 }
 
-namespace {
-
-// Children of `parent` from /proc: (pid, pgid) pairs.
-std::vector<std::pair<pid_t, pid_t>> children_of(pid_t parent) {
-  std::vector<std::pair<pid_t, pid_t>> found;
+std::vector<ProcessEntry> list_processes() {
+  std::vector<ProcessEntry> found;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return found;
   while (struct dirent* e = ::readdir(proc)) {
@@ -335,9 +332,19 @@ std::vector<std::pair<pid_t, pid_t>> children_of(pid_t parent) {
     char state = 0;
     long ppid = 0, pgid = 0;
     if (std::sscanf(line.c_str() + close + 1, " %c %ld %ld", &state, &ppid, &pgid) != 3) continue;
-    if (ppid == parent && state != 'Z') found.emplace_back(static_cast<pid_t>(pid), static_cast<pid_t>(pgid));
+    found.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(ppid), static_cast<pid_t>(pgid), state});
   }
   ::closedir(proc);
+  return found;
+}
+
+namespace {
+
+// Living children of `parent`: (pid, pgid) pairs.
+std::vector<std::pair<pid_t, pid_t>> children_of(pid_t parent) {
+  std::vector<std::pair<pid_t, pid_t>> found;
+  for (const auto& p : list_processes())
+    if (p.ppid == parent && p.state != 'Z') found.emplace_back(p.pid, p.pgid);
   return found;
 }
 

@@ -1,8 +1,6 @@
 #include "reliability.hpp"
 
 #include <csignal>
-#include <cstdio>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fstream>
 #include <iostream>
@@ -239,46 +237,15 @@ void kill_all_descendants() {
   }
 }
 
-namespace {
-
-struct ProcInfo {
-  pid_t pid, ppid;
-  char state;
-};
-
-std::vector<ProcInfo> all_processes() {
-  std::vector<ProcInfo> found;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return found;
-  while (struct dirent* e = ::readdir(proc)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2) continue;
-    found.push_back({static_cast<pid_t>(pid), static_cast<pid_t>(ppid), state});
-  }
-  ::closedir(proc);
-  return found;
-}
-
-} // namespace
-
 std::vector<pid_t> children_of(pid_t parent) {
   std::vector<pid_t> out;
-  for (const auto& p : all_processes())
+  for (const auto& p : util::list_processes())
     if (p.ppid == parent && p.state != 'Z') out.push_back(p.pid);
   return out;
 }
 
 std::vector<pid_t> descendants_of(pid_t parent) {
-  auto all = all_processes();
+  auto all = util::list_processes();
   std::vector<pid_t> out, frontier{parent};
   while (!frontier.empty()) {
     pid_t p = frontier.back();
@@ -309,21 +276,12 @@ bool alive(pid_t pid) {
 }
 
 Started start(const std::vector<std::string>& argv, const RunOptions& options, const fs::path& output) {
-  util::Environment env = util::Environment::current();
-  for (const auto& name : options.unset_env) env.unset(name);
-  for (const auto& [name, value] : options.set_env) env.set(name, value);
-  util::SpawnOptions spawn;
-  spawn.argv = argv;
-  spawn.environment = env;
-  spawn.working_dir = options.cwd;
-  spawn.output = util::OutputTo::file;
-  spawn.output_file = output;
-  auto child = util::spawn(spawn);
-  if (!child) {
-    ADD_FAILURE() << "cannot start " << argv.front() << ": " << child.error();
+  try {
+    return {npc::test::start_background(argv, options, output), output};
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "cannot start " << argv.front() << ": " << e.what();
     return {};
   }
-  return {child->pid, output};
 }
 
 namespace {

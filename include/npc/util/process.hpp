@@ -108,6 +108,16 @@ void become_subreaper();
 // subreaper), leaving the tracked ones for their owners to wait for.
 void reap_untracked_children(const std::set<pid_t>& tracked);
 
+// One line of the process table, from /proc/<pid>/stat.
+struct ProcessEntry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  char state = 0; // 'R', 'S', 'Z', ...
+};
+// Every process visible in /proc (empty when /proc cannot be read).
+[[nodiscard]] std::vector<ProcessEntry> list_processes();
+
 // SIGKILLs every process whose parent is this one, and their process groups,
 // repeating until none is left or `rounds` passes have been made.
 void kill_all_descendants(int rounds = 5);
