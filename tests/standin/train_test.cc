@@ -206,9 +206,12 @@ TEST_F(StandinTrain, TerminatingTheLauncherStopsItsRanks) {
                    dir());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_TRUE(launcher.running());
+  const auto signalled = std::chrono::steady_clock::now();
   launcher.kill(SIGTERM);
   const ProcessResult result = launcher.wait();
   EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
+  // The ranks were stopped, not left to finish their 1000 steps of 10 ms.
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(5));
   EXPECT_TRUE(list_dir(tmp).empty());
 }
 

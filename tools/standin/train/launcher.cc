@@ -30,9 +30,13 @@ std::string self_executable() {
 // may only touch these lock-free globals.
 pid_t g_rank_pids[kMaxRanks];
 std::atomic<long> g_rank_count{0};
+// A signal that came while ranks were still being started: the ones started
+// after it get it too, and no more are started.
+std::atomic<int> g_received_signal{0};
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 void forward_signal(int signal_number) {
+  g_received_signal.store(signal_number);
   const long count = g_rank_count.load();
   for (long i = 0; i < count; ++i) ::kill(g_rank_pids[i], signal_number);
 }
@@ -71,18 +75,20 @@ int run_launcher(const TrainOptions& options, const std::string& argv0,
   std::vector<int> statuses;
   install_signal_forwarding();
   try {
-    for (long rank = 0; rank < options.nproc_per_node; ++rank) {
+    for (long rank = 0; rank < options.nproc_per_node && g_received_signal.load() == 0; ++rank) {
       const std::string r = std::to_string(rank);
       const EnvOverrides env{{"RANK", r}, {"LOCAL_RANK", r}, {"WORLD_SIZE", world},
                              {"LOCAL_WORLD_SIZE", world}};
       pids.push_back(spawn_process(self, rank_argv, environment_with(env)));
       track_rank(pids.back());
+      // The handler may have run between the spawn and the tracking.
+      if (const int signal_number = g_received_signal.load()) ::kill(pids.back(), signal_number);
     }
   } catch (...) {
     for (pid_t pid : pids) wait_exit_status(pid);
     throw;
   }
-  for (pid_t pid : pids) statuses.push_back(wait_exit_status(pid));
+  for (pid_t pid : pids) statuses.push_back(poll_exit_status(pid));
 
   for (std::size_t rank = 0; rank < statuses.size(); ++rank) {
     if (statuses[rank] == 0) continue;
@@ -90,6 +96,9 @@ int run_launcher(const TrainOptions& options, const std::string& argv0,
               << std::endl;
     return statuses[rank];
   }
+  // Stopped before every rank was started (or as they finished): report the
+  // signal, as a shell would.
+  if (const int signal_number = g_received_signal.load()) return 128 + signal_number;
   std::vector<RankSummary> summaries;
   for (long rank = 0; rank < options.nproc_per_node; ++rank) {
     summaries.push_back(load_summary(rank_directory(workdir.path(), rank) + "/" + kSummaryFile));

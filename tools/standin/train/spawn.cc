@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 
 #include "error.h"
@@ -60,6 +61,19 @@ int wait_exit_status(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw failure(std::string("waitpid failed: ") + std::strerror(errno));
+  }
+  if (WIFSIGNALED(status)) return kSignalExitBase + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+int poll_exit_status(pid_t pid) {
+  int status = 0;
+  for (;;) {
+    const pid_t ended = waitpid(pid, &status, WNOHANG);
+    if (ended == pid) break;
+    if (ended < 0 && errno != EINTR) throw failure(std::string("waitpid failed: ") + std::strerror(errno));
+    const struct timespec pause{0, 10'000'000};
+    nanosleep(&pause, nullptr);
   }
   if (WIFSIGNALED(status)) return kSignalExitBase + WTERMSIG(status);
   return WEXITSTATUS(status);

@@ -24,5 +24,10 @@ pid_t spawn_process(const std::string& path, const std::vector<std::string>& arg
 // Waits for the child; returns its exit status, or 128 + signal number when
 // a signal ended it (as a shell reports it).
 int wait_exit_status(pid_t pid);
+// As wait_exit_status, waking every 10 ms: a signal handler then runs at
+// once even where signal delivery waits for a blocking call to return (the
+// launcher forwards SIGTERM to its ranks from one; ThreadSanitizer's runtime
+// defers handlers that way).
+int poll_exit_status(pid_t pid);
 
 }  // namespace standin::train
