@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, on the stand-ins (build/standin/neuronx-cc stands in for the
-# Neuron compiler, build/standin/standin_train for a torch-neuronx training
-# script; see tools/standin/README.md):
+# Neuron compiler, build/standin/standin_train for a training script on
+# current torch-neuronx, which reads and writes the cache itself and takes
+# model.hlo_module.pb.lock while it compiles; see tools/standin/README.md):
 #   1. the training run as it is today: every graph compiled just in time;
 #   2. neuron_parallel_compile over a short trial of the same script, on an
 #      empty cache;
@@ -18,7 +19,7 @@ export NEURON_CC="$root/build/standin/neuronx-cc"
 # A compile of the stand-in takes 1 s plus 1 s per 200 kB of graph, in sleep
 # mode so the demo behaves the same on any machine.
 export STANDIN_CC_MODE=sleep STANDIN_CC_BASE_MS=1000 STANDIN_CC_BYTES_PER_SEC=200000
-train=(standin_train --nproc_per_node 2 --layers 8 --hidden 512 --graphs_per_step 4 --eval_every 5)
+train=(standin_train --protocol torch-neuronx --nproc_per_node 2 --layers 8 --hidden 512 --graphs_per_step 4 --eval_every 5)
 
 elapsed() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 jit() { grep -o 'total: .*' "$1" | sed -n 's/.*jit_compiles=\([0-9]*\).*/\1/p'; }
@@ -34,7 +35,9 @@ echo
 echo "== 2. neuron_parallel_compile over a 10-step trial (empty cache)"
 export NEURON_CC_FLAGS="--cache_dir=$work/cache"
 start=$(date +%s.%N)
-neuron_parallel_compile --parallel_compile_workdir "$work/workdir" --report "$work/report.json" \
+# The stand-in compiler holds little memory: plan 2 GiB per compile, not the
+# real compiler's 64 GiB the launcher assumes with nothing learned.
+neuron_parallel_compile --memory-per-compile 2GiB --parallel_compile_workdir "$work/workdir" --report "$work/report.json" \
   "${train[@]}" --steps_this_run 10 > "$work/precompile.log" 2>&1 || { cat "$work/precompile.log"; exit 1; }
 pre_time=$(elapsed "$start")
 grep -E 'neuron_parallel_compile: ([0-9]+ graphs found|wall time)' "$work/precompile.log"

@@ -61,6 +61,7 @@ Environment clean_environment(const Programs& programs, const fs::path& cache_di
   std::string path = env.get("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
   env.set("PATH", programs.standin_dir.string() + ":" + path);
   env.set("NEURON_CC", programs.compiler.string());
+  env.set("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1"); // no Trainium here: name the target
   // How standin_train finds the compile entry.
   env.set("NEURON_CC_WRAPPER", programs.wrapper.string());
   env.set("NEURON_CC_FLAGS", "--cache_dir=" + cache_dir.string());

@@ -56,14 +56,18 @@ void set_scratch_dir(const fs::path& path);
 
 // Our environment with every NEURON_* and STANDIN_* variable removed, the
 // stand-in directory first on PATH, NEURON_CC set to the stand-in compiler
-// the cache at <cache_dir>/neuron-compile-cache and TMPDIR in the scratch
+// the cache at <cache_dir> (--cache_dir names the root) and TMPDIR in the scratch
 // directory.
 [[nodiscard]] Environment clean_environment(const Programs& programs, const fs::path& cache_dir);
 
-// The cache root a --cache_dir gives.
-[[nodiscard]] inline fs::path cache_root(const fs::path& cache_dir) {
-  return cache_dir / "neuron-compile-cache";
-}
+// The stand-in compiler holds little memory: the launcher's default plan of
+// 64 GiB per compile (the real compiler's) would run one at a time here.
+// Scenarios that do not set the parallelism themselves plan 2 GiB per compile.
+inline constexpr const char* kStandinMemoryOption = "--memory-per-compile";
+inline constexpr const char* kStandinMemory = "2GiB";
+
+// The cache root a --cache_dir gives: the directory itself.
+[[nodiscard]] inline fs::path cache_root(const fs::path& cache_dir) { return cache_dir; }
 
 struct Timed {
   double seconds = 0;

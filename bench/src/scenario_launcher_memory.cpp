@@ -46,7 +46,7 @@ Scenario run_launcher_memory(const Context& context) {
       {"empty", fresh,
        [&](int) {
          Environment env = clean_environment(context.programs, empty_cache);
-         Timed t = run_checked_rss(context, {{context.programs.launcher.string(), "--command", "compile",
+         Timed t = run_checked_rss(context, {{context.programs.launcher.string(), kStandinMemoryOption, kStandinMemory, "--command", "compile",
                                               "--parallel_compile_workdir", (run / "work").string(), "--dry-run"},
                                              env, run / "empty.log", std::nullopt},
                                    "neuron_parallel_compile --command compile --dry-run over an empty cache");
@@ -57,7 +57,7 @@ Scenario run_launcher_memory(const Context& context) {
          Environment env = clean_environment(context.programs, done_cache);
          Timed t = run_checked_rss(
              context,
-             {{context.programs.launcher.string(), "--parallel_compile_workdir", (run / "work").string(), "--report",
+             {{context.programs.launcher.string(), kStandinMemoryOption, kStandinMemory, "--parallel_compile_workdir", (run / "work").string(), "--report",
                (run / "report.json").string(), "--", "/bin/sh", "-c",
                "cat '" + list_file.string() + "' >> \"$NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG\""},
               env, run / "launcher.log", std::nullopt},
@@ -73,7 +73,7 @@ Scenario run_launcher_memory(const Context& context) {
       {"dry-run", fresh,
        [&](int) {
          Environment env = clean_environment(context.programs, pending_cache);
-         Timed t = run_checked_rss(context, {{context.programs.launcher.string(), "--command", "compile",
+         Timed t = run_checked_rss(context, {{context.programs.launcher.string(), kStandinMemoryOption, kStandinMemory, "--command", "compile",
                                  "--parallel_compile_workdir", (run / "work").string(), "--dry-run"},
                                 env, run / "dry-run.log", std::nullopt},
                                "neuron_parallel_compile --command compile --dry-run over 10,000 pending graphs");

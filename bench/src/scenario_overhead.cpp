@@ -68,7 +68,7 @@ Scenario run_overhead(const Context& context) {
                           }});
     contenders.push_back({"ours", fresh, [&, v](int) {
                             Environment env = clean_environment(context.programs, v.cache);
-                            std::vector<std::string> argv = {context.programs.launcher.string(),
+                            std::vector<std::string> argv = {context.programs.launcher.string(), kStandinMemoryOption, kStandinMemory,
                                                              "--parallel_compile_workdir", (run / "work").string(),
                                                              "--"};
                             make_dirs(run / "trial");

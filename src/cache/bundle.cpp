@@ -823,7 +823,7 @@ private:
   bool publish(Incoming& in, bool wait) {
     const CacheKey& key = in.entry->key;
     fs::path entry_dir = cache_.entry_dir(key);
-    util::FileLock lock;
+    EntryLock lock;
     if (auto trusted = check_entry_trust(cache_, entry_dir); !trusted) {
       skip(in, trusted.error());
       spdlog::warn("{}", trusted.error());

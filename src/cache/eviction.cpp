@@ -38,7 +38,9 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
       ++ttl_count; // and so is everything after it: all used more recently
       continue;
     }
-    if (e->state == EntryState::locked) {
+    // Any lock, even one a compile would judge stale: a framework may be
+    // waiting on it, and eviction is never urgent enough to break one.
+    if (e->state == EntryState::locked || e->framework_lock.state != FrameworkLockState::absent) {
       ++locked_count;
       continue;
     }

@@ -23,6 +23,19 @@ std::string CacheKey::module_name() const {
 std::string CacheKey::str() const { return version_dir() + "/" + module_name(); }
 fs::path CacheKey::relative_path() const { return fs::path(version_dir()) / module_name(); }
 
+std::string joined_flags(const std::vector<std::string>& flags) {
+  std::string text;
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    if (i > 0) text += ' ';
+    text += flags[i];
+  }
+  return text;
+}
+
+std::string flags_hash(const std::vector<std::string>& flags) {
+  return util::md5_hex(joined_flags(flags)).substr(0, kFlagsHashDigits);
+}
+
 std::string canonical_flags(const std::vector<std::string>& flags) {
   std::string encoding;
   for (const auto& flag : flags) {
@@ -44,20 +57,32 @@ bool valid_compiler_version(std::string_view version) {
   return true;
 }
 
+std::string legacy_flags_hash(const std::vector<std::string>& flags) {
+  return util::sha256_hex(canonical_flags(flags)).substr(0, kFlagsHashDigits);
+}
+
 CacheKey make_key(std::string_view graph_sha256, const std::vector<std::string>& flags,
                   const std::string& compiler_version, KeyInputs* inputs) {
-  std::string encoding = canonical_flags(flags);
-  std::string flags_sha = util::sha256_hex(encoding);
+  std::string text = joined_flags(flags);
+  std::string md5 = util::md5_hex(text);
   CacheKey key{compiler_version, std::string(graph_sha256.substr(0, kGraphHashDigits)),
-               flags_sha.substr(0, kFlagsHashDigits)};
+               md5.substr(0, kFlagsHashDigits)};
   if (inputs != nullptr) {
     inputs->graph_sha256 = std::string(graph_sha256);
     inputs->flags = flags;
-    inputs->flags_encoding = std::move(encoding);
-    inputs->flags_sha256 = std::move(flags_sha);
+    inputs->flags_text = std::move(text);
+    inputs->flags_md5 = std::move(md5);
+    inputs->legacy_flags_encoding = canonical_flags(flags);
+    inputs->legacy_flags_sha256 = util::sha256_hex(inputs->legacy_flags_encoding);
     inputs->compiler_version = compiler_version;
   }
   return key;
+}
+
+CacheKey legacy_key(std::string_view graph_sha256, const std::vector<std::string>& flags,
+                    const std::string& compiler_version) {
+  return CacheKey{compiler_version, std::string(graph_sha256.substr(0, kGraphHashDigits)),
+                  legacy_flags_hash(flags)};
 }
 
 CacheKey make_key_for_graph(std::string_view graph_bytes, const std::vector<std::string>& flags,
@@ -77,6 +102,14 @@ bool parse_module_name(std::string_view name, std::string& graph_hash, std::stri
   graph_hash = std::string(g);
   flags_hash = std::string(f);
   return true;
+}
+
+std::optional<CacheKey> key_from_module_name(std::string_view module_name,
+                                             const std::string& compiler_version) {
+  CacheKey key;
+  key.compiler_version = compiler_version;
+  if (!parse_module_name(module_name, key.graph_hash, key.flags_hash)) return std::nullopt;
+  return key;
 }
 
 std::optional<CacheKey> parse_key(std::string_view text) {
@@ -102,9 +135,14 @@ std::string explain_key(const KeyInputs& inputs, const CacheKey& key) {
       << "graph: " << inputs.graph_bytes << " bytes, sha256 " << inputs.graph_sha256
       << "  -> graph hash " << key.graph_hash << " (first " << kGraphHashDigits << " digits)\n"
       << "flags (" << inputs.flags.size() << "): " << util::join_shell_words(inputs.flags) << "\n"
-      << "flags encoding: " << inputs.flags_encoding << "\n"
-      << "flags sha256: " << inputs.flags_sha256 << "  -> flags hash " << key.flags_hash
-      << " (first " << kFlagsHashDigits << " digits)\n";
+      << "flags text (joined by single spaces): [" << inputs.flags_text << "]\n"
+      << "flags md5: " << inputs.flags_md5 << "  -> flags hash " << key.flags_hash << " (first "
+      << kFlagsHashDigits << " digits)\n";
+  CacheKey legacy{key.compiler_version, key.graph_hash, inputs.legacy_flags_sha256.substr(0, kFlagsHashDigits)};
+  out << "legacy entry (read only): " << legacy.str() << "\n"
+      << "legacy flags encoding: " << inputs.legacy_flags_encoding << "\n"
+      << "legacy flags sha256: " << inputs.legacy_flags_sha256 << "  -> legacy flags hash "
+      << legacy.flags_hash << " (first " << kFlagsHashDigits << " digits)\n";
   return out.str();
 }
 

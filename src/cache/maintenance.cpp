@@ -1,6 +1,10 @@
 #include <npc/cache/maintenance.hpp>
 
+#include <cerrno>
+#include <unistd.h>
+
 #include <npc/cache/layout.hpp>
+#include <npc/util/fs.hpp>
 
 namespace npc::cache {
 
@@ -57,8 +61,20 @@ ClearLocksReport clear_locks(const Cache& cache, bool force) {
     if (util::remove_lock_file(path, force)) report.removed.push_back(path);
     else if (util::probe_lock(path) != util::LockState::absent) report.held.push_back(path);
   };
-  for (const auto& entry : cache.list())
+  for (const auto& entry : cache.list()) {
     if (entry.has_lock_file) consider(cache.lock_path(entry.dir));
+    if (entry.framework_lock.state == FrameworkLockState::absent) continue;
+    // "Nothing is compiling now", the user says: every framework lock goes
+    // but one whose owner is provably alive on this host.
+    fs::path path = cache.framework_lock_path(entry.dir);
+    auto facts = judge_framework_lock(path, cache.stale_lock_age(), std::chrono::system_clock::now());
+    if (facts.state == FrameworkLockState::absent) continue;
+    if (facts.state == FrameworkLockState::held_alive && !force) {
+      report.held.push_back(path);
+      continue;
+    }
+    if (::unlink(path.c_str()) == 0 || (errno == EISDIR && util::remove_tree(path))) report.removed.push_back(path);
+  }
   std::error_code ec;
   fs::path eviction_lock = cache.private_dir() / kEvictionLock;
   if (fs::exists(fs::symlink_status(eviction_lock, ec))) consider(eviction_lock);

@@ -64,7 +64,7 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   const fs::path entry_dir = local.entry_dir(key);
   // Nothing is written into a local entry the trust check refuses.
   if (auto trusted = check_entry_trust(local, entry_dir); !trusted) return {SecondaryOutcome::rejected, trusted.error()};
-  util::FileLock lock;
+  EntryLock lock;
   if (lock_wait.count() == 0) {
     if (auto s = util::ensure_dir(entry_dir); !s) throw EnvironmentError(s.error());
     auto taken = local.try_lock_entry(entry_dir);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 #include <npc/util/sha256.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::cache {
 
@@ -122,18 +124,30 @@ Result<EntryInfo> Cache::inspect(const fs::path& dir) const {
     else if (name == kGraphFile) {
       info.has_graph = S_ISREG(st.st_mode);
       info.graph_bytes = static_cast<std::uint64_t>(st.st_size);
-    } else if (name == kNeffFile) info.has_neff = S_ISREG(st.st_mode);
+    } else if (name == kNeffFile) {
+      info.has_neff = S_ISREG(st.st_mode);
+      // The framework loads NEFFs without telling us; its reads move the
+      // NEFF's atime (relatime: at least once a day), so last use is the
+      // later of that and the mark we set on our hits.
+      if (info.has_neff) info.last_used = std::max(info.last_used, to_wall_time(st.st_atim));
+    }
     else if (name == kDoneFile) info.has_done = true;
     else if (name == kLogFile) info.has_log = true;
     else if (name == kFlagsFile) info.has_flags = true;
     else if (name == kLockFile) info.has_lock_file = true;
+    else if (name == kFrameworkLockFile) info.framework_lock.state = FrameworkLockState::held;
   }
   ::closedir(d);
+  // Rare, so judged (read, liveness) only when the file is there.
+  if (info.framework_lock.state != FrameworkLockState::absent)
+    info.framework_lock = judge_framework_lock(dir / kFrameworkLockFile, stale_lock_age_,
+                                               std::chrono::system_clock::now());
 
   // A done entry is done whoever holds its lock (a compile that found it
   // done and is about to leave), so only the others need the probe.
   bool done = info.has_done && info.has_neff;
-  bool locked = !done && info.has_lock_file && util::probe_lock(lock_path(dir)) == util::LockState::held;
+  bool locked = !done && (info.framework_lock.blocks() ||
+                          (info.has_lock_file && util::probe_lock(lock_path(dir)) == util::LockState::held));
   if (done) info.state = EntryState::done;
   else if (locked) info.state = EntryState::locked;
   else if (info.has_log) info.state = EntryState::failed;
@@ -248,16 +262,57 @@ Status Cache::store_graph(const fs::path& entry_dir, std::string_view graph_byte
 
 fs::path Cache::lock_path(const fs::path& entry_dir) const { return entry_dir / kLockFile; }
 
-Result<util::FileLock>
+fs::path Cache::framework_lock_path(const fs::path& entry_dir) const { return entry_dir / kFrameworkLockFile; }
+
+namespace {
+// Backoff between attempts to take a held entry: short enough that a waiter
+// sees a finished compile quickly, random so that waiters do not move in step.
+constexpr auto kMinLockBackoff = std::chrono::milliseconds(5);
+constexpr auto kMaxLockBackoff = std::chrono::milliseconds(100);
+
+std::string describe_holder(const fs::path& entry_dir, const EntryLock::Attempt& attempt) {
+  if (attempt.blocking.state != FrameworkLockState::absent)
+    return "the lock " + (entry_dir / kFrameworkLockFile).string() + " " + attempt.blocking.describe();
+  std::optional<util::LockHolder> holder;
+  std::ignore = util::probe_lock(entry_dir / kLockFile, &holder);
+  return holder ? holder->describe() : std::string("another process");
+}
+} // namespace
+
+Result<EntryLock>
 Cache::lock_entry(const fs::path& entry_dir, std::chrono::milliseconds timeout,
-                  const std::function<void(const std::optional<util::LockHolder>&)>& on_wait) const {
+                  const std::function<void(const std::string& holder)>& on_wait) const {
   if (auto s = util::ensure_dir(entry_dir); !s) return fail(s.error());
-  return util::FileLock::acquire(lock_path(entry_dir), util::LockHolder::self(lock_tool_name()),
-                                 timeout, on_wait);
+  thread_local std::mt19937 rng{std::random_device{}()};
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = kMinLockBackoff;
+  bool told = false;
+  util::LockHolder me = util::LockHolder::self(lock_tool_name());
+  for (;;) {
+    EntryLock lock;
+    auto attempt = EntryLock::try_acquire(entry_dir, me, stale_lock_age_, lock);
+    if (!attempt) return fail(attempt.error());
+    if (attempt->outcome == EntryLock::Outcome::taken) return lock;
+    if (!told && on_wait) {
+      on_wait(describe_holder(entry_dir, *attempt));
+      told = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return fail("timed out after " + util::format_seconds(static_cast<double>(timeout.count()) / 1000.0) +
+                  " waiting for " + entry_dir.string() + ", held by " + describe_holder(entry_dir, *attempt) +
+                  " (if nothing is compiling it, remove the lock with neuron_cache clear-locks)");
+    std::uniform_int_distribution<long> jitter(kMinLockBackoff.count(), backoff.count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+    backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxLockBackoff));
+  }
 }
 
-Result<std::optional<util::FileLock>> Cache::try_lock_entry(const fs::path& entry_dir) const {
-  return util::FileLock::try_acquire(lock_path(entry_dir), util::LockHolder::self(lock_tool_name()));
+Result<std::optional<EntryLock>> Cache::try_lock_entry(const fs::path& entry_dir) const {
+  EntryLock lock;
+  auto attempt = EntryLock::try_acquire(entry_dir, util::LockHolder::self(lock_tool_name()), stale_lock_age_, lock);
+  if (!attempt) return fail(attempt.error());
+  if (attempt->outcome != EntryLock::Outcome::taken) return std::optional<EntryLock>{};
+  return std::optional<EntryLock>(std::move(lock));
 }
 
 Status Cache::publish_success(const fs::path& entry_dir, const fs::path& neff,
@@ -329,6 +384,8 @@ Status Cache::clear_failure(const fs::path& entry_dir) const {
 }
 
 Result<bool> Cache::remove_entry(const fs::path& entry_dir) const {
+  struct stat st {};
+  if (::lstat(framework_lock_path(entry_dir).c_str(), &st) == 0) return false;
   auto lock = try_lock_entry(entry_dir);
   if (!lock) return fail(lock.error());
   if (!lock->has_value()) return false; // a compile is running: never delete it

@@ -161,6 +161,7 @@ int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
     return 0;
   }
   for (const auto& p : report.removed) std::cout << "removed " << p.string() << '\n';
+  for (const auto& p : report.held) std::cout << "kept " << p.string() << ": its owner is running\n";
   std::cout << report.removed.size() << " lock files removed";
   if (!report.held.empty())
     std::cout << ", " << report.held.size() << " held by running processes kept (--force removes them)";

@@ -8,13 +8,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/eviction.hpp>
+#include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/secondary.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
+#include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -26,7 +29,7 @@ namespace npc::cli {
 namespace {
 
 constexpr const char* kUsage = R"(usage:
-  neuron_cc_wrapper compile --graph FILE --output NEFF [options] [compiler flags...]
+  neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
   neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
 
@@ -36,11 +39,23 @@ neuronx-cc and caches the result. NEURON_CC_FLAGS is honoured: its cache options
 --log_level) configure the cache, every other word is a compiler flag; flags on
 the command line come after those from the environment.
 
+The entry is <cache>/neuronxcc-<compiler version>/MODULE_<graph hash>+<flags hash>,
+as torch-neuronx names it: the graph hash is the first 20 hex digits of SHA-256
+of the graph, the flags hash the first 8 of MD5 of the flags joined by single
+spaces. An entry an earlier release of this tool compiled under its own flags
+hash (SHA-256 of the length-prefixed flags) is still served; `key` prints both.
+
 options:
+  --cache-key NAME       compile: the entry's module name, MODULE_<graph hash>+<flags hash>
+                         (lower-case hex or decimal digits), as the caller computed it
+                         (NxD, optimum-neuron); used under neuronxcc-<compiler version>/
+                         instead of a key of our own
   --compiler PATH        the compiler (default: $NEURON_CC, else neuronx-cc on PATH)
   --timeout SECONDS      kill a compile that runs longer (default: none)
   --lock-timeout SECONDS give up waiting for another process's compile of the
-                         same graph after this long (default: 21600)
+                         same graph after this long; a model.hlo_module.pb.lock
+                         older than this whose owner is not provably alive is
+                         stale and taken over (default: 21600)
   --secondary-cache DIR  a read-only cache to look in on a local miss (default:
                          $NEURON_COMPILE_CACHE_SECONDARY); a hit there is copied
                          into the local cache, verified, and served
@@ -51,6 +66,9 @@ environment:
                                           compilation, compile nothing
   NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG  file to append each stored graph's path to
   NEURON_COMPILE_CACHE_SECONDARY          read-only secondary cache (see --secondary-cache)
+  NEURON_PLATFORM_TARGET_OVERRIDE         the compile target (trn1, trn1n, trn2, inf2) when
+                                          the flags name no --target; default: this
+                                          instance's (trn1 when it cannot be told)
 
 exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
 configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
@@ -61,6 +79,10 @@ struct CommonOptions {
   std::optional<std::string> compiler;
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds lock_wait = compile::kDefaultLockWait;
+  // Past this age a lock whose owner is not provably alive is stale; the
+  // same --lock-timeout bounds the wait, so a waiter that gives up would
+  // have found the lock stale by then anyway.
+  std::chrono::seconds stale_lock_age = std::chrono::duration_cast<std::chrono::seconds>(cache::kDefaultStaleLockAge);
   std::optional<std::string> secondary_cache;
 };
 
@@ -83,6 +105,8 @@ bool take_common(util::ArgScanner& args, CommonOptions& common) {
   }
   if (auto v = args.take_value("--lock-timeout")) {
     common.lock_wait = parse_seconds("--lock-timeout", *v);
+    common.stale_lock_age = std::max(std::chrono::seconds(1),
+                                     std::chrono::duration_cast<std::chrono::seconds>(common.lock_wait));
     return true;
   }
   if (auto v = args.take_value("--secondary-cache")) {
@@ -96,10 +120,23 @@ struct CompileCommand {
   CommonOptions common;
   fs::path graph;
   fs::path output;
+  std::optional<std::string> cache_key; // a module name the caller computed
   std::vector<std::string> extra_words; // compiler flags and cache options
 };
 
-CompileCommand parse_compile(const std::vector<std::string>& words, bool needs_output) {
+enum class Command { compile, key };
+
+// The caller's module name becomes a directory name in the cache: checked.
+cache::CacheKey cache_key_from(const std::string& module_name, const std::string& compiler_version) {
+  auto key = cache::key_from_module_name(module_name, compiler_version);
+  if (!key)
+    throw UsageError("--cache-key has the bad value '" + module_name +
+                     "': expected MODULE_<graph hash>+<flags hash>, each lower-case hex or decimal digits "
+                     "(e.g. MODULE_9993940051196728623+3cc9a3cb)");
+  return *key;
+}
+
+CompileCommand parse_compile(const std::vector<std::string>& words, Command which) {
   CompileCommand command;
   util::ArgScanner args(words);
   bool flags_only = false;
@@ -112,12 +149,18 @@ CompileCommand parse_compile(const std::vector<std::string>& words, bool needs_o
       command.graph = *v;
     } else if (auto v = args.take_value("--output")) {
       command.output = *v;
+    } else if (auto v = args.take_value("--cache-key")) {
+      if (which == Command::key)
+        throw UsageError("key computes the key of a graph; --cache-key '" + *v + "' names one already: drop it");
+      // Checked now, before anything is created.
+      std::ignore = cache_key_from(*v, "any");
+      command.cache_key = *v;
     } else if (!take_common(args, command.common)) {
       command.extra_words.push_back(args.next());
     }
   }
   if (command.graph.empty()) throw UsageError("--graph FILE is required");
-  if (needs_output && command.output.empty()) throw UsageError("--output NEFF is required");
+  if (which == Command::compile && command.output.empty()) throw UsageError("--output NEFF is required");
   return command;
 }
 
@@ -265,36 +308,74 @@ int compile_without_cache(const CompileCommand& command, const Context& context)
   return static_cast<int>(ExitCode::failure);
 }
 
+// Where the compile's result lives: the caller's module name, or our key of
+// the graph and flags; with our key, also where an earlier release of this
+// tool stored the same graph and flags (read only).
+struct Keys {
+  cache::CacheKey key;
+  std::optional<cache::CacheKey> legacy;
+};
+
+Keys keys_for(const CompileCommand& command, const Context& context, const std::string& graph_sha256,
+              const std::string& version) {
+  if (command.cache_key) return {cache_key_from(*command.cache_key, version), std::nullopt};
+  return {cache::make_key(graph_sha256, context.flags, version),
+          cache::legacy_key(graph_sha256, context.flags, version)};
+}
+
+// The entry under the legacy key when it is done (and ours is not): serving
+// it spares recompiling every graph an earlier release compiled.
+std::optional<fs::path> done_legacy_entry(const cache::Cache& cache, const Keys& keys) {
+  if (!keys.legacy || *keys.legacy == keys.key) return std::nullopt;
+  fs::path dir = cache.entry_dir(*keys.legacy);
+  std::error_code ec;
+  if (!fs::exists(dir / cache::kDoneFile, ec)) return std::nullopt;
+  return dir;
+}
+
 int cmd_compile(const std::vector<std::string>& words) {
-  CompileCommand command = parse_compile(words, /*needs_output=*/true);
+  CompileCommand command = parse_compile(words, Command::compile);
   Context context = load_context(command.extra_words);
   bool extract_only = util::is_truthy(util::env("NEURON_EXTRACT_GRAPHS_ONLY").value_or(""));
   if (context.settings.cache.no_cache) {
+    // The original's wrapper options: --no_cache is ignored with a warning
+    // when graphs are extracted for a parallel compile (they go to the cache).
     if (extract_only)
-      throw UsageError("NEURON_EXTRACT_GRAPHS_ONLY stores graphs in the cache, but NEURON_CC_FLAGS has --no_cache; remove one of them");
-    return compile_without_cache(command, context);
+      spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored while extracting graphs for the parallel compile");
+    else
+      return compile_without_cache(command, context);
   }
   // Extraction stores every graph, so it reads it whole; otherwise only a
-  // miss needs the bytes.
+  // miss needs the bytes. A caller's key needs no digest at all.
   std::string graph;
   std::string graph_sha256;
   if (extract_only) {
     graph = read_graph(command.graph);
-    graph_sha256 = util::sha256_hex(graph);
-  } else {
+    if (!command.cache_key) graph_sha256 = util::sha256_hex(graph);
+  } else if (!command.cache_key) {
     graph_sha256 = hash_graph(command.graph).sha256;
   }
   cache::Cache cache(context.settings.cache_root);
+  cache.set_stale_lock_age(command.common.stale_lock_age);
   if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
   fs::path compiler = compile::locate_compiler(command.common.compiler);
   std::string version = compile::compiler_version(
       compiler, cache.private_dir() / cache::kCompilerVersionsDir);
-  cache::CacheKey key = cache::make_key(graph_sha256, context.flags, version);
+  Keys keys = keys_for(command, context, graph_sha256, version);
+  const cache::CacheKey& key = keys.key;
   fs::path entry_dir = cache.entry_dir(key);
+  std::error_code ec;
 
   if (extract_only) {
-    if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
     fs::path graph_path = entry_dir / cache::kGraphFile;
+    // Compiled by an earlier release: name that entry (the launcher finds it
+    // done) rather than store a pending one that would be compiled again.
+    auto legacy = fs::exists(entry_dir / cache::kDoneFile, ec) ? std::nullopt : done_legacy_entry(cache, keys);
+    if (legacy) {
+      graph_path = *legacy / cache::kGraphFile;
+    } else if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) {
+      throw EnvironmentError(s.error());
+    }
     std::cout << "Extracting graphs (" << graph_path.string()
               << ") for ahead-of-time parallel compilation. No compilation was done." << std::endl;
     if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
@@ -304,8 +385,9 @@ int cmd_compile(const std::vector<std::string>& words) {
   }
 
   // The hot path: one existence check, one read that hashes and copies.
-  std::error_code ec;
   if (fs::exists(entry_dir / cache::kDoneFile, ec) && serve_hit(cache, entry_dir, command.output))
+    return 0;
+  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(cache, *legacy, command.output))
     return 0;
   // A local miss: the read-only secondary cache, if one is named.
   if (use_secondary_cache(cache, command.common, key) && serve_hit(cache, entry_dir, command.output)) {
@@ -316,11 +398,15 @@ int cmd_compile(const std::vector<std::string>& words) {
       !context.settings.cache.retry_failed_compilation)
     return print_cached_failure(entry_dir);
 
-  graph = read_graph_matching(command.graph, graph_sha256);
+  // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
+  // stored or locked.
+  std::ignore = compile::target_for(context.flags);
+  graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
   if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
   graph = std::string(); // not needed while the compiler runs
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
-                                       context.settings.cache.retry_failed_compilation};
+                                       context.settings.cache.retry_failed_compilation,
+                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir};
   auto result = compile::compile_entry(cache, entry_dir, options);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry_dir);
@@ -372,15 +458,20 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   // The entry's own cache: the directory two levels up.
   fs::path dir = fs::absolute(*entry_dir).lexically_normal();
   cache::Cache cache(dir.parent_path().parent_path());
+  cache.set_stale_lock_age(common.stale_lock_age);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UsageError("no cache entry at " + entry_dir->string());
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
-                                       common.lock_wait, settings.cache.retry_failed_compilation};
+                                       common.lock_wait, settings.cache.retry_failed_compilation,
+                                       settings.cache.compile_workdir, settings.cache.dump_dir};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
   }
+  // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before the entry is
+  // locked (unreadable flags are compile_entry's to report).
+  if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
   auto result = compile::compile_entry(cache, dir, options);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(dir);
@@ -402,7 +493,7 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
 }
 
 int cmd_key(const std::vector<std::string>& words) {
-  CompileCommand command = parse_compile(words, /*needs_output=*/false);
+  CompileCommand command = parse_compile(words, Command::key);
   Context context = load_context(command.extra_words);
   util::FileDigest graph = hash_graph(command.graph);
   cache::Cache cache(context.settings.cache_root);
@@ -415,7 +506,9 @@ int cmd_key(const std::vector<std::string>& words) {
   cache::KeyInputs inputs;
   cache::CacheKey key = cache::make_key(graph.sha256, context.flags, version, &inputs);
   inputs.graph_bytes = graph.size;
-  std::cout << cache.entry_dir(key).string() << "\n" << cache::explain_key(inputs, key);
+  std::cout << cache.entry_dir(key).string() << "\n"
+            << cache::explain_key(inputs, key) << "legacy entry path: "
+            << cache.entry_dir(cache::legacy_key(graph.sha256, context.flags, version)).string() << "\n";
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/compile/target.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/shell_words.hpp>
@@ -13,12 +14,6 @@
 namespace npc::compile {
 
 namespace {
-
-bool names_target(const std::vector<std::string>& flags) {
-  for (const auto& f : flags)
-    if (f == "--target" || f.starts_with("--target=")) return true;
-  return false;
-}
 
 int remaining_ms(double deadline) {
   double left = deadline - util::monotonic_seconds();
@@ -37,7 +32,7 @@ std::vector<std::string> compiler_argv(const CompileJob& job) {
   std::vector<std::string> argv = {job.compiler.string(), "compile", "--framework=XLA",
                                    job.graph.string(),    "--output", job.output_neff.string()};
   argv.insert(argv.end(), job.flags.begin(), job.flags.end());
-  if (!names_target(job.flags)) argv.emplace_back(kDefaultTarget);
+  if (auto target = target_for(job.flags)) argv.push_back("--target=" + *target);
   return argv;
 }
 

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <ctime>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -33,6 +34,15 @@ cache::AttemptRecord make_attempt(const cache::EntryMeta& before, const CompileR
   return attempt;
 }
 
+// --dump: a copy of the compile's working directory, replacing an older one.
+void keep_artifacts(const fs::path& workdir, const fs::path& target) {
+  std::error_code ec;
+  std::ignore = util::remove_tree(target);
+  fs::create_directories(target, ec);
+  if (!ec) fs::copy(workdir, target, fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+  if (ec) spdlog::warn("--dump: cannot keep the compiler's artifacts in {}: {}", target.string(), ec.message());
+}
+
 std::uint64_t file_size_or_zero(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
@@ -56,7 +66,7 @@ std::string describe_failure(const fs::path& entry_dir, const std::string& how,
 EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
                                  const EntryCompileOptions& options) {
   EntryCompileResult result;
-  util::FileLock lock;
+  cache::EntryLock lock;
   if (options.lock_wait.count() == 0) {
     auto taken = cache.try_lock_entry(entry_dir);
     if (!taken) throw EnvironmentError(taken.error());
@@ -67,9 +77,8 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     lock = std::move(**taken);
   } else {
     auto taken = cache.lock_entry(entry_dir, options.lock_wait,
-                                  [&](const std::optional<util::LockHolder>& holder) {
-                                    spdlog::info("waiting for {} to finish compiling {}",
-                                                 holder ? holder->describe() : "another process",
+                                  [&](const std::string& holder) {
+                                    spdlog::info("waiting for {} to finish compiling {}", holder,
                                                  entry_dir.string());
                                   });
     if (!taken) throw EnvironmentError(taken.error());
@@ -101,9 +110,14 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   auto meta = cache::read_entry_meta(entry_dir);
   cache::EntryMeta before = meta ? *meta : cache::EntryMeta{};
 
-  // Inside the entry: same filesystem, so publishing is a rename; and a
-  // name eviction recognises as a temp if we die here.
-  util::TempDir workdir(entry_dir, std::string(util::kTempPrefix) + "work-");
+  // Inside the entry by default: same filesystem, so publishing is a rename;
+  // and a name eviction recognises as a temp if we die here.
+  fs::path work_parent = entry_dir;
+  if (options.compile_workdir) {
+    work_parent = *options.compile_workdir;
+    if (auto s = util::ensure_dir(work_parent); !s) throw EnvironmentError("--compile_workdir: " + s.error());
+  }
+  util::TempDir workdir(work_parent, std::string(util::kTempPrefix) + "work-");
   CompileJob job;
   job.compiler = options.compiler;
   job.graph = entry_dir / cache::kGraphFile;
@@ -115,6 +129,15 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   std::time_t started = std::time(nullptr);
   CompileRun run = run_compiler(job);
   result.attempt = make_attempt(before, run, started);
+  if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
+  if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
+    // Published by rename, so it must first be on the entry's filesystem.
+    fs::path local = entry_dir / (std::string(util::kTempPrefix) + "neff-" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::copy_file(job.output_neff, local, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw EnvironmentError("cannot copy the NEFF from --compile_workdir into " + entry_dir.string() + ": " + ec.message());
+    job.output_neff = local;
+  }
 
   if (run.interrupted_by != 0) {
     result.outcome = EntryOutcome::interrupted;

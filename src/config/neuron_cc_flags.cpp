@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <spdlog/spdlog.h>
+
 #include <npc/util/error.hpp>
 #include <npc/util/shell_words.hpp>
 #include <npc/util/strings.hpp>
@@ -21,6 +23,7 @@ constexpr CacheOption kCacheOptions[] = {
     {"--cache_dir", Takes::value},     {"--no_cache", Takes::nothing},
     {"--cache_size", Takes::value},    {"--cache_ttl", Takes::value},
     {"--retry_failed_compilation", Takes::nothing}, {"--log_level", Takes::value},
+    {"--dump", Takes::value},          {"--compile_workdir", Takes::value},
 };
 
 const CacheOption* find_option(std::string_view name) {
@@ -52,6 +55,12 @@ void apply(CacheSettings& settings, std::string_view source, std::string_view na
     settings.cache_ttl_days = *days;
   } else if (name == "--retry_failed_compilation") {
     settings.retry_failed_compilation = true;
+  } else if (name == "--dump") {
+    if (value.empty()) bad_value(source, name, value, "a directory path");
+    settings.dump_dir = fs::path(value);
+  } else if (name == "--compile_workdir") {
+    if (value.empty()) bad_value(source, name, value, "a directory path");
+    settings.compile_workdir = fs::path(value);
   } else if (name == "--log_level") {
     util::LogLevel level{};
     if (!util::parse_log_level(value, level))
@@ -76,6 +85,8 @@ void CacheSettings::merge(const CacheSettings& later) {
   if (later.cache_ttl_days) cache_ttl_days = later.cache_ttl_days;
   retry_failed_compilation = retry_failed_compilation || later.retry_failed_compilation;
   if (later.log_level) log_level = later.log_level;
+  if (later.dump_dir) dump_dir = later.dump_dir;
+  if (later.compile_workdir) compile_workdir = later.compile_workdir;
 }
 
 NeuronCcFlags split_cache_options(const std::vector<std::string>& words, std::string_view source) {
@@ -119,24 +130,50 @@ NeuronCcFlags neuron_cc_flags_from_environment() {
   return parse_neuron_cc_flags(*text);
 }
 
+namespace {
+
+bool holds_version_dirs(const fs::path& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with("neuronxcc-")) return true;
+  return false;
+}
+
+// --cache_dir=DIR: DIR is the root, unless only the old layout is there.
+fs::path cache_dir_root(const fs::path& dir) {
+  fs::path legacy = dir / kCacheDirName;
+  if (holds_version_dirs(dir) || !holds_version_dirs(legacy)) return dir;
+  static bool said = false;
+  if (!said) {
+    spdlog::info("using the cache {} (the layout of older releases): {} holds no neuronxcc-* directory",
+                 legacy.string(), dir.string());
+    said = true;
+  }
+  return legacy;
+}
+
+fs::path path_of_url(const std::string& url, std::string_view source) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return fs::path(url);
+  std::string scheme = util::to_lower(url.substr(0, scheme_end));
+  if (scheme == "file") {
+    std::string path = url.substr(scheme_end + 3);
+    if (path.empty() || path.front() != '/')
+      throw UsageError(std::string(source) + ": '" + url +
+                       "' is not an absolute file:// URL (write file:///path/to/cache)");
+    return fs::path(path);
+  }
+  throw UsageError(std::string(source) + ": the scheme '" + scheme + "://' of '" + url +
+                   "' is not supported; use a local or mounted directory path");
+}
+
+} // namespace
+
 fs::path resolve_cache_root(const CacheSettings& settings,
                             const std::optional<std::string>& cache_url) {
-  if (settings.cache_dir) return *settings.cache_dir / kCacheDirName;
-  if (cache_url && !cache_url->empty()) {
-    const std::string& url = *cache_url;
-    auto scheme_end = url.find("://");
-    if (scheme_end == std::string::npos) return fs::path(url);
-    std::string scheme = util::to_lower(url.substr(0, scheme_end));
-    if (scheme == "file") {
-      std::string path = url.substr(scheme_end + 3);
-      if (path.empty() || path.front() != '/')
-        throw UsageError("NEURON_COMPILE_CACHE_URL: '" + url +
-                         "' is not an absolute file:// URL (write file:///path/to/cache)");
-      return fs::path(path);
-    }
-    throw UsageError("NEURON_COMPILE_CACHE_URL: the scheme '" + scheme + "://' of '" + url +
-                     "' is not supported; use a local or mounted directory path");
-  }
+  if (settings.cache_dir) return cache_dir_root(path_of_url(settings.cache_dir->string(), "--cache_dir"));
+  if (cache_url && !cache_url->empty()) return path_of_url(*cache_url, "NEURON_COMPILE_CACHE_URL");
   return fs::path(kDefaultCacheRoot);
 }
 

@@ -1,5 +1,6 @@
 #include <npc/launcher/collect.hpp>
 
+#include <algorithm>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -24,31 +25,80 @@ bool is_inside(const fs::path& path, const fs::path& root) {
 
 } // namespace
 
+namespace {
+fs::path canonical_or_normal(const fs::path& path) {
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(path, ec);
+  return ec ? fs::absolute(path).lexically_normal() : real;
+}
+} // namespace
+
 Collector::Collector(const fs::path& cache_root, std::string compiler_version)
     : version_(std::move(compiler_version)) {
-  std::error_code ec;
-  root_ = fs::weakly_canonical(cache_root, ec);
-  if (ec) root_ = fs::absolute(cache_root).lexically_normal();
+  roots_.push_back(canonical_or_normal(cache_root));
+}
+
+void Collector::refuse(const std::string& text, const std::string& source, const std::string& why) {
+  std::string line = "'" + text + "' (from " + source + "): " + why;
+  spdlog::warn("refusing graph {}", line);
+  refused_.push_back(line);
+}
+
+bool Collector::known_root(const fs::path& root) const {
+  return std::find(roots_.begin(), roots_.end(), root) != roots_.end();
+}
+
+bool Collector::add_root(const std::string& text, const std::string& source) {
+  std::string url(util::trim(text));
+  if (url.starts_with("file://")) url.erase(0, 7);
+  fs::path root(url);
+  if (url.find("://") != std::string::npos || !root.is_absolute()) {
+    refuse(text, source, "not a local cache root (remote caches such as s3:// are not supported yet)");
+    return false;
+  }
+  fs::path real = canonical_or_normal(root);
+  if (!known_root(real)) {
+    roots_.push_back(real);
+    spdlog::debug("cache root {} (from {})", real.string(), source);
+  }
+  return true;
+}
+
+void Collector::add_path_log_line(const std::string& line) {
+  const std::string source = "the cache-path log";
+  fs::path path(util::trim(line));
+  if (path.empty()) return;
+  if (path.filename() != cache::kGraphFile) {
+    std::ignore = add_root(line, source);
+    return;
+  }
+  // A graph path of an older release: its root is the framework's too.
+  fs::path above_version = path.parent_path().parent_path();
+  if (path.is_absolute() && above_version.has_parent_path() &&
+      above_version.filename().string().starts_with(cache::kVersionDirPrefix))
+    std::ignore = add_root(above_version.parent_path().string(), source);
+  add_graph_path(line, source);
 }
 
 void Collector::add_graph_path(const std::string& text, const std::string& source) {
-  auto refuse = [&](const std::string& why) {
-    std::string line = "'" + text + "' (from " + source + "): " + why;
-    spdlog::warn("refusing graph {}", line);
-    refused_.push_back(line);
-  };
+  auto refuse = [&](const std::string& why) { this->refuse(text, source, why); };
   fs::path path(util::trim(text));
   if (path.empty()) return;
   if (!path.is_absolute()) return refuse("not an absolute path");
   std::error_code ec;
   fs::path real = fs::weakly_canonical(path, ec);
   if (ec) return refuse("cannot be resolved: " + ec.message());
-  if (!is_inside(real, root_)) return refuse("outside the cache " + root_.string());
+  auto inside = std::find_if(roots_.begin(), roots_.end(), [&](const fs::path& r) { return is_inside(real, r); });
+  if (inside == roots_.end()) {
+    std::string names;
+    for (const auto& r : roots_) names += (names.empty() ? "" : " and ") + r.string();
+    return refuse("outside the cache " + names);
+  }
   if (real.filename() != cache::kGraphFile)
     return refuse("not a " + std::string(cache::kGraphFile) + " file");
   fs::path entry = real.parent_path();
   auto key = cache::parse_key(entry.string());
-  if (!key || entry.parent_path().parent_path() != root_)
+  if (!key || !known_root(entry.parent_path().parent_path()))
     return refuse("not in a cache entry directory");
   if (key->compiler_version != version_)
     return refuse("extracted for compiler version " + key->compiler_version + ", but we compile with " + version_);

@@ -44,9 +44,11 @@ int scan(const cache::Cache& cache, const std::string& version, bool failed_apar
 
 int run_maintenance(const Options& options, const cli::Settings& settings) {
   cache::Cache cache(settings.cache_root);
+  if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   switch (options.mode) {
   case Mode::clear_locks: {
     auto report = cache::clear_locks(cache, /*force=*/false);
+    for (const auto& p : report.held) std::cout << "kept " << p.string() << ": its owner is running\n";
     std::cout << report.removed.size() << " stale lock files removed";
     if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
     std::cout << '\n';

@@ -17,7 +17,7 @@ const std::map<std::string, Mode> kModes = {
     {"collect", Mode::collect},          {"compile", Mode::compile},
     {"clean", Mode::clean},              {"clear-locks", Mode::clear_locks},
     {"clear-neffs", Mode::clear_neffs},  {"scan", Mode::scan},
-    {"scan-with-failed", Mode::scan_with_failed}};
+    {"scan-with-failed", Mode::scan_with_failed}, {"analyze", Mode::analyze}};
 
 // Where our options end: at "--", or at the first word that is not one of
 // our options or an option's value. Unknown words starting with '-' before
@@ -55,29 +55,36 @@ Options parse_options(int argc, char** argv) {
                "in parallel into the Neuron persistent cache, so the real run compiles nothing.",
                "neuron_parallel_compile"};
   app.footer("usage: neuron_parallel_compile [OPTIONS] [--] COMMAND [ARGS...]\n"
-             "Exit codes: 0 every graph compiled or cached; 1 some graphs failed to compile;\n"
-             "2 usage or configuration error; 3 cache or compiler unusable; 130 interrupted;\n"
-             "if the training command fails, its own status (128+N when killed by signal N).");
+             "Exit status, as the original's: the number of graphs that failed to compile (0: all\n"
+             "compiled or cached; capped at 255); 1 also when the training command failed in the\n"
+             "trial, or it extracted graphs none of which could be taken; 2 usage or configuration\n"
+             "error; 3 cache or compiler unusable; 128+N interrupted by signal N (130: Ctrl-C).");
   app.set_version_flag("--version", std::string("neuron_parallel_compile ") + NPC_VERSION);
   std::string mode = "collect-and-compile", timeout, memory_per_compile = "auto", memory_budget;
-  std::string max_retries;
+  std::string max_retries, lock_timeout;
   app.add_option("--command", mode,
                  "collect-and-compile (default), collect, compile, clean, clear-locks, clear-neffs, "
-                 "scan, scan-with-failed");
+                 "scan, scan-with-failed, analyze (not available)");
   app.add_option("--num_parallel", options.num_parallel,
-                 "Compiles at once (default: the smaller of the cores and what memory allows)")
+                 "Compiles at once (default: ceil(total memory / 64 GiB), more once peaks are learned)")
       ->check(CLI::Range(1, 4096));
+  app.add_flag("--static_schedule", options.static_schedule,
+               "With --world_size: each launcher takes a contiguous share of the sorted entries, "
+               "then helps the 8 before it");
   app.add_option("--node_id", options.node_id, "This launcher's index among --world_size launchers sharing one cache")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--world_size", options.world_size, "Number of launchers sharing one cache")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--parallel_compile_workdir", options.workdir,
-                 "Where trial logs and compile logs go (default: $TMPDIR/parallel_compile_workdir)");
+                 "Where trial logs and compile logs go (default: /tmp/$USER/parallel_compile_workdir)");
   app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");
   app.add_option("--report", options.report, "Write a JSON report of the run to FILE");
   app.add_option("--max-retries", max_retries,
                  "Retries of a failed compile (default: $NEURON_PARALLEL_COMPILE_MAX_RETRIES, else 0)");
   app.add_option("--compile-timeout", timeout, "Kill a compile that runs longer than SECONDS");
+  app.add_option("--lock-timeout", lock_timeout,
+                 "A model.hlo_module.pb.lock whose owner is not provably alive is stale past SECONDS "
+                 "(default 21600: 6 hours)");
   app.add_option("--memory-per-compile", memory_per_compile,
                  "Expected peak memory of one compile in BYTES, or auto (learned from this cache)");
   app.add_option("--memory-budget", memory_budget,
@@ -99,8 +106,11 @@ Options parse_options(int argc, char** argv) {
   if (found == kModes.end())
     throw UsageError("--command has the bad value '" + mode +
                      "': expected collect-and-compile, collect, compile, clean, clear-locks, "
-                     "clear-neffs, scan or scan-with-failed");
+                     "clear-neffs, scan, scan-with-failed or analyze");
   options.mode = found->second;
+  if (options.mode == Mode::analyze)
+    throw UsageError("--command analyze needs torch-neuronx's graph analyser, which is not part of this tool; "
+                     "run it with the neuron_parallel_compile of torch-neuronx");
   if (options.node_id >= options.world_size)
     throw UsageError("--node_id " + std::to_string(options.node_id) + " must be below --world_size " +
                      std::to_string(options.world_size));
@@ -124,6 +134,12 @@ Options parse_options(int argc, char** argv) {
     if (!s || *s <= 0)
       throw UsageError("--compile-timeout has the bad value '" + timeout + "': expected a positive number of seconds");
     options.compile_timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+  }
+  if (!lock_timeout.empty()) {
+    auto s = util::parse_non_negative(lock_timeout);
+    if (!s || *s < 1)
+      throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected a number of seconds, at least 1");
+    options.lock_timeout = std::chrono::seconds(static_cast<long long>(*s));
   }
   if (util::to_lower(memory_per_compile) != "auto") {
     auto bytes = util::parse_bytes(memory_per_compile);

@@ -153,6 +153,25 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
   }
 }
 
+void Pool::leave_to_lock_holder(std::size_t i) {
+  progress_[i].last_exit = "locked by another process";
+  settle(i, ItemState::locked_elsewhere);
+}
+
+bool Pool::only_deferred_left() const {
+  bool any_deferred = false;
+  for (const auto& p : progress_) {
+    switch (p.state) {
+    case ItemState::queued:
+    case ItemState::running:
+    case ItemState::retry_wait: return false;
+    case ItemState::deferred: any_deferred = true; break;
+    default: break;
+    }
+  }
+  return any_deferred;
+}
+
 bool Pool::finished() const {
   for (const auto& p : progress_) {
     switch (p.state) {

@@ -31,6 +31,7 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem&
                                    "--compiler", config.compiler.string(), "--no-evict", "--no-wait"};
   if (config.compile_timeout)
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
+  argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (retry) argv.emplace_back("--retry_failed_compilation");
   return argv;
 }
@@ -81,6 +82,17 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   return {AttemptEnd::failed, info};
 }
 
+// Whether a locked entry's holder is one we can wait for: a live process of
+// this host (our flock, or owner facts proving it alive). The framework's
+// lock carries no owner facts and another host's cannot be checked: such an
+// entry is left to its holder once nothing else is left to do, not waited
+// for until the lock turns stale hours later.
+bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry_dir) {
+  auto info = cache.inspect(entry_dir);
+  if (!info || info->state != cache::EntryState::locked) return false;
+  return info->framework_lock.state != cache::FrameworkLockState::held;
+}
+
 Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir) {
   auto info = cache.inspect(entry_dir);
   if (!info) return Pool::Found::failed;
@@ -121,6 +133,15 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     for (std::size_t i : pool.due_revisits(now))
       pool.revisit(i, look_at(cache, pool.items()[i].entry_dir), now,
                    pool.items()[i].entry_dir / cache::kLogFile);
+    if (pool.only_deferred_left()) {
+      for (std::size_t i = 0; i < pool.items().size(); ++i) {
+        if (pool.progress()[i].state != ItemState::deferred) continue;
+        if (held_by_live_local_process(cache, pool.items()[i].entry_dir)) continue;
+        pool.leave_to_lock_holder(i);
+        progress.event("locked by another process, left to it: " + short_name(pool.items()[i]));
+      }
+      if (pool.finished()) break;
+    }
     while (auto next = pool.pick(now)) {
       std::size_t i = *next;
       const WorkItem& item = pool.items()[i];

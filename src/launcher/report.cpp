@@ -1,6 +1,11 @@
 #include <npc/launcher/report.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <utility>
 
 #include <npc/cache/layout.hpp>
@@ -18,6 +23,7 @@ const char* status_name(const ItemProgress& p) {
   case ItemState::compiled: return "compiled";
   case ItemState::cached: return "cached";
   case ItemState::compiled_elsewhere: return "compiled_elsewhere";
+  case ItemState::locked_elsewhere: return "locked_elsewhere";
   case ItemState::failed: return p.cached_failure ? "failed_cached" : "failed";
   default: return "not_compiled";
   }
@@ -33,6 +39,7 @@ Counts count(const Pool& pool) {
     case ItemState::compiled: ++c.compiled; break;
     case ItemState::cached: ++c.cached; break;
     case ItemState::compiled_elsewhere: ++c.compiled_elsewhere; break;
+    case ItemState::locked_elsewhere: ++c.locked_elsewhere; break;
     case ItemState::failed: ++c.failed; break;
     default: break;
     }
@@ -132,6 +139,8 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
                      " already cached, " + std::to_string(c.compiled) + " compiled, " +
                      std::to_string(c.failed) + " failed, " + std::to_string(c.retried) + " retried";
   if (c.compiled_elsewhere > 0) line += ", " + std::to_string(c.compiled_elsewhere) + " compiled by another process";
+  if (c.locked_elsewhere > 0)
+    line += ", " + std::to_string(c.locked_elsewhere) + " locked by another process (left to it)";
   lines.push_back(line);
   lines.push_back("wall time " + util::format_seconds(facts.wall_seconds) + " (compile phase " +
                   util::format_seconds(facts.compile_wall_seconds) + ", " + std::to_string(facts.parallel) +
@@ -149,6 +158,7 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
   return lines;
 }
 
+// DEPRECATED: see report.hpp; run.cpp still calls it.
 std::optional<fs::path> dump_results_path(const fs::path& workdir) {
   auto value = util::env("NEURON_PARALLEL_COMPILE_DUMP_RESULTS");
   if (!value || value->empty()) return std::nullopt;
@@ -156,6 +166,123 @@ std::optional<fs::path> dump_results_path(const fs::path& workdir) {
   if (lower == "0" || lower == "false" || lower == "no" || lower == "off") return std::nullopt;
   if (util::is_truthy(*value)) return workdir / "neuron_parallel_compile_results.json";
   return fs::path(*value);
+}
+
+// --- The original tool's results -------------------------------------------
+
+namespace {
+
+// Each graph with an outcome, by the path the original names it by (its
+// model.hlo_module.pb), sorted; true when compiled, false when failed.
+struct Outcome {
+  bool ok = false;
+  std::size_t item = 0;
+};
+
+std::map<std::string, Outcome> outcomes(const Pool& pool) {
+  std::map<std::string, Outcome> by_path;
+  for (std::size_t i = 0; i < pool.items().size(); ++i) {
+    bool ok = false;
+    switch (pool.progress()[i].state) {
+    case ItemState::compiled:
+    case ItemState::cached:
+    case ItemState::compiled_elsewhere: ok = true; break;
+    case ItemState::failed: ok = false; break;
+    default: continue; // deferred (or unfinished): no outcome yet
+    }
+    by_path.emplace((pool.items()[i].entry_dir / cache::kGraphFile).string(), Outcome{ok, i});
+  }
+  return by_path;
+}
+
+// What Python's json.dumps(document, indent=4) prints: the same layout as
+// dump(4), ASCII only. (A path that is not UTF-8 gets U+FFFD rather than an
+// exception.) Held in memory: three fields a graph stay small even for
+// 10,000 graphs, unlike write_report's records.
+std::string python_json(const nlohmann::ordered_json& document) {
+  return document.dump(4, ' ', /*ensure_ascii=*/true, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+} // namespace
+
+bool dump_results_requested() {
+  auto value = util::env("NEURON_PARALLEL_COMPILE_DUMP_RESULTS");
+  return value && !value->empty();
+}
+
+std::string python_float_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // The shortest digits that round-trip, as Python's repr picks them.
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  std::string scientific(buffer, ec == std::errc() ? end : buffer);
+  std::string sign;
+  if (!scientific.empty() && scientific.front() == '-') {
+    sign = "-";
+    scientific.erase(0, 1);
+  }
+  auto e = scientific.find('e');
+  std::string digits;
+  for (char c : scientific.substr(0, e))
+    if (c != '.') digits += c;
+  int exponent = std::atoi(scientific.c_str() + e + 1);
+  int point = exponent + 1; // digits are 0.<digits> × 10^point
+  std::string out = sign;
+  if (point > -4 && point <= 16) {
+    if (point <= 0) {
+      out += "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
+    } else if (static_cast<std::size_t>(point) >= digits.size()) {
+      out += digits + std::string(static_cast<std::size_t>(point) - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, static_cast<std::size_t>(point)) + "." + digits.substr(static_cast<std::size_t>(point));
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char exp[16];
+  std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  return out + exp;
+}
+
+Result<OriginalResults> write_original_results(const Pool& pool, double start_epoch_seconds,
+                                               double compilation_seconds, double total_seconds,
+                                               const fs::path& directory, double now_epoch_seconds) {
+  using ordered = nlohmann::ordered_json;
+  auto graphs = outcomes(pool);
+  std::size_t ok = 0, failed = 0;
+  ordered report = ordered::object();
+  for (const auto& [path, outcome] : graphs) {
+    ++(outcome.ok ? ok : failed);
+    const auto& p = pool.progress()[outcome.item];
+    report[path] = ordered{{"status", outcome.ok}, {"retry", p.retries}, {"compile_time", p.compile_seconds}};
+  }
+  // The original counts statuses in a dict: a status nobody had is absent.
+  ordered summary = ordered::object();
+  if (ok > 0) summary["true"] = ok;
+  if (failed > 0) summary["false"] = failed;
+  ordered results = {{"compilation_summary", std::move(summary)},
+                     {"compilation_report", std::move(report)},
+                     {"start_time", start_epoch_seconds},
+                     {"compilation_time", compilation_seconds}};
+  ordered total = {{"total_neuron_parallel_compile_time", total_seconds}};
+
+  std::string time = python_float_text(now_epoch_seconds);
+  OriginalResults written{directory / ("neuron_parallel_compile_results_" + time + ".json"),
+                          directory / ("total_neuron_parallel_compile_results_" + time + ".json")};
+  if (auto s = util::write_file_atomic(written.results, python_json(results)); !s)
+    return fail("cannot write " + written.results.string() + ": " + s.error());
+  if (auto s = util::write_file_atomic(written.total, python_json(total)); !s)
+    return fail("cannot write " + written.total.string() + ": " + s.error());
+  return written;
+}
+
+std::vector<std::string> original_summary_lines(const Pool& pool) {
+  std::size_t ok = 0, failed = 0;
+  for (const auto& [path, outcome] : outcomes(pool)) ++(outcome.ok ? ok : failed);
+  return {"Total graphs: " + std::to_string(ok + failed), "Total successful compilations: " + std::to_string(ok),
+          "Total failed compilations: " + std::to_string(failed)};
 }
 
 } // namespace npc::launcher

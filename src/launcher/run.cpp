@@ -1,6 +1,7 @@
 // --command collect-and-compile (default), collect and compile.
 
 #include <algorithm>
+#include <map>
 #include <iostream>
 #include <unistd.h>
 
@@ -26,8 +27,10 @@ namespace npc::launcher {
 
 namespace {
 
+// The original's: /tmp/$USER/parallel_compile_workdir ("no-user" without USER).
 fs::path default_workdir() {
-  return fs::path(util::env("TMPDIR").value_or("/tmp")) / "parallel_compile_workdir";
+  auto user = util::env("USER");
+  return fs::path("/tmp") / (user && !user->empty() ? *user : std::string("no-user")) / "parallel_compile_workdir";
 }
 
 struct RunFiles {
@@ -37,26 +40,33 @@ struct RunFiles {
   fs::path log_dir;
 };
 
-// Per-run names, so that launchers sharing a workdir do not mix their files.
+// The original's names, per launcher pid, so that launchers sharing a
+// workdir do not mix their files. Unlike the original, which empties the
+// workdir at every start, we remove only our own files: a workdir is often
+// shared, or named by the user.
 RunFiles prepare_workdir(const Options& options) {
   RunFiles files;
   files.workdir = fs::absolute(options.workdir.value_or(default_workdir()));
   if (auto s = util::ensure_dir(files.workdir, 0755); !s)
     throw EnvironmentError("--parallel_compile_workdir: " + s.error());
-  std::string tag = std::to_string(::getpid());
-  files.path_log = files.workdir / ("cache_paths." + tag + ".log");
-  files.trial_log = files.workdir / ("trial." + tag + ".log");
-  files.log_dir = files.workdir / ("compile_logs." + tag);
+  std::string tag = "pid" + std::to_string(::getpid());
+  files.path_log = files.workdir / ("cache_path_" + tag + "_log.txt");
+  files.trial_log = files.workdir / ("trial_run_" + tag + "_log.txt");
+  files.log_dir = files.workdir / ("compile_logs_" + tag);
   std::ignore = ::unlink(files.path_log.c_str());
   if (auto s = util::ensure_dir(files.log_dir, 0755); !s) throw EnvironmentError(s.error());
   return files;
 }
 
-std::vector<WorkItem> make_items(const cache::Cache& cache, std::vector<fs::path> entries,
-                                 const Options& options) {
+// Which launcher of --world_size takes which entries. Round robin over the
+// entries sorted by key by default, every launcher helping with the rest once
+// its share is done. --static_schedule, as the original's: contiguous shares
+// of the sorted list, each launcher then helping only the 8 before it.
+inline constexpr int kStaticScheduleHelped = 8;
+
+std::vector<WorkItem> make_items(std::vector<fs::path> entries, const Options& options) {
   std::vector<WorkItem> items;
   items.reserve(entries.size());
-  std::optional<CostModel> model;
   for (auto& dir : entries) {
     WorkItem item;
     auto key = cache::parse_key(dir.string());
@@ -71,14 +81,36 @@ std::vector<WorkItem> make_items(const cache::Cache& cache, std::vector<fs::path
   std::vector<std::size_t> by_key(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) by_key[i] = i;
   std::sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) { return items[a].key < items[b].key; });
-  for (std::size_t rank = 0; rank < by_key.size(); ++rank)
-    items[by_key[rank]].own_share = static_cast<int>(rank % static_cast<std::size_t>(options.world_size)) == options.node_id;
-  if (!items.empty()) model = CostModel::from_version_dir(items.front().entry_dir.parent_path());
+  const auto world = static_cast<std::size_t>(options.world_size);
+  const auto node = static_cast<std::size_t>(options.node_id);
+  const std::size_t share = (by_key.size() + world - 1) / std::max<std::size_t>(1, world);
+  std::vector<bool> keep(items.size(), true);
+  for (std::size_t rank = 0; rank < by_key.size(); ++rank) {
+    if (!options.static_schedule) {
+      items[by_key[rank]].own_share = rank % world == node;
+      continue;
+    }
+    std::size_t owner = share == 0 ? 0 : rank / share;
+    items[by_key[rank]].own_share = owner == node;
+    // Helped: one of the (up to) 8 launchers before this one, cyclically.
+    std::size_t distance = (node + world - owner) % world;
+    keep[by_key[rank]] = distance <= static_cast<std::size_t>(kStaticScheduleHelped);
+  }
+  if (options.static_schedule) {
+    std::vector<WorkItem> kept;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (keep[i]) kept.push_back(std::move(items[i]));
+    items = std::move(kept);
+  }
+  // Records are per compiler version directory; a trial may fill several roots.
+  std::map<fs::path, CostModel> models;
   for (auto& item : items) {
-    item.predicted = model->predict(item.entry_dir, item.graph_bytes);
+    fs::path version_dir = item.entry_dir.parent_path();
+    auto found = models.find(version_dir);
+    if (found == models.end()) found = models.emplace(version_dir, CostModel::from_version_dir(version_dir)).first;
+    item.predicted = found->second.predict(item.entry_dir, item.graph_bytes);
     if (options.memory_per_compile) item.predicted.peak_bytes = *options.memory_per_compile;
   }
-  (void)cache;
   return items;
 }
 
@@ -86,7 +118,12 @@ int choose_parallelism(const Options& options, const std::vector<WorkItem>& item
   if (options.num_parallel) return *options.num_parallel;
   std::uint64_t peak = 0;
   for (const auto& item : items) peak = std::max(peak, item.predicted.peak_bytes);
-  if (peak == 0) peak = kDefaultCompilePeakBytes;
+  if (peak == 0) {
+    // Nothing learned: the original's plan, whatever the cores.
+    std::uint64_t total = total_memory();
+    if (total == 0) return 1;
+    return static_cast<int>(std::max<std::uint64_t>(1, (total + kDefaultCompilePeakBytes - 1) / kDefaultCompilePeakBytes));
+  }
   auto by_memory = budget == 0 ? core_count() : static_cast<unsigned>(std::max<std::uint64_t>(1, budget / peak));
   return static_cast<int>(std::max(1u, std::min(core_count(), by_memory)));
 }
@@ -108,16 +145,22 @@ void print_dry_run(const Pool& pool) {
   table.print(std::cout);
 }
 
+
+double epoch_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 } // namespace
 
 int run(const Options& options, const cli::Settings& settings) {
   if (settings.cache.no_cache)
-    throw UsageError("NEURON_CC_FLAGS has --no_cache: nothing compiled ahead of time would be kept, so "
-                     "pre-compiling is pointless; remove --no_cache");
+    spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
+                 "into the cache");
   double run_start = util::monotonic_seconds();
   RunFacts facts;
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
   cache::Cache cache(settings.cache_root);
+  if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
   fs::path compiler = compile::locate_compiler(options.compiler);
   std::string version = compile::compiler_version(compiler, cache.private_dir() / cache::kCompilerVersionsDir);
@@ -136,7 +179,8 @@ int run(const Options& options, const cli::Settings& settings) {
       spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
       return 128 + trial.interrupted_by;
     }
-    for (const auto& line : read_path_log(files.path_log)) collector.add_graph_path(line, "the cache-path log");
+    // The roots first: the framework names the one it used there.
+    for (const auto& line : read_path_log(files.path_log)) collector.add_path_log_line(line);
     for (const auto& path : trial.reported_paths) collector.add_graph_path(path, "the trial's output");
     if (!trial.status.success()) {
       facts.trial_status = trial.status.describe();
@@ -144,7 +188,7 @@ int run(const Options& options, const cli::Settings& settings) {
         spdlog::error("the training command failed ({}); nothing compiled. Set "
                       "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
                       trial.status.describe(), collector.entries().size());
-        return trial.status.shell_code();
+        return kExitTrialFailed;
       }
       spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
                    "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
@@ -155,14 +199,24 @@ int run(const Options& options, const cli::Settings& settings) {
       if (e.state != cache::EntryState::done && e.state != cache::EntryState::incomplete) collector.add_entry_dir(e.dir);
   }
   facts.refused = collector.refused();
+  // Extracted graphs of which none can be compiled: a pre-warm that warms
+  // nothing must not pass for one that warmed everything.
+  if (collector.entries().empty() && !collector.refused().empty()) {
+    spdlog::error("the trial extracted {} graph(s) and none could be taken: {}", collector.refused().size(),
+                  collector.refused().front());
+    return kExitTrialFailed;
+  }
 
   if (options.mode == Mode::collect) {
-    std::cout << "collected " << collector.entries().size() << " graph(s) into " << cache.root().string() << "\n";
+    std::string roots;
+    for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
+    std::cout << "collected " << collector.entries().size() << " graph(s) into " << roots << "\n";
     for (const auto& e : collector.entries()) std::cout << "  " << e.string() << "\n";
     return 0;
   }
 
-  std::vector<WorkItem> items = make_items(cache, collector.take_entries(), options);
+  std::vector<fs::path> roots = collector.roots();
+  std::vector<WorkItem> items = make_items(collector.take_entries(), options);
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   bool retry_failed = settings.cache.retry_failed_compilation;
@@ -185,9 +239,10 @@ int run(const Options& options, const cli::Settings& settings) {
                pool.count(ItemState::cached), to_compile, parallel);
 
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed};
+                      retry_failed, cache.stale_lock_age()};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
+  double compile_start_epoch = epoch_seconds();
   PoolRunResult ran = run_pool(pool, cache, config, progress);
   facts.compile_wall_seconds = ran.wall_seconds;
   facts.wall_seconds = util::monotonic_seconds() - run_start;
@@ -198,22 +253,33 @@ int run(const Options& options, const cli::Settings& settings) {
   }
 
   if (count(pool).compiled > 0) {
-    try {
-      auto evicted = cache::evict(cache, {settings.cache.size_limit(), settings.cache.ttl()});
-      if (!evicted.deleted.empty())
-        spdlog::info("evicted {} least recently used entries to stay under the cache size limit", evicted.deleted.size());
-    } catch (const std::exception& e) {
-      spdlog::warn("cache eviction skipped: {}", e.what());
+    for (const auto& root : roots) {
+      cache::Cache root_cache(root);
+      root_cache.set_stale_lock_age(cache.stale_lock_age());
+      try {
+        auto evicted = cache::evict(root_cache, {settings.cache.size_limit(), settings.cache.ttl()});
+        if (!evicted.deleted.empty())
+          spdlog::info("evicted {} least recently used entries of {} to stay under the cache size limit",
+                       evicted.deleted.size(), root.string());
+      } catch (const std::exception& e) {
+        spdlog::warn("cache eviction of {} skipped: {}", root.string(), e.what());
+      }
     }
   }
   for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
-  for (const auto& path : {options.report, dump_results_path(files.workdir)}) {
-    if (!path) continue;
-    if (auto s = write_report(pool, facts, *path); !s)
+  for (const auto& line : original_summary_lines(pool)) spdlog::info("{}", line);
+  if (options.report) {
+    if (auto s = write_report(pool, facts, *options.report); !s)
       throw EnvironmentError("cannot write the report: " + s.error());
-    spdlog::info("report written to {}", path->string());
+    spdlog::info("report written to {}", options.report->string());
   }
-  return count(pool).failed > 0 ? kExitGraphsFailed : 0;
+  if (dump_results_requested()) {
+    auto written = write_original_results(pool, compile_start_epoch, ran.wall_seconds, ran.wall_seconds,
+                                          fs::current_path(), epoch_seconds());
+    if (!written) throw EnvironmentError("cannot write the results: " + written.error());
+    spdlog::info("results written to {} and {}", written->results.string(), written->total.string());
+  }
+  return failed_graphs_status(count(pool).failed);
 }
 
 } // namespace npc::launcher

@@ -17,18 +17,23 @@ unsigned core_count() {
   return static_cast<unsigned>(std::max<long>(1, online > 0 ? online : hw));
 }
 
-std::uint64_t available_memory() {
+namespace {
+std::uint64_t meminfo_bytes(const std::string& field) {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
   while (std::getline(meminfo, line)) {
-    if (!line.starts_with("MemAvailable:")) continue;
-    std::istringstream in(line.substr(13));
+    if (!line.starts_with(field)) continue;
+    std::istringstream in(line.substr(field.size()));
     std::uint64_t kib = 0;
     in >> kib;
     return kib * 1024;
   }
   return 0;
 }
+} // namespace
+
+std::uint64_t available_memory() { return meminfo_bytes("MemAvailable:"); }
+std::uint64_t total_memory() { return meminfo_bytes("MemTotal:"); }
 
 std::filesystem::path sibling_program(const std::string& name) {
   std::error_code ec;

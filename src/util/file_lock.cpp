@@ -24,10 +24,21 @@ constexpr auto kMaxBackoff = std::chrono::milliseconds(100);
 // How many times to retry when the file we locked was unlinked under us.
 constexpr int kMaxRelinkRetries = 100;
 
-std::string hostname() {
+std::string read_hostname() {
   char buffer[256] = {};
   if (::gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
   return buffer;
+}
+
+std::string read_boot_id() {
+  auto text = read_file("/proc/sys/kernel/random/boot_id");
+  return text ? std::string(trim(*text)) : std::string();
+}
+
+bool is_record_value(std::string_view value) {
+  for (char c : value)
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return false;
+  return true;
 }
 
 bool same_file(int fd, const fs::path& path) {
@@ -39,9 +50,51 @@ bool same_file(int fd, const fs::path& path) {
 
 } // namespace
 
+const std::string& this_host() {
+  static const std::string host = read_hostname();
+  return host;
+}
+
+const std::string& this_boot_id() {
+  static const std::string boot = read_boot_id();
+  return boot;
+}
+
+std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  auto text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+  // count fields from the last ')'. starttime is field 22, the 20th after it.
+  auto close = text->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream in(text->substr(close + 1));
+  std::string field;
+  for (int i = 0; i < 19 && (in >> field); ++i) {
+  }
+  std::uint64_t ticks = 0;
+  if (!(in >> ticks)) return std::nullopt;
+  return ticks;
+}
+
+Liveness liveness(const LockHolder& holder) {
+  if (holder.host.empty() || holder.host != this_host()) return Liveness::unknown;
+  // Same host name but another boot: everything that ran then is gone.
+  if (!holder.boot_id.empty() && !this_boot_id().empty() && holder.boot_id != this_boot_id())
+    return Liveness::dead;
+  auto started = process_start_ticks(holder.pid);
+  if (!started) return Liveness::dead;
+  // A pid in use by a process that started at another time was reused.
+  if (holder.process_start != 0 && *started != holder.process_start) return Liveness::dead;
+  return Liveness::alive;
+}
+
 std::string LockHolder::serialize() const {
   std::ostringstream out;
-  out << "pid=" << pid << " host=" << host << " start=" << start_unix << " tool=" << tool;
+  out << "pid=" << pid << " host=" << host;
+  if (!boot_id.empty()) out << " boot=" << boot_id;
+  if (process_start != 0) out << " pstart=" << process_start;
+  out << " start=" << start_unix << " tool=" << tool;
   return out.str();
 }
 
@@ -64,6 +117,7 @@ std::optional<LockHolder> LockHolder::parse(std::string_view text) {
     auto eq = field.find('=');
     if (eq == std::string::npos) return std::nullopt;
     std::string name = field.substr(0, eq), value = field.substr(eq + 1);
+    if (!is_record_value(value)) return std::nullopt;
     try {
       if (name == "pid") {
         size_t used = 0;
@@ -79,6 +133,12 @@ std::optional<LockHolder> LockHolder::parse(std::string_view text) {
         if (used != value.size()) return std::nullopt;
       } else if (name == "tool") {
         holder.tool = value;
+      } else if (name == "boot") {
+        holder.boot_id = value;
+      } else if (name == "pstart") {
+        size_t used = 0;
+        holder.process_start = std::stoull(value, &used);
+        if (used != value.size()) return std::nullopt;
       }
     } catch (const std::exception&) {
       return std::nullopt;
@@ -91,7 +151,9 @@ std::optional<LockHolder> LockHolder::parse(std::string_view text) {
 LockHolder LockHolder::self(const std::string& tool) {
   LockHolder me;
   me.pid = ::getpid();
-  me.host = hostname();
+  me.host = this_host();
+  me.boot_id = this_boot_id();
+  me.process_start = process_start_ticks(me.pid).value_or(0);
   me.start_unix = static_cast<std::int64_t>(std::time(nullptr));
   me.tool = tool;
   return me;

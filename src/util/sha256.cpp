@@ -20,15 +20,38 @@ namespace {
 // The compile entry starts once per graph of a training run, and OpenSSL's
 // default start (reading openssl.cnf, registering every cipher and digest by
 // name) cost more than the rest of a cache hit. We only ever hash: start it
-// without the config file and the name tables, and fetch SHA-256 once.
-const EVP_MD* sha256_method() {
-  static const EVP_MD* method = [] {
+// without the config file and the name tables, and fetch each digest once.
+// (Without the config no FIPS provider is loaded either, so MD5, which we use
+// only to name cache entries as torch-neuronx does, stays available.)
+const EVP_MD* fetch_method(const char* name) {
+  [[maybe_unused]] static const bool started = [] {
     OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
                             OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
                         nullptr);
-    return static_cast<const EVP_MD*>(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+    return true;
   }();
+  return static_cast<const EVP_MD*>(EVP_MD_fetch(nullptr, name, nullptr));
+}
+
+const EVP_MD* sha256_method() {
+  static const EVP_MD* method = fetch_method("SHA256");
   return method;
+}
+
+const EVP_MD* md5_method() {
+  static const EVP_MD* method = fetch_method("MD5");
+  return method;
+}
+
+std::string to_hex(const unsigned char* digest, unsigned length) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(length * 2);
+  for (unsigned i = 0; i < length; ++i) {
+    hex.push_back(kHex[digest[i] >> 4]);
+    hex.push_back(kHex[digest[i] & 0xf]);
+  }
+  return hex;
 }
 
 } // namespace
@@ -51,20 +74,22 @@ std::string Sha256::hex_digest() {
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1)
     throw std::runtime_error("OpenSSL SHA-256 final failed");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(length * 2);
-  for (unsigned i = 0; i < length; ++i) {
-    hex.push_back(kHex[digest[i] >> 4]);
-    hex.push_back(kHex[digest[i] & 0xf]);
-  }
-  return hex;
+  return to_hex(digest, length);
 }
 
 std::string sha256_hex(std::string_view data) {
   Sha256 sha;
   sha.update(data);
   return sha.hex_digest();
+}
+
+std::string md5_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  const EVP_MD* method = md5_method();
+  if (method == nullptr || EVP_Digest(data.data(), data.size(), digest, &length, method, nullptr) != 1)
+    throw std::runtime_error("OpenSSL could not compute an MD5 digest");
+  return to_hex(digest, length);
 }
 
 Result<FileDigest> sha256_fd(int fd, int copy_to) {

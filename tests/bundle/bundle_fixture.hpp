@@ -45,7 +45,7 @@ class BundleTest : public CacheTest {
 protected:
   // A cache other than the fixture's: NEURON_CC_FLAGS=--cache_dir=<base>.
   [[nodiscard]] fs::path base(const std::string& name) const { return dir() / name; }
-  [[nodiscard]] static fs::path root_of(const fs::path& base) { return base / "neuron-compile-cache"; }
+  [[nodiscard]] static fs::path root_of(const fs::path& base) { return base; }
   [[nodiscard]] std::map<std::string, std::string> env_for(const fs::path& base,
                                                            std::map<std::string, std::string> extra = {}) const;
   RunResult tool_in(const fs::path& base, const std::string& name, std::vector<std::string> args,

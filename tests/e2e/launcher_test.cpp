@@ -110,7 +110,7 @@ TEST_F(Launcher, TrialEnvironmentHasTheExtractionVariables) {
   std::string env = read_text(out);
   EXPECT_NE(env.find("\nNEURON_EXTRACT_GRAPHS_ONLY=1\n"), std::string::npos);
   EXPECT_NE(env.find("\nNEURON_PARALLEL_COMPILE=1\n"), std::string::npos);
-  EXPECT_NE(env.find("\nNEURON_PARALLEL_COMPILE_CACHE_PATH_LOG=" + (dir() / "wd").string() + "/cache_paths."),
+  EXPECT_NE(env.find("\nNEURON_PARALLEL_COMPILE_CACHE_PATH_LOG=" + (dir() / "wd").string() + "/cache_path_pid"),
             std::string::npos) << env;
   EXPECT_NE(env.find("\nMY_VAR=kept\n"), std::string::npos);
 }
@@ -137,7 +137,7 @@ TEST_F(Launcher, RetriesFromTheEnvironmentVariable) {
 TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
   auto r = launch({"--max-retries", "1", "--report", (dir() / "report.json").string()}, train(10),
                   {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "5"}});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.exit_code, 4) << r.describe(); // the number of graphs that failed
   EXPECT_EQ(compiles(), 8u);
   EXPECT_EQ(done_entries(), 0u);
   for (const auto& e : entries()) {
@@ -151,7 +151,7 @@ TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
 
   // A cached failure is not recompiled by the next run...
   auto again = launch({}, train(10));
-  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.exit_code, 4);
   EXPECT_EQ(compiles(), 8u);
   // ...unless asked.
   env_["NEURON_CC_FLAGS"] += " --retry_failed_compilation";
@@ -162,7 +162,7 @@ TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
 
 TEST_F(Launcher, TimeoutKillsTheCompileAndCountsAsAFailedAttempt) {
   auto r = launch({"--compile-timeout", "0.3"}, train(10), {{"STANDIN_CC_FAULT", "hang"}});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_EQ(r.exit_code, 4) << r.describe();
   // One attempt each: a timeout is a failed attempt, not a memory kill.
   EXPECT_NE(r.err.find("compiler timed out after 0.3s (1 attempt(s))"), std::string::npos) << r.err;
   EXPECT_EQ(compiles(), 4u);
@@ -204,9 +204,9 @@ TEST_F(Launcher, TrainingScriptCrashIgnoredCompilesWhatWasExtracted) {
   EXPECT_EQ(done_entries(), 3u);
 }
 
-TEST_F(Launcher, TrialKilledBySignalStopsWith128PlusSignal) {
+TEST_F(Launcher, TrialKilledBySignalIsAFailedTrial) {
   auto r = launch({}, {"/bin/sh", "-c", "kill -TERM $$"});
-  EXPECT_EQ(r.exit_code, 128 + 15) << r.describe();
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
   EXPECT_NE(r.err.find("killed by signal SIGTERM"), std::string::npos) << r.err;
 }
 
@@ -217,12 +217,12 @@ TEST_F(Launcher, MissingCommandIsAClearError) {
             std::string::npos) << r.err;
 }
 
-TEST_F(Launcher, NoCacheIsRefused) {
+TEST_F(Launcher, NoCacheIsIgnoredWithAWarningAsTheOriginalDoes) {
   env_["NEURON_CC_FLAGS"] += " --no_cache";
   auto r = launch({}, train(10));
-  EXPECT_EQ(r.exit_code, 2) << r.describe();
-  EXPECT_NE(r.err.find("--no_cache"), std::string::npos);
-  EXPECT_EQ(compiles(), 0u);
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("NEURON_CC_FLAGS has --no_cache; ignored"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 4u);
 }
 
 TEST_F(Launcher, CollectThenCompileModes) {
@@ -264,7 +264,7 @@ TEST_F(Launcher, CollectThenCompileModes) {
 }
 
 TEST_F(Launcher, ScanCountsFailedAsDoneUnlessAskedApart) {
-  ASSERT_EQ(launch({}, train(10), {{"STANDIN_CC_FAULT", "fail"}, {"STANDIN_CC_FAULT_MATCH", "ENTRY"}}).exit_code, 1);
+  ASSERT_EQ(launch({}, train(10), {{"STANDIN_CC_FAULT", "fail"}, {"STANDIN_CC_FAULT_MATCH", "ENTRY"}}).exit_code, 4);
   EXPECT_EQ(launch({"--command", "scan"}).out,
             std::string("neuronxcc-") + kStandinVersion + ": 4 done, 0 pending, 0 locked\n");
   EXPECT_EQ(launch({"--command", "scan-with-failed"}).out,
@@ -301,12 +301,15 @@ TEST_F(Launcher, TwoLaunchersOnOneCacheCompileEachGraphOnce) {
   EXPECT_EQ(done_entries(), graphs);
 }
 
-TEST_F(Launcher, ReportFromTheDumpVariable) {
-  fs::path dump = dir() / "dump.json";
-  auto r = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", dump.string()}});
+TEST_F(Launcher, ResultsFromTheDumpVariableInTheCurrentDirectory) {
+  auto r = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
-  auto j = nlohmann::json::parse(read_text(dump));
-  EXPECT_EQ(j["compilation_summary"]["compiled"], 4);
+  std::vector<fs::path> results;
+  for (const auto& f : fs::directory_iterator(dir()))
+    if (f.path().filename().string().starts_with("neuron_parallel_compile_results_")) results.push_back(f);
+  ASSERT_EQ(results.size(), 1u);
+  auto j = nlohmann::json::parse(read_text(results[0]));
+  EXPECT_EQ(j["compilation_summary"], nlohmann::json({{"true", 4}}));
 }
 
 TEST_F(Launcher, BadOptionsAreUsageErrors) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/key.hpp>
+#include <npc/compile/target.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
@@ -18,6 +20,16 @@ namespace {
 
 class Wrapper : public CacheTest {
 protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    // The target must come from what each test sets, not from the host's.
+    ::unsetenv(compile::kTargetOverrideVariable);
+  }
+  // What the wrapper adds when neither flags nor environment name a target.
+  static std::string machine_target() {
+    return compile::detect_target(compile::kDmiProductNamePath).value_or("trn1");
+  }
+  static std::string version_dir() { return std::string("neuronxcc-") + kStandinVersion; }
   fs::path graph(const std::string& name, const std::string& text) {
     fs::path p = dir() / "graphs" / name;
     write_text(p, text);
@@ -40,6 +52,7 @@ protected:
 };
 
 TEST_F(Wrapper, MissCompilesPublishesAndThenHits) {
+  env_.erase("NEURON_PLATFORM_TARGET_OVERRIDE"); // the machine's own target, as on a Trainium host
   fs::path g = graph("a.hlo", "HloModule a\nENTRY e { ROOT p = f32[4] parameter(0) }\n");
   auto first = compile(g, dir() / "a.neff", {"--model-type=transformer"});
   ASSERT_EQ(first.exit_code, 0) << first.describe();
@@ -54,8 +67,22 @@ TEST_F(Wrapper, MissCompilesPublishesAndThenHits) {
   EXPECT_EQ(read_text(entry / "model.hlo_module.pb"), read_text(g));
   EXPECT_EQ(read_text(dir() / "a.neff"), read_text(entry / "model.neff"));
   EXPECT_EQ(neff_line(dir() / "a.neff", "graph-sha256"), util::sha256_hex(read_text(g)));
-  // --target=trn1 is added only because the flags named no target.
-  EXPECT_EQ(neff_line(dir() / "a.neff", "flags"), "--model-type=transformer --target=trn1");
+  // The machine's target is added only because the flags named no target.
+  EXPECT_EQ(neff_line(dir() / "a.neff", "flags"), "--model-type=transformer --target=" + machine_target());
+  // Without a target from the machine, the fallback is said once.
+  const std::string warning = "cannot tell the compile target from /sys/class/dmi/id/product_name";
+  if (!compile::detect_target(compile::kDmiProductNamePath)) {
+    EXPECT_EQ(first.err.find(warning), first.err.rfind(warning)) << first.err;
+    EXPECT_NE(first.err.find("set NEURON_PLATFORM_TARGET_OVERRIDE to one of trn1, trn1n, trn2, inf2"),
+              std::string::npos)
+        << first.err;
+  } else {
+    EXPECT_EQ(first.err.find(warning), std::string::npos) << first.err;
+  }
+  // The flags part of the key is torch-neuronx's: md5 of the joined flags;
+  // printf '%s' '--model-type=transformer' | md5sum -> abb267659a2ad6ca...
+  EXPECT_EQ(entry.filename().string(),
+            "MODULE_" + util::sha256_hex(read_text(g)).substr(0, 20) + "+abb26765");
   auto meta = cache::read_entry_meta(entry);
   ASSERT_TRUE(meta.ok()) << meta.error();
   ASSERT_EQ(meta->attempts.size(), 1u);
@@ -201,7 +228,7 @@ TEST_F(Wrapper, NoCacheCompilesStraightToOutput) {
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(compiles(), 1u);
   EXPECT_FALSE(fs::exists(dir() / "c"));
-  EXPECT_EQ(neff_line(dir() / "out.neff", "flags"), "-O3 --target=trn1");
+  EXPECT_EQ(neff_line(dir() / "out.neff", "flags"), "-O3 --target=" + machine_target());
   // No temp work dir left beside the output.
   for (const auto& e : fs::directory_iterator(dir())) EXPECT_FALSE(e.path().filename().string().starts_with(".tmp-"));
   auto again = compile(g, dir() / "out.neff");
@@ -309,11 +336,13 @@ TEST_F(Wrapper, CompileEntryCompilesAPendingEntryInPlace) {
   fs::path g = graph("a.hlo", "HloModule pending\n");
   ASSERT_EQ(compile(g, dir() / "a.neff", {"-O1"}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);
   fs::path entry = entries()[0];
-  auto r = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string()});
+  auto r = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string()},
+                    {{"NEURON_PLATFORM_TARGET_OVERRIDE", "inf2"}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(compiles(), 1u);
   EXPECT_TRUE(fs::exists(entry / "model.done"));
-  EXPECT_EQ(neff_line(entry / "model.neff", "flags"), "-O1 --target=trn1");
+  EXPECT_EQ(neff_line(entry / "model.neff", "flags"), "-O1 --target=inf2");
+  EXPECT_EQ(r.err, ""); // the override decided: nothing to warn about
   auto again = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string()});
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_EQ(again.out, "Already compiled: " + entry.string() + "\n");
@@ -339,11 +368,145 @@ TEST_F(Wrapper, KeyPrintsTheEntryAndWhatWentIntoIt) {
   auto r = run_tool("neuron_cc_wrapper", {"key", "--graph", g.string(), "-O2"});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   std::string sha = util::sha256_hex(read_text(g));
-  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
-            (cache_root() / (std::string("neuronxcc-") + kStandinVersion)).string() + "/MODULE_" + sha.substr(0, 20) + "+" +
-                util::sha256_hex("3:-O2;").substr(0, 8));
-  EXPECT_NE(r.out.find("flags encoding: 3:-O2;"), std::string::npos) << r.out;
+  // printf '%s' '-O2' | md5sum -> b5fb2f64a2668606ede8f74eb708e30b;
+  // printf '3:-O2;' | sha256sum -> 69043d16... (the legacy flags part)
+  fs::path version = cache_root() / version_dir();
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), (version / ("MODULE_" + sha.substr(0, 20) + "+b5fb2f64")).string());
+  EXPECT_NE(r.out.find("\nflags text (joined by single spaces): [-O2]\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nflags md5: b5fb2f64a2668606ede8f74eb708e30b  -> flags hash b5fb2f64"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nlegacy flags encoding: 3:-O2;\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(sha), std::string::npos);
+  EXPECT_TRUE(r.out.ends_with("\nlegacy entry path: " + (version / ("MODULE_" + sha.substr(0, 20) + "+69043d16")).string() +
+                              "\n"))
+      << r.out;
+  auto refused = run_tool("neuron_cc_wrapper", {"key", "--graph", g.string(), "--cache-key", "MODULE_1+2"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.describe();
+  EXPECT_EQ(refused.err, "neuron_cc_wrapper: error: key computes the key of a graph; --cache-key 'MODULE_1+2' names "
+                         "one already: drop it\n");
+}
+
+// An entry an earlier release compiled under the legacy flags part.
+class LegacyEntry : public Wrapper {
+protected:
+  // Compiles `g` with `flags` and moves the entry to its legacy name, as an
+  // earlier release would have left it.
+  fs::path make_legacy_entry(const fs::path& g, const std::vector<std::string>& flags) {
+    auto r = compile(g, dir() / "first.neff", flags);
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    EXPECT_EQ(entries().size(), 1u);
+    std::string sha = util::sha256_hex(read_text(g));
+    fs::path legacy = cache_root() / cache::legacy_key(sha, flags, kStandinVersion).relative_path();
+    fs::rename(entries()[0], legacy);
+    return legacy;
+  }
+};
+
+TEST_F(LegacyEntry, ADoneLegacyEntryIsServed) {
+  fs::path g = graph("old.hlo", "HloModule old\n");
+  fs::path legacy = make_legacy_entry(g, {"-O2"});
+  // printf '3:-O2;' | sha256sum -> 69043d16...
+  EXPECT_EQ(legacy.filename().string(), "MODULE_" + util::sha256_hex(read_text(g)).substr(0, 20) + "+69043d16");
+  auto mtime_before = fs::last_write_time(legacy);
+  ::usleep(20000);
+
+  auto hit = compile(g, dir() / "again.neff", {"-O2"});
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u); // nothing compiled again
+  EXPECT_EQ(hit.out, "Using a cached neff at " + (legacy / "model.neff").string() +
+                         ". Exiting with a successfully compiled graph.\n");
+  EXPECT_EQ(read_text(dir() / "again.neff"), read_text(legacy / "model.neff"));
+  EXPECT_GT(fs::last_write_time(legacy), mtime_before); // touched as a hit
+  ASSERT_EQ(entries(), std::vector<fs::path>{legacy});  // nothing stored under the new key
+
+  // The trial names the done legacy entry instead of storing a pending one.
+  fs::path path_log = dir() / "paths.log";
+  auto extract = compile(g, dir() / "x.neff", {"-O2"},
+                         {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}, {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log.string()}});
+  ASSERT_EQ(extract.exit_code, 0) << extract.describe();
+  EXPECT_EQ(extract.out, "Extracting graphs (" + (legacy / "model.hlo_module.pb").string() +
+                             ") for ahead-of-time parallel compilation. No compilation was done.\n");
+  EXPECT_EQ(read_text(path_log), (legacy / "model.hlo_module.pb").string() + "\n");
+  EXPECT_EQ(entries(), std::vector<fs::path>{legacy});
+}
+
+TEST_F(LegacyEntry, ALegacyEntryThatIsNotDoneIsIgnoredAndTheNewKeyIsUsed) {
+  fs::path g = graph("old.hlo", "HloModule pending old\n");
+  fs::path legacy = make_legacy_entry(g, {"-O1"});
+  fs::remove(legacy / "model.done");
+  auto r = compile(g, dir() / "b.neff", {"-O1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 2u);
+  // printf '%s' '-O1' | md5sum -> c04049861de9e16c13b1aa53c972ae58
+  fs::path fresh = cache_root() / version_dir() / ("MODULE_" + util::sha256_hex(read_text(g)).substr(0, 20) + "+c0404986");
+  EXPECT_EQ(entries(), (std::vector<fs::path>{legacy, fresh}));
+  EXPECT_TRUE(fs::exists(fresh / "model.done"));
+  EXPECT_FALSE(fs::exists(legacy / "model.done"));
+}
+
+TEST_F(LegacyEntry, ANewEntryIsServedBeforeTheLegacyOne) {
+  fs::path g = graph("both.hlo", "HloModule both\n");
+  fs::path legacy = make_legacy_entry(g, {});
+  ASSERT_EQ(compile(g, dir() / "c.neff").exit_code, 0); // served from legacy
+  EXPECT_EQ(compiles(), 1u);
+  // A new entry done too (e.g. compiled by torch-neuronx itself): it wins.
+  fs::path fresh = cache_root() / version_dir() / ("MODULE_" + util::sha256_hex(read_text(g)).substr(0, 20) + "+d41d8cd9");
+  fs::create_directories(fresh);
+  for (const char* f : {"model.hlo_module.pb", "compile_flags.json", "model.neff", "model.done", "npc-entry.json"})
+    fs::copy_file(legacy / f, fresh / f);
+  auto r = compile(g, dir() / "d.neff");
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "Using a cached neff at " + (fresh / "model.neff").string() +
+                       ". Exiting with a successfully compiled graph.\n");
+}
+
+TEST_F(Wrapper, CacheKeyOfTheCallerNamesTheEntry) {
+  fs::path g = graph("nxd.hlo", "HloModule nxd\n");
+  const std::string module = "MODULE_9993940051196728623+3cc9a3cb";
+  fs::path entry = cache_root() / version_dir() / module;
+  auto first = compile(g, dir() / "a.neff", {"--cache-key", module, "-O1"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(entries(), std::vector<fs::path>{entry});
+  EXPECT_EQ(read_text(entry / "compile_flags.json"), "[\"-O1\"]\n"); // --cache-key is not a compiler flag
+  EXPECT_EQ(neff_line(entry / "model.neff", "flags"), "-O1 --target=" + machine_target());
+  EXPECT_EQ(read_text(dir() / "a.neff"), read_text(entry / "model.neff"));
+
+  // The caller's key decides, not the graph: a hit without hashing it.
+  auto hit = compile(graph("other.hlo", "HloModule other\n"), dir() / "b.neff", {"--cache-key=" + module, "-O1"});
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(hit.out, "Using a cached neff at " + (entry / "model.neff").string() +
+                         ". Exiting with a successfully compiled graph.\n");
+
+  // Extraction stores under the caller's key too (hex graph part).
+  const std::string hex_module = "MODULE_56f0d314fda2b6e1e336+617f6939";
+  auto extract = compile(g, dir() / "c.neff", {"--cache-key", hex_module}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}});
+  ASSERT_EQ(extract.exit_code, 0) << extract.describe();
+  fs::path hex_entry = cache_root() / version_dir() / hex_module;
+  EXPECT_EQ(extract.out, "Extracting graphs (" + (hex_entry / "model.hlo_module.pb").string() +
+                             ") for ahead-of-time parallel compilation. No compilation was done.\n");
+  EXPECT_EQ(read_text(hex_entry / "model.hlo_module.pb"), read_text(g));
+  EXPECT_EQ(compiles(), 1u);
+}
+
+TEST_F(Wrapper, TargetOverrideAndFlagsDecideTheTarget) {
+  fs::path g = graph("t.hlo", "HloModule target\n");
+  auto overridden = compile(g, dir() / "a.neff", {"-O1"}, {{"NEURON_PLATFORM_TARGET_OVERRIDE", "trn2"}});
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.describe();
+  EXPECT_EQ(neff_line(dir() / "a.neff", "flags"), "-O1 --target=trn2");
+  EXPECT_EQ(neff_line(dir() / "a.neff", "target"), "trn2");
+  EXPECT_EQ(overridden.err, "");
+  // The target is not part of the key: another target hits the same entry.
+  auto hit = compile(g, dir() / "b.neff", {"-O1"}, {{"NEURON_PLATFORM_TARGET_OVERRIDE", "inf2"}});
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u);
+
+  // A target in the flags wins; the variable is not even checked.
+  auto flagged = compile(g, dir() / "c.neff", {"--target", "trn1n"}, {{"NEURON_PLATFORM_TARGET_OVERRIDE", "trn3"}});
+  ASSERT_EQ(flagged.exit_code, 0) << flagged.describe();
+  EXPECT_EQ(neff_line(dir() / "c.neff", "flags"), "--target trn1n");
+  EXPECT_EQ(compiles(), 2u);
 }
 
 TEST_F(Wrapper, ErrorsAreOneLineWithDocumentedExitCodes) {
@@ -373,6 +536,14 @@ TEST_F(Wrapper, ErrorsAreOneLineWithDocumentedExitCodes) {
        "neuron_cc_wrapper: error: the Neuron compiler was not found"},
       {{"compile", "--graph", g.string(), "--output", "x", "--timeout", "-3"}, {}, 2,
        "neuron_cc_wrapper: error: --timeout has the bad value '-3'"},
+      {{"compile", "--graph", g.string(), "--output", "x", "--cache-key", "MODULE_AB+cd"}, {}, 2,
+       "neuron_cc_wrapper: error: --cache-key has the bad value 'MODULE_AB+cd': expected MODULE_<graph hash>+<flags "
+       "hash>, each lower-case hex or decimal digits (e.g. MODULE_9993940051196728623+3cc9a3cb)"},
+      {{"compile", "--graph", g.string(), "--output", "x", "--cache-key=../../etc"}, {}, 2,
+       "neuron_cc_wrapper: error: --cache-key has the bad value '../../etc': expected MODULE_"},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_PLATFORM_TARGET_OVERRIDE", "trn9"}}, 2,
+       "neuron_cc_wrapper: error: NEURON_PLATFORM_TARGET_OVERRIDE has the bad value 'trn9': expected one of trn1, "
+       "trn1n, trn2, inf2 (or unset it)"},
   };
   for (const auto& c : cases) {
     auto r = run_tool("neuron_cc_wrapper", c.args, c.env);

@@ -132,6 +132,8 @@ void CacheTest::SetUp() {
   TempDirTest::SetUp();
   env_ = {{"NEURON_CC_FLAGS", "--cache_dir=" + (dir() / "c").string()},
           {"NEURON_CC", standin_compiler().string()},
+          // These machines are no Trainium instances: say which target, as a user would.
+          {"NEURON_PLATFORM_TARGET_OVERRIDE", "trn1"},
           {"PATH", bin_dir().string() + ":" + standin_dir().string() + ":" +
                        util::Environment::current().get("PATH").value_or("/usr/bin:/bin")},
           {"STANDIN_CC_STATE_DIR", (dir() / "standin-state").string()},

@@ -70,7 +70,7 @@ private:
 class CacheTest : public TempDirTest {
 protected:
   void SetUp() override;
-  [[nodiscard]] fs::path cache_root() const { return dir() / "c" / "neuron-compile-cache"; }
+  [[nodiscard]] fs::path cache_root() const { return dir() / "c"; } // --cache_dir=DIR: DIR is the root
   [[nodiscard]] fs::path invocation_log() const { return dir() / "invocations.log"; }
   [[nodiscard]] std::size_t compiles() const { return count_lines(invocation_log()); }
   // Entry directories of the stand-in's compiler version, sorted.

@@ -2,6 +2,9 @@
 // evictor at a time, stale temp files, and the pure plan.
 
 #include <cstdio>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,8 +147,9 @@ TEST_F(EvictionTest, LockedEntryIsKeptAndTheNextOneDeletedInstead) {
   auto lock = cache->lock_entry(x, 1s);
   ASSERT_TRUE(lock.ok()) << lock.error();
   unit::set_time(x, now() - 3 * kDay); // taking the lock created a file in it
-  // 3000 bytes plus the lock record; one 1000-byte entry must go.
-  EvictionReport report = evict(*cache, {2200, std::chrono::seconds(hours(1))});
+  // 3000 bytes plus the two lock records (ours and the framework's, a few
+  // hundred bytes); one 1000-byte entry must go.
+  EvictionReport report = evict(*cache, {2600, std::chrono::seconds(hours(1))});
   EXPECT_EQ(report.kept_locked, 1U);
   EXPECT_EQ(keys_of(report.deleted), std::vector<std::string>{key_str('b')});
   EXPECT_EQ(report.bytes_after, report.bytes_before - 1000);
@@ -371,6 +375,65 @@ TEST_F(EvictionTest, LargeCacheIsListedAndEvictedExactlyOnThreads) {
   for (std::size_t i = 0; i < kEntries; ++i) ASSERT_EQ(fs::exists(dirs[i]), i >= kEntries - 1000) << dirs[i];
   EXPECT_EQ(unit::names_in(cache->private_dir() / kTrashDir), std::vector<std::string>{});
   EXPECT_EQ(cache->list().size(), 1000U);
+}
+
+} // namespace
+} // namespace npc::cache
+
+namespace npc::cache {
+namespace {
+
+// The framework loads a NEFF without telling us: only the file's atime moves.
+class EvictionBesideTheFramework : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    cache.emplace(dir() / "root");
+    ASSERT_TRUE(cache->ensure_root().ok());
+  }
+  // A done entry whose every time stamp is `days_ago` days old.
+  fs::path make_done_entry(char graph_digit, int days_ago) {
+    fs::path d = cache->entry_dir(unit::repeated_key("1.0", graph_digit, '0'));
+    fs::create_directories(d);
+    test::write_text(d / kGraphFile, "graph");
+    test::write_text(d / kNeffFile, std::string(1000, 'n'));
+    test::write_text(d / kDoneFile, "");
+    struct timespec old[2] = {{::time(nullptr) - days_ago * 86400, 0}, {::time(nullptr) - days_ago * 86400, 0}};
+    for (const char* name : {"model.hlo_module.pb", "model.neff", "model.done", ""})
+      EXPECT_EQ(::utimensat(AT_FDCWD, (d / name).c_str(), old, 0), 0) << name;
+    return d;
+  }
+  std::optional<Cache> cache;
+};
+
+TEST_F(EvictionBesideTheFramework, AnEntryWhoseNeffTheFrameworkReadIsNotEvicted) {
+  fs::path read = make_done_entry('a', 60);
+  fs::path unread = make_done_entry('b', 59);
+  // What the framework does at a cache hit: open and read model.neff.
+  std::string bytes = test::read_text(read / kNeffFile);
+  ASSERT_EQ(bytes.size(), 1000u);
+  EvictionReport report = evict(*cache, {0, std::chrono::seconds(kDay * 30)});
+  EXPECT_EQ(keys_of(report.deleted), std::vector<std::string>{unit::repeated_key("1.0", 'b', '0').str()});
+  EXPECT_TRUE(fs::exists(read / kNeffFile)) << "evicted although the framework used it just now";
+  EXPECT_FALSE(fs::exists(unread));
+}
+
+TEST_F(EvictionBesideTheFramework, AnEntryWithAnyFrameworkLockIsNeverEvicted) {
+  fs::path fresh = make_done_entry('a', 60);
+  fs::path stale = make_done_entry('b', 60);
+  fs::path free = make_done_entry('c', 60);
+  test::write_text(fresh / kFrameworkLockFile, "");
+  test::write_text(stale / kFrameworkLockFile, "garbage");
+  struct timespec old[2] = {{::time(nullptr) - 30 * 86400, 0}, {::time(nullptr) - 30 * 86400, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, (stale / kFrameworkLockFile).c_str(), old, 0), 0);
+  for (const auto& d : {fresh, stale})
+    ASSERT_EQ(::utimensat(AT_FDCWD, d.c_str(), old, 0), 0);
+  EvictionReport report = evict(*cache, {0, std::chrono::seconds(kDay)});
+  EXPECT_EQ(keys_of(report.deleted), std::vector<std::string>{unit::repeated_key("1.0", 'c', '0').str()});
+  EXPECT_EQ(report.kept_locked, 2u);
+  EXPECT_TRUE(fs::exists(fresh / kFrameworkLockFile));
+  EXPECT_TRUE(fs::exists(stale / kFrameworkLockFile));
+  EXPECT_FALSE(fs::exists(free));
 }
 
 } // namespace

@@ -228,13 +228,38 @@ TEST(CacheSettings, MergeLetsLaterSettingsWin) {
   EXPECT_TRUE(earlier.no_cache);
 }
 
-TEST(ResolveCacheRoot, CacheDirGetsTheCacheFolderName) {
+TEST(ResolveCacheRoot, CacheDirIsTheRootAsInCurrentReleases) {
   CacheSettings settings;
   settings.cache_dir = fs::path("/data/d");
-  EXPECT_EQ(resolve_cache_root(settings, std::nullopt), fs::path("/data/d/neuron-compile-cache"));
+  EXPECT_EQ(resolve_cache_root(settings, std::nullopt), fs::path("/data/d"));
   // --cache_dir wins over NEURON_COMPILE_CACHE_URL.
-  EXPECT_EQ(resolve_cache_root(settings, std::string("/elsewhere")),
-            fs::path("/data/d/neuron-compile-cache"));
+  EXPECT_EQ(resolve_cache_root(settings, std::string("/elsewhere")), fs::path("/data/d"));
+}
+
+TEST(ResolveCacheRoot, CacheDirOfTheOldLayoutKeepsWorking) {
+  auto base = fs::temp_directory_path() / ("npc-root-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "neuron-compile-cache" / "neuronxcc-1.0");
+  CacheSettings settings;
+  settings.cache_dir = base;
+  // Only the old layout there: it is used.
+  EXPECT_EQ(resolve_cache_root(settings, std::nullopt), base / "neuron-compile-cache");
+  // Both: DIR itself, as current releases read it.
+  fs::create_directories(base / "neuronxcc-2.0");
+  EXPECT_EQ(resolve_cache_root(settings, std::nullopt), base);
+  fs::remove_all(base);
+}
+
+TEST(ResolveCacheRoot, CacheDirRemoteUrlIsRefusedNamingIt) {
+  CacheSettings settings;
+  settings.cache_dir = fs::path("s3://bucket/prefix");
+  try {
+    std::ignore = resolve_cache_root(settings, std::nullopt);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--cache_dir: the scheme 's3://' of 's3://bucket/prefix' is not supported"),
+              std::string::npos) << e.what();
+  }
 }
 
 TEST(ResolveCacheRoot, CacheUrlPlainPathIsTheRoot) {

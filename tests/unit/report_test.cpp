@@ -1,6 +1,10 @@
 // launcher/report: the JSON report is written one graph at a time, and its
-// text is exactly what nlohmann::json::dump(2) gives for the same document.
+// text is exactly what nlohmann::json::dump(2) gives for the same document;
+// the original tool's results files are exactly what its Python writes (the
+// expected texts below were printed by python3's json.dumps(..., indent=4)
+// for the same data, and the float texts by repr()).
 
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -94,6 +98,143 @@ TEST_F(ReportTest, UnwritablePlaceFailsAndLeavesNothing) {
   auto written = write_report(pool, facts(), dir() / "missing-dir" / "report.json");
   EXPECT_FALSE(written.ok());
   EXPECT_FALSE(fs::exists(dir() / "missing-dir"));
+}
+
+// --- The original tool's results files ---------------------------------------
+
+class OriginalResultsTest : public test::TempDirTest {
+protected:
+  void TearDown() override {
+    ::unsetenv("NEURON_PARALLEL_COMPILE_DUMP_RESULTS");
+    test::TempDirTest::TearDown();
+  }
+  static AttemptInfo took(double seconds, const std::string& exit) {
+    AttemptInfo info;
+    info.wall_seconds = seconds;
+    info.exit = exit;
+    return info;
+  }
+  // a cached, b compiled on its second attempt, c a cached failure, d locked
+  // by another process to the end, e compiled by another process, f failed
+  // twice. Listed out of order: the files list graphs sorted by path.
+  static Pool mixed_pool() {
+    Pool pool({item("MODULE_f+0", 1), item("MODULE_d+0", 1), item("MODULE_b+0", 1), item("MODULE_a+0", 1),
+               item("MODULE_c+0", 1), item("MODULE_e+0", 1)},
+              {4, 0, /*max_retries=*/1});
+    pool.mark_cached(3);
+    pool.mark_cached_failure(4, "/cache/neuronxcc-1.0/MODULE_c+0/model.log");
+    pool.mark_locked_elsewhere(1, 0.0);
+    pool.start(2, 0.0);
+    pool.finish(2, AttemptEnd::failed, took(0.5, "exit code 70"), 0.5);
+    pool.start(2, 1.0);
+    pool.finish(2, AttemptEnd::compiled, took(1.25, "exit code 0"), 2.25);
+    pool.start(5, 0.0);
+    pool.finish(5, AttemptEnd::already_done, took(0.125, "exit code 0"), 0.125);
+    pool.start(0, 0.0);
+    pool.finish(0, AttemptEnd::failed, took(2.5, "exit code 1"), 2.5);
+    pool.start(0, 3.0);
+    pool.finish(0, AttemptEnd::failed, took(0.25, "exit code 1"), 3.25);
+    return pool;
+  }
+};
+
+TEST_F(OriginalResultsTest, ExactFilesInThePythonLayout) {
+  Pool pool = mixed_pool();
+  ASSERT_EQ(pool.progress()[1].state, ItemState::deferred);
+  auto written = write_original_results(pool, 1732350000.5, 12.25, 20.125, dir(), 1732350012.123456);
+  ASSERT_TRUE(written.ok()) << written.error();
+  EXPECT_EQ(written->results, dir() / "neuron_parallel_compile_results_1732350012.123456.json");
+  EXPECT_EQ(written->total, dir() / "total_neuron_parallel_compile_results_1732350012.123456.json");
+  EXPECT_EQ(test::read_text(written->results),
+            "{\n    \"compilation_summary\": {\n        \"true\": 3,\n        \"false\": 2\n    },\n"
+            "    \"compilation_report\": {\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_a+0/model.hlo_module.pb\": {\n            \"status\": true,\n"
+            "            \"retry\": 0,\n            \"compile_time\": 0.0\n        },\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_b+0/model.hlo_module.pb\": {\n            \"status\": true,\n"
+            "            \"retry\": 1,\n            \"compile_time\": 1.75\n        },\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_c+0/model.hlo_module.pb\": {\n            \"status\": false,\n"
+            "            \"retry\": 0,\n            \"compile_time\": 0.0\n        },\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_e+0/model.hlo_module.pb\": {\n            \"status\": true,\n"
+            "            \"retry\": 0,\n            \"compile_time\": 0.0\n        },\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_f+0/model.hlo_module.pb\": {\n            \"status\": false,\n"
+            "            \"retry\": 1,\n            \"compile_time\": 2.75\n        }\n"
+            "    },\n    \"start_time\": 1732350000.5,\n    \"compilation_time\": 12.25\n}");
+  EXPECT_EQ(test::read_text(written->total), "{\n    \"total_neuron_parallel_compile_time\": 20.125\n}");
+  // Nothing else: no temp file left beside them.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir())) ++files;
+  EXPECT_EQ(files, 2U);
+}
+
+TEST_F(OriginalResultsTest, SummaryLinesLeaveOutGraphsWithNoOutcome) {
+  EXPECT_EQ(original_summary_lines(mixed_pool()),
+            (std::vector<std::string>{"Total graphs: 5", "Total successful compilations: 3",
+                                      "Total failed compilations: 2"}));
+  EXPECT_EQ(original_summary_lines(Pool({}, {1, 0, 0})),
+            (std::vector<std::string>{"Total graphs: 0", "Total successful compilations: 0",
+                                      "Total failed compilations: 0"}));
+}
+
+TEST_F(OriginalResultsTest, AZeroCountIsAbsentAndNonAsciiIsEscaped) {
+  Pool pool({item("MODULE_\xc3\xa9+0", 1)}, {1, 0, 0});
+  pool.mark_cached_failure(0, "/x/model.log");
+  auto written = write_original_results(pool, 1.0, 0.0, 0.0, dir(), 5.0);
+  ASSERT_TRUE(written.ok()) << written.error();
+  EXPECT_EQ(written->results.filename(), "neuron_parallel_compile_results_5.0.json");
+  EXPECT_EQ(test::read_text(written->results),
+            "{\n    \"compilation_summary\": {\n        \"false\": 1\n    },\n"
+            "    \"compilation_report\": {\n"
+            "        \"/cache/neuronxcc-1.0/MODULE_\\u00e9+0/model.hlo_module.pb\": {\n            \"status\": false,\n"
+            "            \"retry\": 0,\n            \"compile_time\": 0.0\n        }\n"
+            "    },\n    \"start_time\": 1.0,\n    \"compilation_time\": 0.0\n}");
+}
+
+TEST_F(OriginalResultsTest, NoGraphs) {
+  auto written = write_original_results(Pool({}, {1, 0, 0}), 1732350000.0, 0.0, 0.5, dir(), 1732350000.0);
+  ASSERT_TRUE(written.ok()) << written.error();
+  EXPECT_EQ(written->results.filename(), "neuron_parallel_compile_results_1732350000.0.json");
+  EXPECT_EQ(test::read_text(written->results),
+            "{\n    \"compilation_summary\": {},\n    \"compilation_report\": {},\n"
+            "    \"start_time\": 1732350000.0,\n    \"compilation_time\": 0.0\n}");
+  EXPECT_EQ(test::read_text(written->total), "{\n    \"total_neuron_parallel_compile_time\": 0.5\n}");
+}
+
+TEST_F(OriginalResultsTest, UnwritableDirectoryFailsNamingTheFile) {
+  auto written = write_original_results(mixed_pool(), 1.0, 1.0, 1.0, dir() / "missing", 7.25);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.error().rfind("cannot write " + (dir() / "missing" / "neuron_parallel_compile_results_7.25.json").string() + ": ", 0), 0U)
+      << written.error();
+  EXPECT_FALSE(fs::exists(dir() / "missing"));
+}
+
+TEST_F(OriginalResultsTest, RequestedWhenSetToAnyNonEmptyValue) {
+  ::unsetenv("NEURON_PARALLEL_COMPILE_DUMP_RESULTS");
+  EXPECT_FALSE(dump_results_requested());
+  ::setenv("NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "", 1);
+  EXPECT_FALSE(dump_results_requested()); // Python's truthiness of ""
+  for (const char* value : {"1", "0", "false", "yes", "/some/path.json"}) {
+    ::setenv("NEURON_PARALLEL_COMPILE_DUMP_RESULTS", value, 1);
+    EXPECT_TRUE(dump_results_requested()) << value;
+  }
+}
+
+TEST(PythonFloatText, AsReprPrintsIt) {
+  // Each expected text is python3's repr() of the same value.
+  EXPECT_EQ(python_float_text(1732350012.123456), "1732350012.123456");
+  EXPECT_EQ(python_float_text(1732350012.1234567), "1732350012.1234567");
+  EXPECT_EQ(python_float_text(1732350000.0), "1732350000.0");
+  EXPECT_EQ(python_float_text(0.0), "0.0");
+  EXPECT_EQ(python_float_text(-0.0), "-0.0");
+  EXPECT_EQ(python_float_text(100.0), "100.0");
+  EXPECT_EQ(python_float_text(123.456), "123.456");
+  EXPECT_EQ(python_float_text(1.0 / 3), "0.3333333333333333");
+  EXPECT_EQ(python_float_text(1e15), "1000000000000000.0");
+  EXPECT_EQ(python_float_text(1e16), "1e+16");
+  EXPECT_EQ(python_float_text(2.5e22), "2.5e+22");
+  EXPECT_EQ(python_float_text(0.0001), "0.0001");
+  EXPECT_EQ(python_float_text(0.00001), "1e-05");
+  EXPECT_EQ(python_float_text(1.5e-05), "1.5e-05");
+  EXPECT_EQ(python_float_text(1e-300), "1e-300");
 }
 
 } // namespace

@@ -16,9 +16,14 @@ inline constexpr std::string_view kFlagsFile = "compile_flags.json";
 inline constexpr std::string_view kNeffFile = "model.neff";
 inline constexpr std::string_view kDoneFile = "model.done";
 inline constexpr std::string_view kLogFile = "model.log";
+// torch-neuronx's existence lock: created while a process compiles the entry,
+// removed after; a process that finds it waits (see entry_lock.hpp).
+inline constexpr std::string_view kFrameworkLockFile = "model.hlo_module.pb.lock";
 // Ours: integrity record and per-attempt history of the entry.
 inline constexpr std::string_view kMetaFile = "npc-entry.json";
-// Ours: held (flock) while a compile of the entry is in progress.
+// Ours: held (flock) while a compile of the entry is in progress, beside the
+// framework's lock (our processes on one host exclude each other with it
+// even when a holder dies by SIGKILL).
 inline constexpr std::string_view kLockFile = "npc-compile.lock";
 // Ours: the log of the last attempt that was killed (SIGKILL from outside,
 // or our timeout). Such an attempt is not a cached failure: the entry stays

@@ -31,7 +31,10 @@ struct ClearLocksReport {
   std::vector<fs::path> held; // kept: a live process holds them
 };
 
-// Removes lock files nobody holds; with force, every lock file.
+// Removes lock files nobody holds: our npc-compile.lock files no process
+// holds, and every model.hlo_module.pb.lock but those whose owner facts
+// prove a live process on this host (the framework's carry none: the user
+// running clear-locks says nothing compiles now). With force, every one.
 [[nodiscard]] ClearLocksReport clear_locks(const Cache& cache, bool force);
 
 // Forgets every cached failure (model.log of entries with no result), so those

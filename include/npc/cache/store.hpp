@@ -3,12 +3,14 @@
 //
 // An entry is a directory; its state follows from which files it holds:
 //   done    model.done (written last) and model.neff
-//   locked  a compile holds npc-compile.lock
+//   locked  a compile holds npc-compile.lock, or model.hlo_module.pb.lock
+//           exists and is not provably stale (entry_lock.hpp)
 //   failed  model.log and no model.done
 //   pending the graph, no result
 // Everything is published by rename of a temp file in the same directory;
 // model.done comes last, so a reader that sees it sees a whole NEFF.
-// Last use is the entry directory's mtime, set on every hit.
+// Last use is the later of the entry directory's mtime, set on every hit of
+// ours, and the NEFF's atime (the framework reads entries without telling us).
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <npc/cache/entry_lock.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/trust.hpp>
@@ -42,7 +45,8 @@ struct EntryInfo {
   bool has_neff = false;
   bool has_done = false;
   bool has_log = false;
-  bool has_lock_file = false;
+  bool has_lock_file = false;      // npc-compile.lock
+  FrameworkLockFacts framework_lock; // model.hlo_module.pb.lock
   std::uint64_t graph_bytes = 0;
   std::vector<std::string> temp_files; // names of our temp files in the entry
 };
@@ -66,6 +70,11 @@ public:
   [[nodiscard]] Status ensure_root() const;
   [[nodiscard]] TrustMode trust() const { return trust_; }
 
+  // Past this age a lock whose owner cannot be proved alive is stale
+  // (entry_lock.hpp); --lock-timeout sets it.
+  void set_stale_lock_age(std::chrono::seconds age) { stale_lock_age_ = age; }
+  [[nodiscard]] std::chrono::seconds stale_lock_age() const { return stale_lock_age_; }
+
   [[nodiscard]] Result<EntryInfo> inspect(const fs::path& entry_dir) const;
   // Every entry of every compiler version, in no particular order.
   [[nodiscard]] std::vector<EntryInfo> list() const;
@@ -88,10 +97,15 @@ public:
                                    const std::vector<std::string>& flags) const;
 
   [[nodiscard]] fs::path lock_path(const fs::path& entry_dir) const;
-  [[nodiscard]] Result<util::FileLock>
+  [[nodiscard]] fs::path framework_lock_path(const fs::path& entry_dir) const;
+  // Takes the entry's lock (both parts, see entry_lock.hpp), waiting with a
+  // short random backoff up to `timeout`; the failure names the holder.
+  // `on_wait` is called once, when the first attempt finds it held.
+  [[nodiscard]] Result<EntryLock>
   lock_entry(const fs::path& entry_dir, std::chrono::milliseconds timeout,
-             const std::function<void(const std::optional<util::LockHolder>&)>& on_wait = {}) const;
-  [[nodiscard]] Result<std::optional<util::FileLock>> try_lock_entry(const fs::path& entry_dir) const;
+             const std::function<void(const std::string& holder)>& on_wait = {}) const;
+  // One attempt; nullopt when another process holds the entry.
+  [[nodiscard]] Result<std::optional<EntryLock>> try_lock_entry(const fs::path& entry_dir) const;
 
   // The following require the entry's lock.
   // Moves `neff` (a file on the same filesystem) into the entry, records its
@@ -111,7 +125,9 @@ public:
   [[nodiscard]] Status clear_failure(const fs::path& entry_dir) const;
 
   // Removes a whole entry: renamed into the trash first, so no reader ever
-  // sees half of it. Skipped (false) when a compile holds its lock.
+  // sees half of it. Skipped (false) when a compile holds its lock or any
+  // framework lock file is there (even a stale one: removing an entry is
+  // never urgent enough to break a lock).
   [[nodiscard]] Result<bool> remove_entry(const fs::path& entry_dir) const;
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
@@ -120,6 +136,7 @@ private:
   fs::path root_;
   TrustMode trust_;
   const util::Clock& clock_;
+  std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(kDefaultStaleLockAge);
 };
 
 // The tool name written into lock records by this process.

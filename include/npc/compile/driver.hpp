@@ -1,10 +1,12 @@
 #pragma once
 // Runs the Neuron compiler once, with its real command line:
 //   neuronx-cc compile --framework=XLA <graph> --output <neff> <flags...>
-// adding --target=trn1 only when the flags name no target. Never through a
-// shell; in its own process group; stdin from /dev/null; stdout and stderr to
-// a log file; in a fresh working directory. A timeout kills the whole group,
-// and SIGINT/SIGTERM/SIGHUP received meanwhile are passed on to it.
+// adding --target=<target> only when the flags name no target (the target
+// from compile/target.hpp: NEURON_PLATFORM_TARGET_OVERRIDE, else the machine,
+// else trn1). Never through a shell; in its own process group; stdin from
+// /dev/null; stdout and stderr to a log file; in a fresh working directory.
+// A timeout kills the whole group, and SIGINT/SIGTERM/SIGHUP received
+// meanwhile are passed on to it.
 
 #include <chrono>
 #include <filesystem>
@@ -18,7 +20,6 @@ namespace npc::compile {
 
 namespace fs = std::filesystem;
 
-inline constexpr const char* kDefaultTarget = "--target=trn1";
 // After passing on an interrupt, how long the compiler has to exit before it
 // is killed.
 inline constexpr auto kInterruptGrace = std::chrono::milliseconds(1500);
@@ -47,6 +48,7 @@ struct CompileRun {
   [[nodiscard]] std::string describe() const;
 };
 
+// Throws UsageError when NEURON_PLATFORM_TARGET_OVERRIDE is needed and bad.
 [[nodiscard]] std::vector<std::string> compiler_argv(const CompileJob& job);
 
 // Throws EnvironmentError when the compiler cannot be started at all.

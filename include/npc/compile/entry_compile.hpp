@@ -25,6 +25,13 @@ struct EntryCompileOptions {
   std::optional<std::chrono::milliseconds> timeout;
   std::chrono::milliseconds lock_wait = kDefaultLockWait; // zero: do not wait
   bool retry_failed = false;
+  // NEURON_CC_FLAGS --compile_workdir=DIR: compile in a fresh directory under
+  // DIR instead of inside the entry (the NEFF is then copied into the entry
+  // before it is published by rename).
+  std::optional<fs::path> compile_workdir;
+  // NEURON_CC_FLAGS --dump=DIR: keep each compile's working directory (the
+  // compiler's artifacts and log) as DIR/<MODULE_...>/.
+  std::optional<fs::path> dump_dir;
 };
 
 enum class EntryOutcome {

@@ -1,7 +1,8 @@
 #pragma once
-// NEURON_CC_FLAGS: compiler flags plus the persistent cache's own options,
-// which are taken out (in both --opt=value and --opt value forms). Every other
-// word is a compiler flag and is passed on untouched, in order.
+// NEURON_CC_FLAGS: compiler flags plus the framework's own options (the
+// cache's, --dump and --compile_workdir), which are taken out (in both
+// --opt=value and --opt value forms) and never reach the compiler. Every
+// other word is a compiler flag and is passed on untouched, in order.
 
 #include <chrono>
 #include <cstdint>
@@ -24,15 +25,19 @@ inline constexpr double kDefaultCacheTtlDays = 30;
 // A longer TTL is the same as this one: nothing is that old.
 inline constexpr double kMaxCacheTtlDays = 36500;
 inline constexpr const char* kDefaultCacheRoot = "/var/tmp/neuron-compile-cache";
+// Old releases put the cache at DIR/neuron-compile-cache for --cache_dir=DIR;
+// current ones use DIR itself. Caches of both kinds are on users' disks.
 inline constexpr const char* kCacheDirName = "neuron-compile-cache";
 
 struct CacheSettings {
-  std::optional<fs::path> cache_dir; // --cache_dir=DIR (the cache is DIR/neuron-compile-cache)
+  std::optional<fs::path> cache_dir; // --cache_dir=DIR: the cache root (see resolve_cache_root)
   bool no_cache = false;
   std::optional<std::uint64_t> cache_size;
   std::optional<double> cache_ttl_days;
   bool retry_failed_compilation = false;
   std::optional<util::LogLevel> log_level;
+  std::optional<fs::path> dump_dir;        // --dump=DIR: keep each compile's artifacts under DIR
+  std::optional<fs::path> compile_workdir; // --compile_workdir=DIR: where compiles run
 
   [[nodiscard]] std::uint64_t size_limit() const { return cache_size.value_or(kDefaultCacheSizeBytes); }
   [[nodiscard]] std::chrono::seconds ttl() const;
@@ -57,9 +62,11 @@ struct NeuronCcFlags {
 // NEURON_CC_FLAGS from the environment (empty when unset).
 [[nodiscard]] NeuronCcFlags neuron_cc_flags_from_environment();
 
-// The cache root: DIR/neuron-compile-cache with --cache_dir, else
-// NEURON_COMPILE_CACHE_URL (a path or file:// URL), else the default.
-// A remote URL scheme (s3://) is a UsageError.
+// The cache root: DIR with --cache_dir=DIR (current releases), except that
+// when DIR holds no neuronxcc-* but DIR/neuron-compile-cache does (a cache
+// of an old release, or of this tool before it followed them), that one,
+// said once per process; else NEURON_COMPILE_CACHE_URL (a path or file://
+// URL), else the default. A remote URL scheme (s3://) is a UsageError.
 [[nodiscard]] fs::path resolve_cache_root(const CacheSettings& settings,
                                           const std::optional<std::string>& cache_url);
 

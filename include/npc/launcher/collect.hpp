@@ -1,10 +1,17 @@
 #pragma once
-// Collecting the graphs a trial run dumped. They come from the cache-path
-// log, from "Extracting graphs (...)" lines in the trial's output, and (for
-// --command compile) from a scan of pending entries; merged, de-duplicated,
-// and each checked: a path must name a graph inside the cache root, in an
-// entry of the compiler version we compile with. Anything else is refused and
-// reported, never compiled or deleted.
+// Collecting the graphs a trial run dumped. They come from "Extracting
+// graphs (...)" lines in the trial's output, from the cache-path log, and
+// (for --command compile) from a scan of pending entries; merged,
+// de-duplicated, and each checked: a path must name a graph in an entry
+// directory <root>/neuronxcc-<our version>/MODULE_<key>/ of a known cache
+// root, with no symlink on the way. Anything else is refused and reported,
+// never compiled or deleted.
+//
+// Known roots are the launcher's own and those the framework names: the
+// cache-path log of current torch-neuronx holds the root URL it used (the
+// training script often sets its own --cache_dir inside Python), older
+// releases and our compile entry write graph paths there, whose roots count
+// too. Each graph is compiled in the entry where the framework put it.
 
 #include <filesystem>
 #include <string>
@@ -21,6 +28,14 @@ public:
 
   // A graph path (…/neuronxcc-<v>/MODULE_<g>+<f>/model.hlo_module.pb).
   void add_graph_path(const std::string& path, const std::string& source);
+  // A root the framework used; false (and refused) when it is not a local
+  // absolute path.
+  bool add_root(const std::string& url, const std::string& source);
+  // One line of the cache-path log: a root URL, or a graph path (older
+  // releases), whose root is learned before the graph is taken.
+  void add_path_log_line(const std::string& line);
+  // The roots known so far (canonical), the launcher's own first.
+  [[nodiscard]] const std::vector<fs::path>& roots() const { return roots_; }
   void add_entry_dir(const fs::path& entry_dir);
 
   [[nodiscard]] const std::vector<fs::path>& entries() const { return entries_; }
@@ -30,14 +45,18 @@ public:
   [[nodiscard]] const std::vector<std::string>& refused() const { return refused_; }
 
 private:
-  fs::path root_;
+  [[nodiscard]] bool known_root(const fs::path& root) const;
+  void refuse(const std::string& text, const std::string& source, const std::string& why);
+
+  std::vector<fs::path> roots_;
   std::string version_;
   std::vector<fs::path> entries_;
   std::unordered_set<std::string> seen_; // strings: a path object is several times larger
   std::vector<std::string> refused_;
 };
 
-// The lines of a cache-path log; empty when it does not exist.
+// The lines of a cache-path log; empty when it does not exist. Current
+// torch-neuronx writes one root URL, the whole file; a line is still a line.
 [[nodiscard]] std::vector<std::string> read_path_log(const fs::path& path);
 
 } // namespace npc::launcher

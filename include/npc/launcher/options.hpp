@@ -23,7 +23,8 @@ enum class Mode {
   clear_locks,         // remove lock files nobody holds
   clear_neffs,         // drop compiled results, keep the graphs pending
   scan,                // report states (failed counted as done)
-  scan_with_failed     // report states, failed apart
+  scan_with_failed,    // report states, failed apart
+  analyze              // the original's graph analysis: not available (exit 2)
 };
 
 struct Options {
@@ -40,6 +41,8 @@ struct Options {
   std::optional<std::uint64_t> memory_budget;      // nullopt: MemAvailable
   std::optional<std::string> compiler;
   bool dry_run = false;
+  bool static_schedule = false; // contiguous shares of the sorted entries, stealing from 8 before
+  std::optional<std::chrono::seconds> lock_timeout; // stale-lock age (cache::kDefaultStaleLockAge)
   std::vector<std::string> command; // the user's command, untouched
 };
 

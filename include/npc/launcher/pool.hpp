@@ -40,7 +40,9 @@ enum class ItemState {
   compiled,           // compiled by us
   cached,             // was done at the start
   compiled_elsewhere, // another process finished it while we waited
-  failed              // out of retries, or a cached failure
+  failed,             // out of retries, or a cached failure
+  locked_elsewhere    // at the end, still locked by a process we cannot wait
+                      // for (the framework, another host): not compiled by us
 };
 
 struct ItemProgress {
@@ -108,6 +110,11 @@ public:
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
   enum class Found { done, failed, pending, locked };
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
+
+  // Stops waiting for a deferred item: it stays with its lock holder.
+  void leave_to_lock_holder(std::size_t i);
+  // Whether everything not finished is deferred (nothing runs or waits to run).
+  [[nodiscard]] bool only_deferred_left() const;
 
   [[nodiscard]] bool finished() const;
   // When something becomes due (a retry or a revisit), if anything waits.

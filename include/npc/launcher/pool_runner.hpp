@@ -24,6 +24,7 @@ struct RunnerConfig {
   std::optional<std::chrono::milliseconds> compile_timeout;
   fs::path log_dir;  // one log per attempt
   bool retry_cached_failures = false;
+  std::chrono::seconds stale_lock_age{6 * 3600}; // passed to the workers as --lock-timeout
 };
 
 struct PoolRunResult {

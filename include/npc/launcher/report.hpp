@@ -1,10 +1,13 @@
 #pragma once
-// The end of a run: the summary printed for the user and the JSON report
-// (--report FILE, NEURON_PARALLEL_COMPILE_DUMP_RESULTS) with the original
-// tool's fields (compilation_summary, compilation_report, start_time,
-// compilation_time) and ours (per-graph peak memory, exit, log path, key).
+// The end of a run: the summary printed for the user; our JSON report
+// (--report FILE) with the original tool's fields (compilation_summary,
+// compilation_report, start_time, compilation_time) and ours (per-graph peak
+// memory, exit, log path, key); and the original tool's own results files
+// and summary lines (NEURON_PARALLEL_COMPILE_DUMP_RESULTS), byte for byte in
+// its schema, for the scripts that read them.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +32,8 @@ struct RunFacts {
 };
 
 struct Counts {
-  std::size_t found = 0, cached = 0, compiled = 0, compiled_elsewhere = 0, failed = 0, retried = 0;
+  std::size_t found = 0, cached = 0, compiled = 0, compiled_elsewhere = 0, failed = 0, retried = 0,
+              locked_elsewhere = 0;
   double compile_seconds = 0; // summed over our attempts
 };
 
@@ -44,8 +48,49 @@ struct Counts {
 // Lines for the user: totals, then each failure with its log's last lines.
 [[nodiscard]] std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts);
 
-// NEURON_PARALLEL_COMPILE_DUMP_RESULTS: a path, or a true value for
-// neuron_parallel_compile_results.json in `workdir`.
+// DEPRECATED: the old reading of NEURON_PARALLEL_COMPILE_DUMP_RESULTS (a
+// path, or a true value for neuron_parallel_compile_results.json in
+// `workdir`, for write_report). Kept only until run.cpp moves to
+// dump_results_requested() + write_original_results(); then remove it.
 [[nodiscard]] std::optional<fs::path> dump_results_path(const fs::path& workdir);
+
+// --- The original tool's results (NEURON_PARALLEL_COMPILE_DUMP_RESULTS) ---
+// Each graph's status there: true when it is compiled (by us, already at the
+// start, or by another process meanwhile), false when it failed. A graph
+// still locked by another process at the end (ItemState::deferred) has no
+// outcome yet: it is left out of the counts and of compilation_report.
+
+// True when NEURON_PARALLEL_COMPILE_DUMP_RESULTS is set to a non-empty value
+// (any, even "0" or "false"): the original tests the variable's Python
+// truthiness, so an empty value asks for nothing.
+[[nodiscard]] bool dump_results_requested();
+
+struct OriginalResults {
+  fs::path results; // <directory>/neuron_parallel_compile_results_<time>.json
+  fs::path total;   // <directory>/total_neuron_parallel_compile_results_<time>.json
+};
+
+// Writes both files atomically into `directory` (the original writes them
+// into the current directory). <time> is `now_epoch_seconds` printed as
+// Python prints a float (1732350000.123456, 1732350000.0); each node of a
+// cluster writes its own. The text is Python's json.dumps(..., indent=4):
+//   {"compilation_summary": {"true": <ok>, "false": <failed>},   (a 0 count absent)
+//    "compilation_report": {"<entry>/model.hlo_module.pb":
+//        {"status": true|false, "retry": <retries>, "compile_time": <seconds>}, ...},
+//    "start_time": <start_epoch_seconds>, "compilation_time": <compilation_seconds>}
+// and {"total_neuron_parallel_compile_time": <total_seconds>}, with no final
+// newline, non-ASCII escaped as \uXXXX. Graphs are listed sorted by path.
+[[nodiscard]] Result<OriginalResults> write_original_results(const Pool& pool, double start_epoch_seconds,
+                                                             double compilation_seconds, double total_seconds,
+                                                             const fs::path& directory,
+                                                             double now_epoch_seconds);
+
+// Exactly the original's closing lines: "Total graphs: N" (graphs with an
+// outcome), "Total successful compilations: N", "Total failed compilations: N".
+[[nodiscard]] std::vector<std::string> original_summary_lines(const Pool& pool);
+
+// `value` as Python's repr(float) prints it: shortest round trip, ".0" on
+// whole numbers, exponent form below 1e-4 and from 1e16 (1e+16, 1.5e-05).
+[[nodiscard]] std::string python_float_text(double value);
 
 } // namespace npc::launcher

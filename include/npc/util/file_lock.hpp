@@ -28,14 +28,33 @@ namespace fs = std::filesystem;
 struct LockHolder {
   pid_t pid = 0;
   std::string host;
-  std::int64_t start_unix = 0; // when the lock was taken
+  std::string boot_id;              // /proc/sys/kernel/random/boot_id of the holder's host
+  std::uint64_t process_start = 0;  // the holder's start, in clock ticks since boot (0: unknown)
+  std::int64_t start_unix = 0;      // when the lock was taken
   std::string tool;
 
-  [[nodiscard]] std::string serialize() const; // one line: "pid=1 host=h start=2 tool=t"
-  [[nodiscard]] std::string describe() const;  // "pid 1 on h (tool), since <time>"
+  // One line: "pid=1 host=h boot=<uuid> pstart=<ticks> start=2 tool=t".
+  [[nodiscard]] std::string serialize() const;
+  [[nodiscard]] std::string describe() const; // "pid 1 on h (tool), since <time>"
+  // nullopt for anything that is not such a record (empty, garbage, binary).
   static std::optional<LockHolder> parse(std::string_view text);
   static LockHolder self(const std::string& tool);
 };
+
+// What can be proved about a recorded holder from this host.
+enum class Liveness {
+  alive,   // on this host, this boot, and the process with that pid and start time runs
+  dead,    // on this host and gone: its pid is free, reused, or the host rebooted since
+  unknown  // another host (or too little recorded to tell)
+};
+[[nodiscard]] Liveness liveness(const LockHolder& holder);
+
+// This host's name and boot id ("" when unreadable).
+[[nodiscard]] const std::string& this_host();
+[[nodiscard]] const std::string& this_boot_id();
+// A process's start time in clock ticks since boot (field 22 of
+// /proc/<pid>/stat); nullopt when there is no such process.
+[[nodiscard]] std::optional<std::uint64_t> process_start_ticks(pid_t pid);
 
 enum class LockState { absent, free, held };
 

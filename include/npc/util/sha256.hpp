@@ -1,6 +1,6 @@
 #pragma once
 // SHA-256 through OpenSSL's EVP interface (uses the CPU's SHA extensions when
-// it has them).
+// it has them), and MD5 for the one place a format we must match uses it.
 
 #include <filesystem>
 #include <memory>
@@ -29,6 +29,9 @@ private:
 };
 
 [[nodiscard]] std::string sha256_hex(std::string_view data);
+// Lower-case hex of MD5. Only for names other tools compute the same way
+// (torch-neuronx's flags part of a cache key), never for integrity.
+[[nodiscard]] std::string md5_hex(std::string_view data);
 
 struct FileDigest {
   std::string sha256;

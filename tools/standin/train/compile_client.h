@@ -1,35 +1,34 @@
-// Calls the project's compile entry (`neuron_cc_wrapper compile --graph G
-// --output N`) where torch-neuronx would invoke the Neuron compiler.
+// Wrapper mode: calls the project's compile entry (`neuron_cc_wrapper compile
+// --graph G --output N`) where torch-neuronx would invoke the Neuron compiler.
 #pragma once
 
 #include <string>
+
+#include "graph_compiler.h"
+#include "spawn.h"
 
 namespace standin::train {
 
 // Printed by the wrapper when it serves a NEFF from the persistent cache.
 inline constexpr char kCacheHitMarker[] = "Using a cached neff at ";
 
-struct CompileResult {
-  int exit_status = 0;  // 128 + signal if the wrapper was killed
-  std::string output;   // its stdout and stderr, interleaved
-  bool cache_hit = false;
-  double seconds = 0;
-};
-
-class CompileClient {
+class CompileClient : public GraphCompiler {
  public:
   // NEURON_CC_WRAPPER if set, else neuron_cc_wrapper on PATH. Throws a
-  // usage error (exit 2) when neither is found.
-  static CompileClient locate();
+  // usage error (exit 2) when neither is found. `child_env` is set in the
+  // wrapper's environment (the training script changed os.environ).
+  static CompileClient locate(EnvOverrides child_env = {});
 
   // Runs the wrapper, echoes its output to our stdout, measures wall time.
-  CompileResult compile(const std::string& graph_path, const std::string& neff_path) const;
+  CompileResult compile(const std::string& graph_path, const std::string& neff_path) override;
 
   const std::string& wrapper_path() const { return wrapper_path_; }
 
  private:
-  explicit CompileClient(std::string wrapper_path) : wrapper_path_(std::move(wrapper_path)) {}
+  CompileClient(std::string wrapper_path, EnvOverrides child_env)
+      : wrapper_path_(std::move(wrapper_path)), child_env_(std::move(child_env)) {}
   std::string wrapper_path_;
+  EnvOverrides child_env_;
 };
 
 }  // namespace standin::train

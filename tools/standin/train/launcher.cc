@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "files.h"
+#include "protocol.h"
 #include "rank.h"
 #include "spawn.h"
 #include "summary.h"
@@ -68,6 +69,9 @@ int run_launcher(const TrainOptions& options, const std::string& argv0,
   // Ranks must share our directory so the totals can be collected; the
   // last --workdir wins, as with argparse.
   if (workdir.is_temporary()) rank_argv.push_back("--workdir=" + workdir.path());
+  // Resolved here (a bad STANDIN_TRAIN_PROTOCOL fails before any rank
+  // starts) and passed on explicitly, whichever way it was chosen.
+  rank_argv.push_back(std::string("--protocol=") + protocol_name(resolve_protocol(options.protocol)));
 
   const std::string self = self_executable();
   const std::string world = std::to_string(options.nproc_per_node);

@@ -1,6 +1,8 @@
 // Stand-in for a torch-neuronx training script under torchrun: traces HLO
-// graphs step by step and compiles each new one through the project's
-// compile entry, neuron_cc_wrapper (see README.md).
+// graphs step by step and compiles each new one, through the project's
+// compile entry neuron_cc_wrapper (--protocol wrapper) or through the
+// compile cache as current torch-neuronx does (--protocol torch-neuronx);
+// see README.md.
 #include <iostream>
 #include <optional>
 #include <string>

@@ -48,6 +48,10 @@ TrainOptions parse_train_options(const std::vector<std::string>& args) {
       options.step_ms = int_value(0, kMaxCount);
     } else if (name == "--workdir") {
       options.workdir = take_value(args, i, option);
+    } else if (name == "--protocol") {
+      options.protocol = parse_protocol(take_value(args, i, option), "argument --protocol");
+    } else if (name == "--script_cache_dir") {
+      options.script_cache_dir = take_value(args, i, option);
     } else {
       throw usage_error("unrecognized arguments: " + args[i]);
     }
@@ -59,10 +63,13 @@ const char* train_usage() {
   return "usage: standin_train [-h] [--nproc_per_node R] [--steps_this_run N] [--layers L]\n"
          "                     [--hidden H] [--eval_every K] [--late_graph_step N]\n"
          "                     [--graphs_per_step G] [--crash_at_step K] [--step_ms MS]\n"
-         "                     [--workdir DIR]\n"
+         "                     [--workdir DIR] [--protocol {wrapper,torch-neuronx}]\n"
+         "                     [--script_cache_dir DIR]\n"
          "\n"
          "Stand-in for a torch-neuronx training script run under torchrun: emits HLO\n"
-         "graphs step by step and compiles each new one through neuron_cc_wrapper.\n";
+         "graphs step by step and compiles each new one, through neuron_cc_wrapper\n"
+         "(--protocol wrapper, the default) or through the compile cache the way\n"
+         "current torch-neuronx does (--protocol torch-neuronx).\n";
 }
 
 }  // namespace standin::train

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol.h"
+
 namespace standin::train {
 
 inline constexpr char kProgramName[] = "standin_train";
@@ -22,6 +24,10 @@ struct TrainOptions {
   std::optional<long> crash_at_step;
   long step_ms = 0;
   std::optional<std::string> workdir;
+  // Unset: $STANDIN_TRAIN_PROTOCOL decides (resolve_protocol).
+  std::optional<Protocol> protocol;
+  // Plays a script that does os.environ["NEURON_CC_FLAGS"] += " --cache_dir=DIR".
+  std::optional<std::string> script_cache_dir;
   bool help = false;
 };
 

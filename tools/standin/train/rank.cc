@@ -9,10 +9,10 @@
 #include <iostream>
 #include <map>
 
-#include "compile_client.h"
 #include "env.h"
 #include "error.h"
 #include "files.h"
+#include "graph_compiler.h"
 #include "hlo_graphs.h"
 #include "neff_check.h"
 #include "schedule.h"
@@ -59,7 +59,7 @@ class Trainer {
       : options_(options),
         directory_(directory),
         shape_{options.layers, options.hidden, world_size},
-        client_(CompileClient::locate()),
+        compiler_(make_graph_compiler(options)),
         extract_only_(env_truthy(kExtractOnlyEnv)) {}
 
   // Returns false if the run crashed on purpose.
@@ -111,11 +111,12 @@ class Trainer {
   void compile(const TracedGraph& graph) {
     // A NEFF left from an earlier run must not pass for this compile's output.
     ::unlink(graph.neff_path.c_str());
-    const CompileResult result = client_.compile(graph.graph_path, graph.neff_path);
+    const CompileResult result = compiler_->compile(graph.graph_path, graph.neff_path);
     summary_.compile_wait_s += result.seconds;
     if (result.exit_status != 0) {
-      throw failure("compile failed for " + graph.graph_path + " (exit " +
-                    std::to_string(result.exit_status) + ")");
+      const std::string why =
+          result.failure.empty() ? "exit " + std::to_string(result.exit_status) : result.failure;
+      throw failure("compile failed for " + graph.graph_path + " (" + why + ")");
     }
     if (result.cache_hit) {
       ++summary_.cache_hits;
@@ -129,7 +130,7 @@ class Trainer {
   const TrainOptions& options_;
   const std::string directory_;
   const ModelShape shape_;
-  const CompileClient client_;
+  const std::unique_ptr<GraphCompiler> compiler_;
   const bool extract_only_;
   std::map<GraphSpec, TracedGraph> traced_;
   RankSummary summary_;

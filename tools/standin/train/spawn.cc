@@ -1,5 +1,6 @@
 #include "spawn.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "files.h"
 
 extern char** environ;
 
@@ -77,6 +79,29 @@ int poll_exit_status(pid_t pid) {
   }
   if (WIFSIGNALED(status)) return kSignalExitBase + WTERMSIG(status);
   return WEXITSTATUS(status);
+}
+
+CapturedRun run_captured(const std::string& path, const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw failure("cannot create a pipe: " + errno_text());
+  pid_t pid = -1;
+  try {
+    pid = spawn_process(path, argv, env, pipe_fds[1]);
+  } catch (...) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw;
+  }
+  ::close(pipe_fds[1]);  // so read_all sees EOF once the child exits
+
+  CapturedRun run;
+  const bool read_ok = read_all(pipe_fds[0], run.output);
+  const std::string reason = read_ok ? "" : errno_text();
+  ::close(pipe_fds[0]);
+  run.exit_status = wait_exit_status(pid);
+  if (!read_ok) throw failure("cannot read the output of '" + path + "': " + reason);
+  return run;
 }
 
 }  // namespace standin::train

@@ -30,4 +30,14 @@ int wait_exit_status(pid_t pid);
 // defers handlers that way).
 int poll_exit_status(pid_t pid);
 
+struct CapturedRun {
+  int exit_status = 0;  // as wait_exit_status reports it
+  std::string output;   // stdout and stderr, interleaved as written
+};
+
+// Starts `path` with its stdout and stderr on one pipe, reads the pipe to EOF
+// and waits for it. Throws failure() if it cannot be started or read.
+CapturedRun run_captured(const std::string& path, const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env);
+
 }  // namespace standin::train
