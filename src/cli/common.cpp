@@ -66,7 +66,7 @@ void add_cache_options(CLI::App& app, config::CacheSettings& settings,
                        std::string& cache_size_text, std::string& cache_ttl_text) {
   app.add_option_function<std::string>(
          "--cache_dir", [&settings](const std::string& dir) { settings.cache_dir = fs::path(dir); },
-         "Use the cache DIR/neuron-compile-cache (as in NEURON_CC_FLAGS)")
+         "The cache root DIR (as --cache_dir in NEURON_CC_FLAGS; DIR/neuron-compile-cache of old releases when only it holds a cache)")
       ->type_name("DIR");
   app.add_option("--cache_size", cache_size_text, "Cache size limit in bytes (100GB = 10^11)")
       ->type_name("BYTES");

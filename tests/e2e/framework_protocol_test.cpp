@@ -3,7 +3,9 @@
 // keys, MD5 flags part, the root URL in the cache-path log, a cache dir the
 // script sets, model.hlo_module.pb.lock while it compiles just in time).
 
+#include <csignal>
 #include <regex>
+#include <sstream>
 #include <set>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -305,6 +307,59 @@ TEST_F(FrameworkProtocol, AnalyzeSaysItNeedsTorchNeuronx) {
   auto r = launch({"--command", "analyze"});
   EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("--command analyze needs torch-neuronx's graph analyser"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace npc::test
+
+namespace npc::test {
+namespace {
+
+TEST_F(FrameworkProtocol, ALockLeftByACompileKilledWithMinus9IsTakenOverByTheNextRun) {
+  extract();
+  auto found = entries_in(script_root());
+  std::map<std::string, std::string> env = {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()},
+                                            {"STANDIN_CC_FAULT", "hang"}};
+  pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string()}, env, dir() / "killed.out");
+  for (int i = 0; i < 500 && !fs::exists(found[0] / kLock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(found[0] / kLock));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the compiler is running
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  auto status = util::wait_child(pid);
+  EXPECT_TRUE(status.signaled);
+  ASSERT_TRUE(fs::exists(found[0] / kLock)) << "kill -9 leaves the lock, as it does the framework's";
+  auto r = compile_pending();
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  // The killed attempt, then one compile per graph.
+  EXPECT_EQ(compiles(), kGraphs + 1);
+  for (const auto& e : found) {
+    EXPECT_TRUE(fs::exists(e / "model.done")) << e;
+    EXPECT_FALSE(fs::exists(e / kLock)) << e;
+  }
+}
+
+TEST_F(FrameworkProtocol, StaticScheduleTakesAContiguousShareAndHelpsOnlyTheEightBefore) {
+  extract();
+  auto plan = [&](std::vector<std::string> extra) {
+    std::vector<std::string> ours = {"--command", "compile", "--dry-run", "--node_id", "9", "--world_size", "10"};
+    ours.insert(ours.end(), extra.begin(), extra.end());
+    auto r = launch(ours, {}, {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()}});
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+    std::size_t own = 0, other = 0;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("would compile") == std::string::npos) continue;
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      line.ends_with(" own") ? ++own : ++other;
+    }
+    return std::make_pair(own, other);
+  };
+  // 4 entries, 10 launchers: shares of one entry for launchers 0..3. Launcher
+  // 9 owns none; it helps 1..8, so it plans the entries of 1, 2 and 3.
+  EXPECT_EQ(plan({"--static_schedule"}), std::make_pair(std::size_t{0}, std::size_t{3}));
+  // Round robin (the default): entry k to launcher k % 10; it may help all.
+  EXPECT_EQ(plan({}), std::make_pair(std::size_t{0}, std::size_t{4}));
+  EXPECT_EQ(compiles(), 0u);
 }
 
 } // namespace
