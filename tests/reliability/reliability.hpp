@@ -56,7 +56,8 @@ struct Graph {
                                              std::size_t bytes, std::mt19937_64& rng);
 
 // The stand-in's NEFF for `graph` with exactly these extra flag words (the
-// wrapper adds --target=trn1 when the flags name no target).
+// wrapper adds --target=<t> when the flags name no target; the suites set
+// NEURON_PLATFORM_TARGET_OVERRIDE=trn1).
 [[nodiscard]] std::string reference_neff_sha(const fs::path& graph, const fs::path& workdir);
 
 // ---- The oracle ---------------------------------------------------------
