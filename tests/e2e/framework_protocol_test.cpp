@@ -196,9 +196,9 @@ TEST_F(FrameworkProtocol, TheLockExistsWithOwnerFactsWhileWeCompileAndIsGoneAfte
   fs::path out = dir() / "compile-entry.out";
   std::map<std::string, std::string> env = {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()},
                                             {"STANDIN_CC_FAULT", "hang"}};
-  pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string(), "--timeout", "3"}, env, out);
+  pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string(), "--timeout", "5"}, env, out);
   std::string record;
-  for (int i = 0; i < 200 && record.find("pid=") == std::string::npos; ++i) {
+  for (int i = 0; i < 1000 && record.find("pid=") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     std::error_code ec;
     if (fs::exists(found[0] / kLock, ec)) record = read_text(found[0] / kLock);
@@ -321,9 +321,12 @@ TEST_F(FrameworkProtocol, ALockLeftByACompileKilledWithMinus9IsTakenOverByTheNex
   std::map<std::string, std::string> env = {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()},
                                             {"STANDIN_CC_FAULT", "hang"}};
   pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string()}, env, dir() / "killed.out");
-  for (int i = 0; i < 500 && !fs::exists(found[0] / kLock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 2000 && !fs::exists(found[0] / kLock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_TRUE(fs::exists(found[0] / kLock));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the compiler is running
+  // Killed once the compiler runs (its invocation is logged), however slow
+  // the machine (sanitizer builds are).
+  for (int i = 0; i < 1000 && compiles() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(compiles(), 1u) << "the compiler never started";
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   auto status = util::wait_child(pid);
   EXPECT_TRUE(status.signaled);
