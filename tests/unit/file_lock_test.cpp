@@ -87,7 +87,7 @@ TEST_F(FileLockTest, SecondTryInTheSameProcessFindsItHeld) {
 }
 
 TEST_F(FileLockTest, RecordIsTheSerializedHolder) {
-  LockHolder me{.pid = 4242, .host = "host-a", .start_unix = 1700000000, .tool = "tool-b"};
+  LockHolder me{.pid = 4242, .host = "host-a", .boot_id = {}, .process_start = 0, .start_unix = 1700000000, .tool = "tool-b"};
   auto lock = FileLock::try_acquire(lock_path(), me);
   ASSERT_TRUE(lock.ok() && lock->has_value());
   EXPECT_EQ(test::read_text(lock_path()), "pid=4242 host=host-a start=1700000000 tool=tool-b\n");
@@ -132,7 +132,7 @@ TEST_F(FileLockTest, MissingDirectoryIsAnError) {
 }
 
 TEST(LockHolder, SerializeParseRoundTrip) {
-  LockHolder holder{.pid = 1234, .host = "host-a.example", .start_unix = 1700000000, .tool = "neuron_cc_wrapper"};
+  LockHolder holder{.pid = 1234, .host = "host-a.example", .boot_id = {}, .process_start = 0, .start_unix = 1700000000, .tool = "neuron_cc_wrapper"};
   EXPECT_EQ(holder.serialize(), "pid=1234 host=host-a.example start=1700000000 tool=neuron_cc_wrapper");
   auto parsed = LockHolder::parse(holder.serialize());
   ASSERT_TRUE(parsed.has_value());
@@ -147,7 +147,7 @@ TEST(LockHolder, SerializeParseRoundTrip) {
 }
 
 TEST(LockHolder, DescribeNamesPidHostToolAndTime) {
-  LockHolder holder{.pid = 1234, .host = "host-a", .start_unix = 1700000000, .tool = "neuron_cc_wrapper"};
+  LockHolder holder{.pid = 1234, .host = "host-a", .boot_id = {}, .process_start = 0, .start_unix = 1700000000, .tool = "neuron_cc_wrapper"};
   EXPECT_EQ(holder.describe(), "pid 1234 on host-a (neuron_cc_wrapper), since 2023-11-14T22:13:20Z");
   holder.tool = "";
   EXPECT_EQ(holder.describe(), "pid 1234 on host-a, since 2023-11-14T22:13:20Z");
