@@ -102,13 +102,13 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
     util::parallel_ranges(victims.size(), 256, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         // Look again: it may have been used or locked since the listing.
-        auto fresh = cache.inspect(victims[i]->dir);
-        if (!fresh) continue;
+        auto fresh = cache.entry(victims[i]->dir).inspect();
+        if (!fresh || fresh->state == EntryState::absent) continue;
         if (used_within(now, fresh->last_used, policy.ttl)) {
           fates[i] = Fate::kept_by_ttl;
           continue;
         }
-        auto removed = cache.remove_entry(victims[i]->dir);
+        auto removed = cache.entry(victims[i]->dir).remove();
         if (!removed) {
           spdlog::warn("eviction: {}", removed.error());
           continue;

@@ -12,7 +12,7 @@ namespace {
 
 // Why a done entry cannot be served, or "" when it can.
 std::string check_done_entry(const Cache& cache, const EntryInfo& entry, bool& unverified) {
-  auto integrity = cache.verify_neff(entry.dir);
+  auto integrity = cache.entry(entry.dir).verify_neff();
   if (!integrity) return integrity.error();
   if (*integrity == Integrity::mismatch) return "NEFF does not match its integrity record";
   if (*integrity == Integrity::unverified) unverified = true;
@@ -32,7 +32,7 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
     if (unverified) ++report.unverified;
     if (problem.empty()) continue;
     // Evicted or republished while we looked: not a problem of the cache.
-    auto again = cache.inspect(entry.dir);
+    auto again = cache.entry(entry.dir).inspect();
     if (!again || !again->has_done) continue;
     if (again->has_neff) {
       bool ignored = false;
@@ -40,13 +40,13 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
     }
     VerifyReport::Problem item{entry, problem, false};
     if (repair == Repair::yes) {
-      auto lock = cache.try_lock_entry(entry.dir);
+      auto lock = cache.entry(entry.dir).try_lock();
       if (lock && lock->has_value()) {
         // Check again under the lock: a compile may have just fixed it.
         bool again_unverified = false;
         std::string still = entry.has_neff ? check_done_entry(cache, entry, again_unverified)
                                            : problem;
-        if (!still.empty()) item.repaired = static_cast<bool>(cache.demote(entry.dir));
+        if (!still.empty()) item.repaired = static_cast<bool>(cache.entry(entry.dir).demote());
         else item.repaired = true;
       }
     }
@@ -62,11 +62,11 @@ ClearLocksReport clear_locks(const Cache& cache, bool force) {
     else if (util::probe_lock(path) != util::LockState::absent) report.held.push_back(path);
   };
   for (const auto& entry : cache.list()) {
-    if (entry.has_lock_file) consider(cache.lock_path(entry.dir));
+    if (entry.has_lock_file) consider(cache.entry(entry.dir).lock_path());
     if (entry.framework_lock.state == FrameworkLockState::absent) continue;
     // "Nothing is compiling now", the user says: every framework lock goes
     // but one whose owner is provably alive on this host.
-    fs::path path = cache.framework_lock_path(entry.dir);
+    fs::path path = cache.entry(entry.dir).framework_lock_path();
     auto facts = judge_framework_lock(path, cache.stale_lock_age(), std::chrono::system_clock::now());
     if (facts.state == FrameworkLockState::absent) continue;
     if (facts.state == FrameworkLockState::held_alive && !force) {
@@ -85,9 +85,9 @@ std::vector<EntryInfo> clear_failed(const Cache& cache) {
   std::vector<EntryInfo> cleared;
   for (auto& entry : cache.list()) {
     if (entry.state != EntryState::failed) continue;
-    auto lock = cache.try_lock_entry(entry.dir);
+    auto lock = cache.entry(entry.dir).try_lock();
     if (!lock || !lock->has_value()) continue;
-    if (cache.clear_failure(entry.dir)) cleared.push_back(std::move(entry));
+    if (cache.entry(entry.dir).clear_failure()) cleared.push_back(std::move(entry));
   }
   return cleared;
 }

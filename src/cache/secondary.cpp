@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/entry_transfer.hpp>
+#include <npc/cache/entry.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/util/error.hpp>
@@ -40,12 +40,14 @@ bool exists_regular(const fs::path& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-// Copies an open file into `dir`/`name` (a new file), hashing it on the way.
-Result<util::FileDigest> copy_into(int from, const fs::path& dir, std::string_view name) {
+// Copies an open file into `dir`/`name` (a new file), hashing it on the way;
+// `failed_side` tells a bad source from a bad destination.
+Result<util::FileDigest> copy_into(int from, const fs::path& dir, std::string_view name, util::IoSide& failed_side) {
   fs::path path = dir / name;
+  failed_side = util::IoSide::write;
   util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (!out.valid()) return fail(util::errno_text("cannot create", path, errno));
-  auto digest = util::sha256_fd(from, out.get());
+  auto digest = util::sha256_fd(from, out.get(), &failed_side);
   if (!digest) return fail("cannot copy to " + path.string() + ": " + digest.error());
   if (::close(out.release()) != 0) return fail(util::errno_text("cannot write", path, errno));
   return digest;
@@ -57,32 +59,24 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
                                      std::chrono::milliseconds lock_wait) {
   const fs::path remote = secondary_root / key.relative_path();
   // The cheap look first: most misses end here, with nothing created locally.
-  if (!exists_regular(remote / kDoneFile) || !exists_regular(remote / kNeffFile)) return {};
+  if (!Entry::looks_done_at(remote)) return {};
   std::error_code ec;
   if (fs::equivalent(secondary_root, local.root(), ec)) return {};
 
-  const fs::path entry_dir = local.entry_dir(key);
+  const Entry entry = local.entry(key);
   // Nothing is written into a local entry the trust check refuses.
-  if (auto trusted = check_entry_trust(local, entry_dir); !trusted) return {SecondaryOutcome::rejected, trusted.error()};
-  EntryLock lock;
-  if (lock_wait.count() == 0) {
-    if (auto s = util::ensure_dir(entry_dir); !s) throw EnvironmentError(s.error());
-    auto taken = local.try_lock_entry(entry_dir);
-    if (!taken) throw EnvironmentError(taken.error());
-    if (!taken->has_value()) return {SecondaryOutcome::busy, "another process holds " + entry_dir.string()};
-    lock = std::move(**taken);
-  } else {
-    auto taken = local.lock_entry(entry_dir, lock_wait);
-    if (!taken) return {SecondaryOutcome::busy, taken.error()};
-    lock = std::move(*taken);
-  }
-  auto info = local.inspect(entry_dir);
+  if (auto trusted = entry.check_trust(); !trusted) return {SecondaryOutcome::rejected, trusted.error()};
+  auto taken = entry.lock(lock_wait);
+  if (!taken) throw EnvironmentError(taken.error());
+  if (auto* busy = std::get_if<LockBusy>(&*taken)) return {SecondaryOutcome::busy, describe_busy(entry.dir(), *busy)};
+  EntryLock lock = std::move(std::get<EntryLock>(*taken));
+  auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
   if (info->state == EntryState::done) return {SecondaryOutcome::already_done, ""};
 
   // Every read below goes through descriptors of one published state of the
   // remote entry; nothing there is opened for writing.
-  auto snapshot = open_entry_snapshot(remote);
+  auto snapshot = Entry::open_snapshot(remote);
   if (!snapshot) return {SecondaryOutcome::rejected, snapshot.error()};
   if (!snapshot->done) return {}; // demoted or removed since the first look
   std::optional<EntryMeta> record;
@@ -96,12 +90,13 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
 
   // Staged inside the local entry (same filesystem, a temp name eviction
   // recognises), then published by rename.
-  util::TempDir work(entry_dir, std::string(util::kTempPrefix) + "secondary-");
-  auto neff = copy_into(snapshot->files.find(kNeffFile)->second.get(), work.path(), kNeffFile);
+  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "secondary-");
+  util::IoSide failed_side = util::IoSide::write;
+  auto neff = copy_into(snapshot->files.find(kNeffFile)->second.get(), work.path(), kNeffFile, failed_side);
   if (!neff) {
     // Reading the secondary failed (it is remote, maybe); writing here failing
     // is ours to report.
-    if (neff.error().find("read failed") != std::string::npos) return {SecondaryOutcome::rejected, neff.error()};
+    if (failed_side == util::IoSide::read) return {SecondaryOutcome::rejected, neff.error()};
     throw EnvironmentError(neff.error());
   }
   if (record && record->neff_sha256) {
@@ -119,12 +114,12 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   if (record) incoming.attempts = record->attempts;
   for (auto name : {kGraphFile, kFlagsFile}) {
     auto it = snapshot->files.find(name);
-    if (it == snapshot->files.end() || exists_regular(entry_dir / name)) continue;
-    auto copied = copy_into(it->second.get(), work.path(), name);
+    if (it == snapshot->files.end() || exists_regular(entry.dir() / name)) continue;
+    auto copied = copy_into(it->second.get(), work.path(), name, failed_side);
     if (!copied) continue; // the NEFF is what is served; the entry's graph can come later
     (name == kGraphFile ? incoming.graph : incoming.flags) = work.path() / name;
   }
-  if (auto s = publish_incoming(local, entry_dir, incoming); !s) throw EnvironmentError(s.error());
+  if (auto s = entry.publish_incoming(incoming); !s) throw EnvironmentError(s.error());
   return {SecondaryOutcome::copied, ""};
 }
 

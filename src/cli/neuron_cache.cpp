@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/bundle.hpp>
+#include <npc/bundle/bundle.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
@@ -187,8 +187,8 @@ int cmd_clear_failed(const cache::Cache& cache, bool as_json) {
 std::vector<EntryInfo> find_entries(const cache::Cache& cache, const std::string& name) {
   std::vector<EntryInfo> found;
   if (auto key = cache::parse_key(name)) {
-    auto info = cache.inspect(cache.entry_dir(*key));
-    if (info) found.push_back(std::move(*info));
+    auto info = cache.entry(*key).inspect();
+    if (info && info->state != EntryState::absent) found.push_back(std::move(*info));
     return found;
   }
   std::string g, f;
@@ -211,7 +211,7 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
       status = 1;
     }
     for (const auto& e : entries) {
-      auto r = cache.remove_entry(e.dir);
+      auto r = cache.entry(e.dir).remove();
       if (!r) throw EnvironmentError(r.error());
       if (!*r) {
         spdlog::error("cache entry {} is being compiled (locked); not removed", e.key.str());
@@ -227,29 +227,29 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
   return status;
 }
 
-// --- bundles: export / import (see include/npc/cache/bundle.hpp) -----------
+// --- bundles: export / import (see include/npc/bundle/bundle.hpp) ----------
 
 int cmd_export(const cache::Cache& cache, const std::string& output, const std::string& report_file,
                bool all, const std::string& used_since, bool include_failed, bool as_json) {
   int chosen = (report_file.empty() ? 0 : 1) + (all ? 1 : 0) + (used_since.empty() ? 0 : 1);
   if (chosen != 1)
     throw UsageError("export needs exactly one of --from-report REPORT.json, --all, --used-since DAYS");
-  cache::ExportSelection selection;
-  if (all) selection.kind = cache::ExportSelection::Kind::all;
+  bundle::ExportSelection selection;
+  if (all) selection.kind = bundle::ExportSelection::Kind::all;
   if (!report_file.empty()) {
-    selection.kind = cache::ExportSelection::Kind::from_report;
+    selection.kind = bundle::ExportSelection::Kind::from_report;
     selection.report = report_file;
   }
   if (!used_since.empty()) {
     auto days = util::parse_non_negative(used_since);
     if (!days) throw UsageError("--used-since has the bad value '" + used_since + "': expected a number of days");
-    selection.kind = cache::ExportSelection::Kind::used_since;
+    selection.kind = bundle::ExportSelection::Kind::used_since;
     selection.used_since_days = *days;
   }
-  auto report = cache::export_bundle(cache, selection, output, {include_failed});
+  auto report = bundle::export_bundle(cache, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
-    print_json(cache::to_json(report));
+    print_json(bundle::to_json(report));
     return status;
   }
   for (const auto& s : report.skipped) std::cout << "SKIPPED " << s.key << ": " << s.reason << '\n';
@@ -266,17 +266,17 @@ int cmd_export(const cache::Cache& cache, const std::string& output, const std::
 
 int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings, const std::string& bundle,
                bool include_failed, const std::string& lock_timeout, bool as_json) {
-  cache::ImportOptions options;
+  bundle::ImportOptions options;
   options.include_failed = include_failed;
   if (!lock_timeout.empty()) {
     auto seconds = util::parse_non_negative(lock_timeout);
     if (!seconds) throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected seconds");
     options.lock_wait = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
   }
-  auto report = cache::import_bundle(cache, bundle, options);
+  auto report = bundle::import_bundle(cache, bundle, options);
   if (!report.imported.empty()) cache::evict_after_write(cache, {settings.size_limit(), settings.ttl()});
   if (as_json) {
-    print_json(cache::to_json(report));
+    print_json(bundle::to_json(report));
     return report.exit_code();
   }
   for (const auto& r : report.rejected) std::cout << "REJECTED " << r.key << ": " << r.reason << '\n';

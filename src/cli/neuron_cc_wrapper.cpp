@@ -17,6 +17,7 @@
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
+#include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
 #include <npc/util/error.hpp>
@@ -31,6 +32,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
+                                  [--result-file FILE]
   neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
 
 Serves a graph's NEFF from the Neuron persistent cache, or compiles it with
@@ -59,6 +61,8 @@ options:
   --secondary-cache DIR  a read-only cache to look in on a local miss (default:
                          $NEURON_COMPILE_CACHE_SECONDARY); a hit there is copied
                          into the local cache, verified, and served
+  --result-file FILE     compile-entry: write how it ended to FILE as JSON (what the
+                         parallel compile's workers tell it)
   --                     every word after it is a compiler flag
 
 environment:
@@ -213,8 +217,8 @@ void write_placeholder(const fs::path& output) {
   if (auto s = util::write_file_atomic(output, ""); !s) throw EnvironmentError(s.error());
 }
 
-int print_cached_failure(const fs::path& entry_dir) {
-  std::cout << "Got a cached failed neff at " << (entry_dir / cache::kLogFile).string()
+int print_cached_failure(const cache::Entry& entry) {
+  std::cout << "Got a cached failed neff at " << entry.log_path().string()
             << ". Will skip compilation, please set --retry_failed_compilation" << std::endl;
   return static_cast<int>(ExitCode::failure);
 }
@@ -228,7 +232,7 @@ int print_failure(const fs::path& entry_dir, const compile::EntryCompileResult& 
 // stays pending for the next run.
 int print_killed(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
   std::string how = result.attempt.exit;
-  if (result.attempt.outcome != "timeout") how += " (as the kernel's out-of-memory killer does)";
+  if (result.outcome == compile::EntryOutcome::killed) how += " (as the kernel's out-of-memory killer does)";
   how += "; not cached as a failure: the next run compiles it again";
   spdlog::error("{}", compile::describe_failure(entry_dir, how, result.log_path));
   return static_cast<int>(ExitCode::failure);
@@ -239,19 +243,19 @@ int interrupted_status(const compile::EntryCompileResult& result) {
 }
 
 // Serves a done entry; false when its NEFF fails the integrity check.
-bool serve_hit(const cache::Cache& cache, const fs::path& entry_dir, const fs::path& output) {
-  auto integrity = cache.copy_neff(entry_dir, output);
+bool serve_hit(const cache::Entry& entry, const fs::path& output) {
+  auto integrity = entry.copy_neff(output);
   if (!integrity) {
-    spdlog::warn("cannot serve {}: {}; compiling instead", entry_dir.string(), integrity.error());
+    spdlog::warn("cannot serve {}: {}; compiling instead", entry.dir().string(), integrity.error());
     return false;
   }
   if (*integrity == cache::Integrity::mismatch) {
     spdlog::warn("{}: the cached NEFF does not match its integrity record; compiling it again",
-                 entry_dir.string());
+                 entry.dir().string());
     return false;
   }
-  std::ignore = cache.touch(entry_dir);
-  std::cout << "Using a cached neff at " << (entry_dir / cache::kNeffFile).string()
+  std::ignore = entry.touch();
+  std::cout << "Using a cached neff at " << entry.neff_path().string()
             << ". Exiting with a successfully compiled graph." << std::endl;
   return true;
 }
@@ -325,12 +329,11 @@ Keys keys_for(const CompileCommand& command, const Context& context, const std::
 
 // The entry under the legacy key when it is done (and ours is not): serving
 // it spares recompiling every graph an earlier release compiled.
-std::optional<fs::path> done_legacy_entry(const cache::Cache& cache, const Keys& keys) {
+std::optional<cache::Entry> done_legacy_entry(const cache::Cache& cache, const Keys& keys) {
   if (!keys.legacy || *keys.legacy == keys.key) return std::nullopt;
-  fs::path dir = cache.entry_dir(*keys.legacy);
-  std::error_code ec;
-  if (!fs::exists(dir / cache::kDoneFile, ec)) return std::nullopt;
-  return dir;
+  cache::Entry legacy = cache.entry(*keys.legacy);
+  if (!legacy.looks_done()) return std::nullopt;
+  return legacy;
 }
 
 int cmd_compile(const std::vector<std::string>& words) {
@@ -363,17 +366,17 @@ int cmd_compile(const std::vector<std::string>& words) {
       compiler, cache.private_dir() / cache::kCompilerVersionsDir);
   Keys keys = keys_for(command, context, graph_sha256, version);
   const cache::CacheKey& key = keys.key;
-  fs::path entry_dir = cache.entry_dir(key);
-  std::error_code ec;
+  const cache::Entry entry = cache.entry(key);
+  const fs::path& entry_dir = entry.dir();
 
   if (extract_only) {
-    fs::path graph_path = entry_dir / cache::kGraphFile;
+    fs::path graph_path = entry.graph_path();
     // Compiled by an earlier release: name that entry (the launcher finds it
     // done) rather than store a pending one that would be compiled again.
-    auto legacy = fs::exists(entry_dir / cache::kDoneFile, ec) ? std::nullopt : done_legacy_entry(cache, keys);
+    auto legacy = entry.looks_done() ? std::nullopt : done_legacy_entry(cache, keys);
     if (legacy) {
-      graph_path = *legacy / cache::kGraphFile;
-    } else if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) {
+      graph_path = legacy->graph_path();
+    } else if (auto s = entry.store_graph(graph, context.flags); !s) {
       throw EnvironmentError(s.error());
     }
     std::cout << "Extracting graphs (" << graph_path.string()
@@ -385,55 +388,54 @@ int cmd_compile(const std::vector<std::string>& words) {
   }
 
   // The hot path: one existence check, one read that hashes and copies.
-  if (fs::exists(entry_dir / cache::kDoneFile, ec) && serve_hit(cache, entry_dir, command.output))
-    return 0;
-  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(cache, *legacy, command.output))
-    return 0;
+  if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
+  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
   // A local miss: the read-only secondary cache, if one is named.
-  if (use_secondary_cache(cache, command.common, key) && serve_hit(cache, entry_dir, command.output)) {
+  if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
     return 0;
   }
-  if (fs::exists(entry_dir / cache::kLogFile, ec) && !fs::exists(entry_dir / cache::kDoneFile, ec) &&
-      !context.settings.cache.retry_failed_compilation)
-    return print_cached_failure(entry_dir);
+  if (entry.looks_failed() && !context.settings.cache.retry_failed_compilation) return print_cached_failure(entry);
 
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
   // stored or locked.
   std::ignore = compile::target_for(context.flags);
   graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
-  if (auto s = cache.store_graph(entry_dir, graph, context.flags); !s) throw EnvironmentError(s.error());
+  if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
   graph = std::string(); // not needed while the compiler runs
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
                                        context.settings.cache.compile_workdir, context.settings.cache.dump_dir};
   auto result = compile::compile_entry(cache, entry_dir, options);
   switch (result.outcome) {
-  case compile::EntryOutcome::cached_failure: return print_cached_failure(entry_dir);
+  case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
   case compile::EntryOutcome::failed: return print_failure(entry_dir, result);
-  case compile::EntryOutcome::killed: return print_killed(entry_dir, result);
+  case compile::EntryOutcome::killed:
+  case compile::EntryOutcome::timed_out: return print_killed(entry_dir, result);
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
-  auto integrity = cache.copy_neff(entry_dir, command.output);
+  auto integrity = entry.copy_neff(command.output);
   if (!integrity || *integrity == cache::Integrity::mismatch)
     throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " +
                            command.output.string() + (integrity ? "" : ": " + integrity.error()));
-  std::ignore = cache.touch(entry_dir);
+  std::ignore = entry.touch();
   if (result.outcome == compile::EntryOutcome::compiled) {
     std::cout << "Compiled " << entry_dir.string() << " in "
               << util::format_seconds(result.attempt.wall_seconds) << std::endl;
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
   } else {
-    std::cout << "Using a cached neff at " << (entry_dir / cache::kNeffFile).string()
+    std::cout << "Using a cached neff at " << entry.neff_path().string()
               << ". Exiting with a successfully compiled graph." << std::endl;
   }
   return 0;
 }
 
-int cmd_compile_entry(const std::vector<std::string>& words) {
+// compile-entry, telling its outcome through `report` (see worker_report.hpp).
+int compile_entry_command(const std::vector<std::string>& words, std::optional<fs::path>& result_file,
+                          compile::WorkerReport& report) {
   util::ArgScanner args(words);
   CommonOptions common;
   std::optional<fs::path> entry_dir;
@@ -441,7 +443,8 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   std::vector<std::string> cache_words;
   while (!args.done()) {
     if (take_common(args, common)) continue;
-    if (args.take_flag("--no-evict")) no_evict = true;
+    if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
+    else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) common.lock_wait = std::chrono::milliseconds(0);
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
     else if (!entry_dir) entry_dir = fs::path(args.next());
@@ -466,6 +469,7 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
                                        settings.cache.compile_workdir, settings.cache.dump_dir};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
+    report.outcome = compile::EntryOutcome::already_done;
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
   }
@@ -473,11 +477,13 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
   // locked (unreadable flags are compile_entry's to report).
   if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
   auto result = compile::compile_entry(cache, dir, options);
+  report = compile::make_worker_report(result);
   switch (result.outcome) {
-  case compile::EntryOutcome::cached_failure: return print_cached_failure(dir);
+  case compile::EntryOutcome::cached_failure: return print_cached_failure(cache.entry(dir));
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
   case compile::EntryOutcome::failed: return print_failure(dir, result);
-  case compile::EntryOutcome::killed: return print_killed(dir, result);
+  case compile::EntryOutcome::killed:
+  case compile::EntryOutcome::timed_out: return print_killed(dir, result);
   case compile::EntryOutcome::already_done:
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
@@ -490,6 +496,25 @@ int cmd_compile_entry(const std::vector<std::string>& words) {
             << std::endl;
   if (!no_evict) cache::evict_after_write(cache, {settings.cache.size_limit(), settings.cache.ttl()});
   return 0;
+}
+
+int cmd_compile_entry(const std::vector<std::string>& words) {
+  std::optional<fs::path> result_file;
+  compile::WorkerReport report;
+  auto tell = [&] {
+    if (!result_file) return;
+    if (auto s = compile::write_worker_report(*result_file, report); !s) spdlog::warn("--result-file: {}", s.error());
+  };
+  try {
+    int status = compile_entry_command(words, result_file, report);
+    tell();
+    return status;
+  } catch (const std::exception& e) {
+    report.outcome.reset();
+    report.error = e.what();
+    tell();
+    throw;
+  }
 }
 
 int cmd_key(const std::vector<std::string>& words) {

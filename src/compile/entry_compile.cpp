@@ -63,47 +63,65 @@ std::string describe_failure(const fs::path& entry_dir, const std::string& how,
   return text;
 }
 
+std::string_view to_string(EntryOutcome outcome) {
+  switch (outcome) {
+  case EntryOutcome::compiled: return "compiled";
+  case EntryOutcome::already_done: return "already_done";
+  case EntryOutcome::cached_failure: return "cached_failure";
+  case EntryOutcome::failed: return "failed";
+  case EntryOutcome::interrupted: return "interrupted";
+  case EntryOutcome::killed: return "killed";
+  case EntryOutcome::timed_out: return "timed_out";
+  case EntryOutcome::locked_elsewhere: return "locked_elsewhere";
+  }
+  return "?";
+}
+
+std::optional<EntryOutcome> parse_entry_outcome(std::string_view text) {
+  for (auto outcome : {EntryOutcome::compiled, EntryOutcome::already_done, EntryOutcome::cached_failure,
+                       EntryOutcome::failed, EntryOutcome::interrupted, EntryOutcome::killed,
+                       EntryOutcome::timed_out, EntryOutcome::locked_elsewhere})
+    if (to_string(outcome) == text) return outcome;
+  return std::nullopt;
+}
+
 EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
                                  const EntryCompileOptions& options) {
   EntryCompileResult result;
-  cache::EntryLock lock;
-  if (options.lock_wait.count() == 0) {
-    auto taken = cache.try_lock_entry(entry_dir);
-    if (!taken) throw EnvironmentError(taken.error());
-    if (!taken->has_value()) {
+  const cache::Entry entry = cache.entry(entry_dir);
+  auto taken = entry.lock(options.lock_wait, [&](const std::string& holder) {
+    spdlog::info("waiting for {} to finish compiling {}", holder, entry_dir.string());
+  });
+  if (!taken) throw EnvironmentError(taken.error());
+  if (auto* busy = std::get_if<cache::LockBusy>(&*taken)) {
+    if (options.lock_wait.count() == 0) {
       result.outcome = EntryOutcome::locked_elsewhere;
       return result;
     }
-    lock = std::move(**taken);
-  } else {
-    auto taken = cache.lock_entry(entry_dir, options.lock_wait,
-                                  [&](const std::string& holder) {
-                                    spdlog::info("waiting for {} to finish compiling {}", holder,
-                                                 entry_dir.string());
-                                  });
-    if (!taken) throw EnvironmentError(taken.error());
-    lock = std::move(*taken);
+    throw EnvironmentError(cache::describe_busy(entry_dir, *busy));
   }
+  cache::EntryLock lock = std::move(std::get<cache::EntryLock>(*taken));
 
-  auto info = cache.inspect(entry_dir);
+  auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
   if (info->state == cache::EntryState::done) {
-    auto integrity = cache.verify_neff(entry_dir);
+    auto integrity = entry.verify_neff();
     if (integrity && *integrity != cache::Integrity::mismatch) {
       result.outcome = EntryOutcome::already_done;
       return result;
     }
     spdlog::warn("{}: the cached NEFF does not match its integrity record; compiling it again",
                  entry_dir.string());
-    if (auto s = cache.demote(entry_dir); !s) throw EnvironmentError(s.error());
+    if (auto s = entry.demote(); !s) throw EnvironmentError(s.error());
   }
+  // Not `state == failed`: we hold the lock, so the entry reads as locked.
   if (info->has_log && !info->has_done && !options.retry_failed) {
     result.outcome = EntryOutcome::cached_failure;
-    result.log_path = entry_dir / cache::kLogFile;
+    result.log_path = entry.log_path();
     return result;
   }
   if (!info->has_graph)
-    throw Error("cache entry " + entry_dir.string() + " has no " + std::string(cache::kGraphFile) +
+    throw Error("cache entry " + entry_dir.string() + " has no " + entry.graph_path().filename().string() +
                 " to compile (remove it with neuron_cache rm)", ExitCode::environment);
   auto flags = cache::read_compile_flags(entry_dir);
   if (!flags) throw EnvironmentError(flags.error() + " (remove the entry with neuron_cache rm)");
@@ -120,7 +138,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   util::TempDir workdir(work_parent, std::string(util::kTempPrefix) + "work-");
   CompileJob job;
   job.compiler = options.compiler;
-  job.graph = entry_dir / cache::kGraphFile;
+  job.graph = entry.graph_path();
   job.output_neff = workdir.path() / cache::kNeffFile;
   job.flags = *flags;
   job.working_dir = workdir.path();
@@ -146,7 +164,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   }
   bool wrote_neff = file_size_or_zero(job.output_neff) > 0;
   if (run.success() && wrote_neff) {
-    if (auto s = cache.publish_success(entry_dir, job.output_neff, result.attempt); !s)
+    if (auto s = entry.publish_success(job.output_neff, result.attempt); !s)
       throw EnvironmentError(s.error());
     result.outcome = EntryOutcome::compiled;
     result.run = std::move(run);
@@ -164,17 +182,17 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   // host ran out of memory, the machine was loaded): caching it as a failure
   // would refuse the graph in every later run.
   if (run.timed_out || (run.status.signaled && run.status.signal == SIGKILL)) {
-    if (auto s = cache.record_killed(entry_dir, job.log_file, result.attempt); !s)
+    if (auto s = entry.record_killed(job.log_file, result.attempt); !s)
       throw EnvironmentError(s.error());
-    result.outcome = EntryOutcome::killed;
-    result.log_path = entry_dir / cache::kKilledLogFile;
+    result.outcome = run.timed_out ? EntryOutcome::timed_out : EntryOutcome::killed;
+    result.log_path = entry.killed_log_path();
     result.run = std::move(run);
     return result;
   }
-  if (auto s = cache.publish_failure(entry_dir, job.log_file, result.attempt); !s)
+  if (auto s = entry.publish_failure(job.log_file, result.attempt); !s)
     throw EnvironmentError(s.error());
   result.outcome = EntryOutcome::failed;
-  result.log_path = entry_dir / cache::kLogFile;
+  result.log_path = entry.log_path();
   result.run = std::move(run);
   return result;
 }

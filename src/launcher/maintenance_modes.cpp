@@ -31,7 +31,8 @@ int scan(const cache::Cache& cache, const std::string& version, bool failed_apar
     case cache::EntryState::failed: ++(failed_apart ? failed : done); break;
     case cache::EntryState::locked: ++locked; break;
     case cache::EntryState::pending: ++pending; break;
-    case cache::EntryState::incomplete: break;
+    case cache::EntryState::incomplete:
+    case cache::EntryState::absent: break;
     }
   }
   std::cout << "neuronxcc-" << version << ": " << done << " done, ";
@@ -60,7 +61,7 @@ int run_maintenance(const Options& options, const cli::Settings& settings) {
     std::string version = current_version(options, cache);
     std::size_t removed = 0, busy = 0;
     for (const auto& e : cache.list_version(version)) {
-      auto r = cache.remove_entry(e.dir);
+      auto r = cache.entry(e.dir).remove();
       if (!r) throw EnvironmentError(r.error());
       ++(*r ? removed : busy);
     }
@@ -77,9 +78,9 @@ int run_maintenance(const Options& options, const cli::Settings& settings) {
     std::size_t cleared = 0;
     for (const auto& e : cache.list_version(version)) {
       if (!e.has_neff && !e.has_done && !e.has_log) continue;
-      auto lock = cache.try_lock_entry(e.dir);
+      auto lock = cache.entry(e.dir).try_lock();
       if (!lock || !lock->has_value()) continue;
-      if (cache.demote(e.dir) && cache.clear_failure(e.dir)) ++cleared;
+      if (const cache::Entry entry = cache.entry(e.dir); entry.demote() && entry.clear_failure()) ++cleared;
     }
     std::cout << "cleared the results of " << cleared << " entries of neuronxcc-" << version
               << "; their graphs stay pending\n";

@@ -1,14 +1,14 @@
 #include <npc/launcher/pool_runner.hpp>
 
 #include <csignal>
-#include <ctime>
+#include <unistd.h>
 #include <map>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
-#include <npc/compile/entry_compile.hpp>
+#include <npc/compile/worker_report.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/shell_words.hpp>
@@ -21,14 +21,16 @@ namespace {
 
 struct Worker {
   std::size_t item = 0;
-  std::time_t started_unix = 0;
   double started = 0;
   fs::path log;
+  fs::path result_file; // the worker's report (compile/worker_report.hpp)
 };
 
-std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem& item, bool retry) {
+std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem& item, const Worker& worker,
+                                     bool retry) {
   std::vector<std::string> argv = {config.wrapper.string(), "compile-entry", item.entry_dir.string(),
-                                   "--compiler", config.compiler.string(), "--no-evict", "--no-wait"};
+                                   "--compiler", config.compiler.string(), "--no-evict", "--no-wait",
+                                   "--result-file", worker.result_file.string()};
   if (config.compile_timeout)
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
@@ -36,48 +38,49 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem&
   return argv;
 }
 
-// How an attempt ended, from the worker's status and the attempt record it
-// left in the entry.
-std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::ExitStatus& status,
-                                            const WorkItem& item) {
+// How an attempt ended, from the report the worker left (and, when it left
+// none, from how it exited).
+std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::ExitStatus& status) {
   AttemptInfo info;
   info.wall_seconds = util::monotonic_seconds() - worker.started;
   info.peak_rss_bytes = status.peak_rss_bytes;
   info.log_path = worker.log;
-  auto meta = cache::read_entry_meta(item.entry_dir);
-  const cache::AttemptRecord* ours = nullptr;
-  // Attempts started before ours belong to someone else; a second of slack
-  // covers the coarse clock.
-  if (meta && !meta->attempts.empty() && meta->attempts.back().started_unix + 1 >= worker.started_unix)
-    ours = &meta->attempts.back();
-  if (ours) {
-    info.wall_seconds = ours->wall_seconds;
-    info.peak_rss_bytes = ours->peak_rss_bytes;
-    info.exit = ours->exit;
-  } else {
-    info.exit = "neuron_cc_wrapper " + status.describe();
+  info.exit = "neuron_cc_wrapper " + status.describe();
+  auto read = compile::read_worker_report(worker.result_file);
+  std::ignore = ::unlink(worker.result_file.c_str());
+  if (!read) spdlog::warn("{}", read.error());
+  const compile::WorkerReport* report = read && *read ? &**read : nullptr;
+  if (!report) {
+    // Gone without a word: killed with its compiler (-9, the OOM killer).
+    if (status.signaled && status.signal == SIGKILL) return {AttemptEnd::killed, info};
+    // Done, but the report could not be written (a full disk, say).
+    if (status.success()) return {AttemptEnd::already_done, info};
+    return {AttemptEnd::failed, info};
   }
-  if (!status.signaled && status.code == 0)
-    return {ours && ours->outcome == "success" ? AttemptEnd::compiled : AttemptEnd::already_done, info};
-  if (!status.signaled && status.code == compile::kExitLockedElsewhere) return {AttemptEnd::locked_elsewhere, info};
-  if (ours) {
-    // A timeout also ends in SIGKILL, but ours: only a kill from outside
-    // (the OOM killer) says the machine had too many compiles at once.
-    // Neither is cached as a failure; its log is kept beside the entry.
-    bool killed_from_outside = ours->signal == "SIGKILL" && ours->outcome != "timeout";
-    bool kept_pending = ours->signal == "SIGKILL" || ours->outcome == "timeout";
-    info.log_path = item.entry_dir / (kept_pending ? cache::kKilledLogFile : cache::kLogFile);
-    return {killed_from_outside ? AttemptEnd::killed : AttemptEnd::failed, info};
+  if (!report->outcome) {
+    info.exit = report->error; // the worker's one-line error: the cache or the compiler unusable
+    return {AttemptEnd::failed, info};
   }
-  if (status.signaled && status.signal == SIGKILL) return {AttemptEnd::killed, info};
-  if (!status.signaled && status.code == 1) {
-    // No new attempt and a cached failure: another process's result.
-    std::error_code ec;
-    if (fs::exists(item.entry_dir / cache::kLogFile, ec)) {
-      info.log_path = item.entry_dir / cache::kLogFile;
-      info.exit = "failed in another process";
-      return {AttemptEnd::cached_failure, info};
-    }
+  if (!report->exit.empty()) {
+    info.exit = report->exit;
+    info.wall_seconds = report->wall_seconds;
+    info.peak_rss_bytes = report->peak_rss_bytes;
+  }
+  if (!report->log_path.empty()) info.log_path = report->log_path;
+  switch (*report->outcome) {
+  case compile::EntryOutcome::compiled: return {AttemptEnd::compiled, info};
+  case compile::EntryOutcome::already_done: return {AttemptEnd::already_done, info};
+  case compile::EntryOutcome::locked_elsewhere: return {AttemptEnd::locked_elsewhere, info};
+  case compile::EntryOutcome::cached_failure:
+    info.exit = "failed in another process"; // no new attempt: another process's result
+    return {AttemptEnd::cached_failure, info};
+  // Only a kill from outside (the OOM killer) says the machine had too many
+  // compiles at once; a timeout is a failure of the graph to finish. Neither
+  // is cached as a failure; the log is kept beside the entry.
+  case compile::EntryOutcome::killed: return {AttemptEnd::killed, info};
+  case compile::EntryOutcome::timed_out:
+  case compile::EntryOutcome::failed:
+  case compile::EntryOutcome::interrupted: return {AttemptEnd::failed, info};
   }
   return {AttemptEnd::failed, info};
 }
@@ -88,18 +91,19 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
 // entry is left to its holder once nothing else is left to do, not waited
 // for until the lock turns stale hours later.
 bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry_dir) {
-  auto info = cache.inspect(entry_dir);
+  auto info = cache.entry(entry_dir).inspect();
   if (!info || info->state != cache::EntryState::locked) return false;
   return info->framework_lock.state != cache::FrameworkLockState::held;
 }
 
 Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir) {
-  auto info = cache.inspect(entry_dir);
+  auto info = cache.entry(entry_dir).inspect();
   if (!info) return Pool::Found::failed;
   switch (info->state) {
   case cache::EntryState::done: return Pool::Found::done;
   case cache::EntryState::locked: return Pool::Found::locked;
-  case cache::EntryState::failed: return Pool::Found::failed;
+  case cache::EntryState::failed:
+  case cache::EntryState::absent: return Pool::Found::failed;
   default: return Pool::Found::pending;
   }
 }
@@ -132,7 +136,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     double now = util::monotonic_seconds();
     for (std::size_t i : pool.due_revisits(now))
       pool.revisit(i, look_at(cache, pool.items()[i].entry_dir), now,
-                   pool.items()[i].entry_dir / cache::kLogFile);
+                   cache.entry(pool.items()[i].entry_dir).log_path());
     if (pool.only_deferred_left()) {
       for (std::size_t i = 0; i < pool.items().size(); ++i) {
         if (pool.progress()[i].state != ItemState::deferred) continue;
@@ -146,10 +150,10 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       std::size_t i = *next;
       const WorkItem& item = pool.items()[i];
       const ItemProgress& p = pool.progress()[i];
-      Worker worker{i, std::time(nullptr), now,
-                    config.log_dir / (short_name(item) + ".attempt" + std::to_string(p.attempts + 1) + ".log")};
+      std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts + 1);
+      Worker worker{i, now, config.log_dir / (attempt_name + ".log"), config.log_dir / (attempt_name + ".result.json")};
       util::SpawnOptions options;
-      options.argv = worker_argv(config, item, p.attempts > 0 || config.retry_cached_failures);
+      options.argv = worker_argv(config, item, worker, p.attempts > 0 || config.retry_cached_failures);
       options.output = util::OutputTo::file;
       options.output_file = worker.log;
       spdlog::debug("starting {}", util::join_shell_words(options.argv));
@@ -182,7 +186,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       }
       const Worker& worker = it->second;
       const WorkItem& item = pool.items()[worker.item];
-      auto [end, info] = classify(worker, *status, item);
+      auto [end, info] = classify(worker, *status);
       double t = util::monotonic_seconds();
       pool.finish(worker.item, end, info, t);
       const ItemProgress& p = pool.progress()[worker.item];

@@ -223,12 +223,13 @@ int run(const Options& options, const cli::Settings& settings) {
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
   double now = util::monotonic_seconds();
   for (std::size_t i = 0; i < pool.items().size(); ++i) {
-    auto info = cache.inspect(pool.items()[i].entry_dir);
+    const cache::Entry entry = cache.entry(pool.items()[i].entry_dir);
+    auto info = entry.inspect();
     if (!info) continue;
     if (info->state == cache::EntryState::done) pool.mark_cached(i);
     else if (info->state == cache::EntryState::locked) pool.mark_locked_elsewhere(i, now);
     else if (info->state == cache::EntryState::failed && !retry_failed)
-      pool.mark_cached_failure(i, info->dir / cache::kLogFile);
+      pool.mark_cached_failure(i, entry.log_path());
   }
   if (options.dry_run) {
     print_dry_run(pool);

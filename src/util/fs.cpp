@@ -1,6 +1,7 @@
 #include <npc/util/fs.hpp>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <random>
@@ -118,6 +119,16 @@ Status append_line(const fs::path& path, std::string_view line) {
   record.push_back('\n');
   if (!write_all(fd.get(), record)) return fail(errno_text("cannot append to", path, errno));
   return ok_status();
+}
+
+unsigned process_umask() {
+  if (auto status = read_file("/proc/self/status")) {
+    constexpr std::string_view kField = "\nUmask:";
+    if (auto at = status->find(kField); at != std::string::npos)
+      return static_cast<unsigned>(std::strtoul(status->c_str() + at + kField.size(), nullptr, 8)) & 0777U;
+  }
+  // No /proc (or a kernel before 4.7): the usual default of a login.
+  return 022;
 }
 
 Status ensure_dir(const fs::path& path, unsigned mode) {

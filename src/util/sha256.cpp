@@ -92,7 +92,7 @@ std::string md5_hex(std::string_view data) {
   return to_hex(digest, length);
 }
 
-Result<FileDigest> sha256_fd(int fd, int copy_to) {
+Result<FileDigest> sha256_fd(int fd, int copy_to, IoSide* failed_side) {
   // 1 MiB reads keep syscall overhead negligible next to hashing.
   // A small file gets a buffer its size: filling 1 MiB would cost more than
   // hashing a few kilobytes.
@@ -109,13 +109,16 @@ Result<FileDigest> sha256_fd(int fd, int copy_to) {
     ssize_t n = ::pread(fd, buffer.data(), buffer.size(), offset);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (failed_side) *failed_side = IoSide::read;
       return fail(std::string("read failed: ") + std::strerror(errno));
     }
     if (n == 0) break;
     std::string_view chunk(buffer.data(), static_cast<size_t>(n));
     sha.update(chunk);
-    if (copy_to >= 0 && !write_all(copy_to, chunk))
+    if (copy_to >= 0 && !write_all(copy_to, chunk)) {
+      if (failed_side) *failed_side = IoSide::write;
       return fail(std::string("write failed: ") + std::strerror(errno));
+    }
     offset += n;
     digest.size += static_cast<uint64_t>(n);
   }

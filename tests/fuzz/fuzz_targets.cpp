@@ -5,6 +5,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <npc/bundle/manifest.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/config/neuron_cc_flags.hpp>
@@ -202,6 +203,38 @@ Violation cache_key(std::string_view input) {
   return std::nullopt;
 }
 
+Violation bundle_manifest(std::string_view input) {
+  try {
+    auto parsed = bundle::parse_manifest(input);
+    if (!parsed) {
+      if (parsed.error().empty()) return "a manifest was refused with no reason";
+      return std::nullopt;
+    }
+    for (const auto& bad : parsed->bad)
+      if (bad.reason.empty()) return "a bad entry " + show(bad.key) + " has no reason";
+    const bundle::BundleManifest& manifest = parsed->manifest;
+    std::string text = bundle::serialize_manifest(manifest);
+    auto again = bundle::parse_manifest(text);
+    if (!again) return "a serialized manifest does not parse: " + show(text) + ": " + again.error();
+    if (!again->bad.empty())
+      return "a serialized manifest has a bad entry " + show(again->bad.front().key) + ": " + again->bad.front().reason;
+    if (!(again->manifest == manifest)) return "the manifest changed through serialize/parse: " + show(text);
+    std::string text2 = bundle::serialize_manifest(again->manifest);
+    if (text2 != text) return "the manifest text changed through parse/serialize: " + show(text) + " -> " + show(text2);
+    // The importer finds an entry's members by these names.
+    for (const auto& entry : manifest.entries)
+      for (const auto& [file, record] : entry.files) {
+        std::string name = bundle::member_name(entry.key, file);
+        auto member = bundle::parse_member_name(name);
+        if (!member || !(member->key == entry.key) || member->file != file)
+          return "the member name " + show(name) + " of an accepted entry does not parse back to it";
+      }
+  } catch (const std::exception& e) {
+    return std::string("reading a manifest threw: ") + e.what();
+  }
+  return std::nullopt;
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"shell_words", "util::split_shell_words", shell_words},
@@ -211,6 +244,7 @@ const std::vector<Target>& targets() {
       {"lock_record", "util::LockHolder::parse", lock_record},
       {"trial_line", "launcher::parse_extraction_line + Collector", trial_line},
       {"cache_key", "cache::parse_key", cache_key},
+      {"bundle_manifest", "bundle::parse_manifest", bundle_manifest},
   };
   return all;
 }

@@ -43,6 +43,11 @@ Violation trial_line(std::string_view input);
 // parse_key: what parses prints back to the same key, and its relative path
 // has exactly two plain components (no "..", no "/").
 Violation cache_key(std::string_view input);
+// bundle::parse_manifest: never throws; a manifest that parses serializes
+// and parses back to the same manifest, with no bad entries and the same
+// text; every file it lists has a member name that parses back to its entry
+// and file.
+Violation bundle_manifest(std::string_view input);
 
 [[nodiscard]] const std::vector<Target>& targets();
 [[nodiscard]] const Target* find_target(std::string_view name);

@@ -30,21 +30,21 @@ protected:
 
   fs::path pending_entry(char digit) {
     fs::path d = cache->entry_dir(unit::repeated_key("1.0", digit, '0'));
-    auto stored = cache->store_graph(d, std::string("graph ") + digit, {"-O2"});
+    auto stored = cache->entry(d).store_graph(std::string("graph ") + digit, {"-O2"});
     EXPECT_TRUE(stored.ok()) << (stored.ok() ? "" : stored.error());
     return d;
   }
 
   fs::path done_entry(char digit) {
     fs::path d = pending_entry(digit);
-    auto lock = cache->lock_entry(d, 1s);
-    EXPECT_TRUE(lock.ok()) << (lock.ok() ? "" : lock.error());
+    auto lock = cache->entry(d).lock(1s);
+    EXPECT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     fs::path neff = dir() / "new.neff";
     test::write_text(neff, std::string("neff of ") + digit);
     AttemptRecord r;
     r.attempt = 1;
     r.outcome = "success";
-    auto published = cache->publish_success(d, neff, r);
+    auto published = cache->entry(d).publish_success(neff, r);
     EXPECT_TRUE(published.ok()) << (published.ok() ? "" : published.error());
     return d;
   }
@@ -65,7 +65,7 @@ protected:
   }
 
   EntryState state_of(const fs::path& d) const {
-    auto info = cache->inspect(d);
+    auto info = cache->entry(d).inspect();
     EXPECT_TRUE(info.ok());
     return info.ok() ? info->state : EntryState::incomplete;
   }
@@ -134,8 +134,8 @@ TEST_F(MaintenanceTest, VerifyCountsEntriesWithoutRecordAndDoneWithoutNeff) {
 TEST_F(MaintenanceTest, VerifyDoesNotRepairAnEntryBeingCompiled) {
   fs::path bad = done_entry('b');
   flip_first_byte(bad / kNeffFile);
-  auto lock = cache->lock_entry(bad, 1s);
-  ASSERT_TRUE(lock.ok()) << lock.error();
+  auto lock = cache->entry(bad).lock(1s);
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   VerifyReport report = verify_cache(*cache, Repair::yes);
   ASSERT_EQ(report.problems.size(), 1U);
   EXPECT_FALSE(report.problems[0].repaired);
@@ -199,8 +199,8 @@ TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
   fs::path compiling = failed_entry('b');
   fs::path done = done_entry('c');
   fs::path pending = pending_entry('d');
-  auto lock = cache->lock_entry(compiling, 1s);
-  ASSERT_TRUE(lock.ok()) << lock.error();
+  auto lock = cache->entry(compiling).lock(1s);
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
 
   std::vector<EntryInfo> cleared = clear_failed(*cache);
   ASSERT_EQ(cleared.size(), 1U);
@@ -213,7 +213,7 @@ TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
   // No lock file is left behind in the cleared entry.
   EXPECT_FALSE(fs::exists(failed / kLockFile));
 
-  lock->release();
+  std::get<npc::cache::EntryLock>(*lock).release();
   std::vector<EntryInfo> later = clear_failed(*cache);
   ASSERT_EQ(later.size(), 1U);
   EXPECT_EQ(later[0].dir, compiling);

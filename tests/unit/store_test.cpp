@@ -65,18 +65,18 @@ protected:
   }
 
   EntryInfo inspect(const fs::path& d) const {
-    auto info = cache->inspect(d);
+    auto info = cache->entry(d).inspect();
     EXPECT_TRUE(info.ok()) << (info.ok() ? "" : info.error());
     return info.ok() ? *info : EntryInfo{};
   }
 
   // A done entry, published through the cache with its integrity record.
   void make_done_entry() {
-    ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
-    auto lock = cache->lock_entry(entry, 1s);
-    ASSERT_TRUE(lock.ok()) << lock.error();
+    ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
+    auto lock = cache->entry(entry).lock(1s);
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     test::write_text(dir() / "new.neff", kNeff);
-    auto published = cache->publish_success(entry, dir() / "new.neff", success_record());
+    auto published = cache->entry(entry).publish_success(dir() / "new.neff", success_record());
     ASSERT_TRUE(published.ok()) << published.error();
   }
 
@@ -96,7 +96,7 @@ TEST_F(StoreTest, EnsureRootCreatesAPrivateRoot) {
 }
 
 TEST_F(StoreTest, StoreGraphCreatesAPendingEntry) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   EXPECT_EQ(test::read_text(entry / kGraphFile), kGraph);
   EXPECT_EQ(test::read_text(entry / kFlagsFile), "[\"-O2\",\"a b\"]\n");
   EntryInfo info = inspect(entry);
@@ -115,21 +115,21 @@ TEST_F(StoreTest, StoreGraphCreatesAPendingEntry) {
 }
 
 TEST_F(StoreTest, StoreGraphFirstWriterWins) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
-  ASSERT_TRUE(cache->store_graph(entry, "other bytes", {"-O1"}).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph("other bytes", {"-O1"}).ok());
   EXPECT_EQ(test::read_text(entry / kGraphFile), kGraph);
   EXPECT_EQ(test::read_text(entry / kFlagsFile), "[\"-O2\",\"a b\"]\n");
   EXPECT_EQ(unit::names_in(entry), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
 }
 
 TEST_F(StoreTest, PublishSuccessUnderTheLockMakesTheEntryDone) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
-  auto lock = cache->lock_entry(entry, 1s);
-  ASSERT_TRUE(lock.ok()) << lock.error();
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
+  auto lock = cache->entry(entry).lock(1s);
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   EXPECT_EQ(inspect(entry).state, EntryState::locked);
   test::write_text(dir() / "new.neff", kNeff);
   clock.advance(5s);
-  ASSERT_TRUE(cache->publish_success(entry, dir() / "new.neff", success_record()).ok());
+  ASSERT_TRUE(cache->entry(entry).publish_success(dir() / "new.neff", success_record()).ok());
 
   EXPECT_FALSE(fs::exists(dir() / "new.neff")); // moved, not copied
   EXPECT_EQ(test::read_text(entry / kNeffFile), kNeff);
@@ -144,7 +144,7 @@ TEST_F(StoreTest, PublishSuccessUnderTheLockMakesTheEntryDone) {
   EXPECT_EQ(meta->attempts[0].wall_seconds, 2.5);
   EXPECT_EQ(inspect(entry).state, EntryState::done); // done even while still locked
   EXPECT_EQ(unit::file_time(entry), at_unix(kT0 + 5)); // a publish is a use
-  lock->release();
+  std::get<npc::cache::EntryLock>(*lock).release();
   EntryInfo info = inspect(entry);
   EXPECT_EQ(info.state, EntryState::done);
   EXPECT_TRUE(info.has_neff);
@@ -153,12 +153,12 @@ TEST_F(StoreTest, PublishSuccessUnderTheLockMakesTheEntryDone) {
 }
 
 TEST_F(StoreTest, PublishFailureRecordsTheLog) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   {
-    auto lock = cache->lock_entry(entry, 1s);
-    ASSERT_TRUE(lock.ok()) << lock.error();
+    auto lock = cache->entry(entry).lock(1s);
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     test::write_text(dir() / "compile.log", "error: out of cheese\n");
-    ASSERT_TRUE(cache->publish_failure(entry, dir() / "compile.log", failure_record()).ok());
+    ASSERT_TRUE(cache->entry(entry).publish_failure(dir() / "compile.log", failure_record()).ok());
     EXPECT_EQ(inspect(entry).state, EntryState::locked);
   }
   EXPECT_FALSE(fs::exists(dir() / "compile.log"));
@@ -176,14 +176,14 @@ TEST_F(StoreTest, PublishFailureRecordsTheLog) {
 }
 
 TEST_F(StoreTest, SuccessAfterFailureRemovesTheLogAndKeepsHistory) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
-  auto lock = cache->lock_entry(entry, 1s);
-  ASSERT_TRUE(lock.ok()) << lock.error();
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
+  auto lock = cache->entry(entry).lock(1s);
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   test::write_text(dir() / "compile.log", "boom\n");
-  ASSERT_TRUE(cache->publish_failure(entry, dir() / "compile.log", failure_record(1)).ok());
+  ASSERT_TRUE(cache->entry(entry).publish_failure(dir() / "compile.log", failure_record(1)).ok());
   test::write_text(dir() / "new.neff", kNeff);
-  ASSERT_TRUE(cache->publish_success(entry, dir() / "new.neff", success_record(2)).ok());
-  lock->release();
+  ASSERT_TRUE(cache->entry(entry).publish_success(dir() / "new.neff", success_record(2)).ok());
+  std::get<npc::cache::EntryLock>(*lock).release();
   EXPECT_FALSE(fs::exists(entry / kLogFile));
   EXPECT_EQ(inspect(entry).state, EntryState::done);
   auto meta = read_entry_meta(entry);
@@ -198,12 +198,12 @@ TEST_F(StoreTest, CopyNeffOfAGoodEntry) {
   make_done_entry();
   fs::path out = dir() / "out" / "model.neff";
   fs::create_directories(out.parent_path());
-  auto integrity = cache->copy_neff(entry, out);
+  auto integrity = cache->entry(entry).copy_neff(out);
   ASSERT_TRUE(integrity.ok()) << integrity.error();
   EXPECT_EQ(*integrity, Integrity::ok);
   EXPECT_EQ(test::read_text(out), kNeff);
   EXPECT_EQ(unit::names_in(out.parent_path()), std::vector<std::string>{"model.neff"});
-  auto verified = cache->verify_neff(entry);
+  auto verified = cache->entry(entry).verify_neff();
   ASSERT_TRUE(verified.ok());
   EXPECT_EQ(*verified, Integrity::ok);
 }
@@ -235,12 +235,12 @@ TEST_P(StoreIntegrityTest, DamagedNeffIsAMismatchAndNothingIsCopied) {
   }
   fs::path out = dir() / "out" / "model.neff";
   fs::create_directories(out.parent_path());
-  auto integrity = cache->copy_neff(entry, out);
+  auto integrity = cache->entry(entry).copy_neff(out);
   ASSERT_TRUE(integrity.ok()) << integrity.error();
   EXPECT_EQ(*integrity, Integrity::mismatch);
   EXPECT_FALSE(fs::exists(fs::symlink_status(out)));
   EXPECT_EQ(unit::names_in(out.parent_path()), std::vector<std::string>{}); // no temp left either
-  auto verified = cache->verify_neff(entry);
+  auto verified = cache->entry(entry).verify_neff();
   ASSERT_TRUE(verified.ok());
   EXPECT_EQ(*verified, Integrity::mismatch);
 }
@@ -264,7 +264,7 @@ TEST_F(StoreTest, EntryWithoutRecordIsUnverifiedAndServed) {
   test::write_text(entry / kDoneFile, "");
   EXPECT_EQ(inspect(entry).state, EntryState::done);
   fs::path out = dir() / "served.neff";
-  auto integrity = cache->copy_neff(entry, out);
+  auto integrity = cache->entry(entry).copy_neff(out);
   ASSERT_TRUE(integrity.ok()) << integrity.error();
   EXPECT_EQ(*integrity, Integrity::unverified);
   EXPECT_EQ(test::read_text(out), "foreign neff");
@@ -274,7 +274,7 @@ TEST_F(StoreTest, CorruptRecordIsAnErrorAndNothingIsCopied) {
   make_done_entry();
   test::write_text(entry / kMetaFile, "{not json");
   fs::path out = dir() / "served.neff";
-  auto integrity = cache->copy_neff(entry, out);
+  auto integrity = cache->entry(entry).copy_neff(out);
   EXPECT_FALSE(integrity.ok());
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(unit::names_in(dir()), (std::vector<std::string>{"root"}));
@@ -282,7 +282,7 @@ TEST_F(StoreTest, CorruptRecordIsAnErrorAndNothingIsCopied) {
 
 TEST_F(StoreTest, DemoteMakesTheEntryPendingAgain) {
   make_done_entry();
-  ASSERT_TRUE(cache->demote(entry).ok());
+  ASSERT_TRUE(cache->entry(entry).demote().ok());
   EXPECT_FALSE(fs::exists(entry / kDoneFile));
   EXPECT_FALSE(fs::exists(entry / kNeffFile));
   EXPECT_TRUE(fs::exists(entry / kGraphFile));
@@ -300,27 +300,27 @@ TEST_F(StoreTest, DemoteRemovesTheDoneMarkerFirst) {
   // demote fail after its first step: the done marker must already be gone.
   fs::remove(entry / kNeffFile);
   fs::create_directories(entry / kNeffFile / "x");
-  auto status = cache->demote(entry);
+  auto status = cache->entry(entry).demote();
   EXPECT_FALSE(status.ok());
   EXPECT_FALSE(fs::exists(entry / kDoneFile));
   EXPECT_NE(inspect(entry).state, EntryState::done);
 }
 
 TEST_F(StoreTest, ClearFailureForgetsTheLog) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   test::write_text(entry / kLogFile, "boom\n");
   EXPECT_EQ(inspect(entry).state, EntryState::failed);
-  ASSERT_TRUE(cache->clear_failure(entry).ok());
+  ASSERT_TRUE(cache->entry(entry).clear_failure().ok());
   EXPECT_FALSE(fs::exists(entry / kLogFile));
   EXPECT_EQ(inspect(entry).state, EntryState::pending);
-  EXPECT_TRUE(cache->clear_failure(entry).ok()); // nothing to clear is fine
+  EXPECT_TRUE(cache->entry(entry).clear_failure().ok()); // nothing to clear is fine
 }
 
 TEST_F(StoreTest, RemoveEntryOfALockedEntryKeepsIt) {
   make_done_entry();
-  auto lock = cache->lock_entry(entry, 1s);
-  ASSERT_TRUE(lock.ok()) << lock.error();
-  auto removed = cache->remove_entry(entry);
+  auto lock = cache->entry(entry).lock(1s);
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  auto removed = cache->entry(entry).remove();
   ASSERT_TRUE(removed.ok()) << removed.error();
   EXPECT_FALSE(*removed);
   EXPECT_TRUE(fs::exists(entry / kNeffFile));
@@ -331,7 +331,7 @@ TEST_F(StoreTest, RemoveEntryOfALockedEntryKeepsIt) {
 
 TEST_F(StoreTest, RemoveEntryRemovesItAndLeavesNoTrash) {
   make_done_entry();
-  auto removed = cache->remove_entry(entry);
+  auto removed = cache->entry(entry).remove();
   ASSERT_TRUE(removed.ok()) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_FALSE(fs::exists(entry));
@@ -384,11 +384,14 @@ TEST_F(StoreTest, InspectStates) {
   // The done marker without a NEFF is not done.
   test::write_text(entry / kDoneFile, "");
   EXPECT_EQ(inspect(entry).state, EntryState::failed);
-  EXPECT_FALSE(cache->inspect(dir() / "root" / "neuronxcc-1.0" / "not-an-entry").ok());
-  EXPECT_FALSE(cache->inspect(dir() / "root" / "neuronxcc-1.0" / "MODULE_ab+cd").ok()); // missing
+  EXPECT_FALSE(cache->entry(dir() / "root" / "neuronxcc-1.0" / "not-an-entry").inspect().ok());
+  auto missing = cache->entry(dir() / "root" / "neuronxcc-1.0" / "MODULE_ab+cd").inspect();
+  ASSERT_TRUE(missing.ok()) << missing.error();
+  EXPECT_EQ(missing->state, EntryState::absent);
 }
 
 TEST(EntryStateNames, AreStable) {
+  EXPECT_EQ(to_string(EntryState::absent), "absent");
   EXPECT_EQ(to_string(EntryState::pending), "pending");
   EXPECT_EQ(to_string(EntryState::locked), "locked");
   EXPECT_EQ(to_string(EntryState::done), "done");
@@ -422,29 +425,29 @@ TEST_F(StoreTest, ListCoversEveryVersion) {
 }
 
 TEST_F(StoreTest, TouchSetsTheEntryTimeToTheCacheClock) {
-  ASSERT_TRUE(cache->store_graph(entry, kGraph, kFlags).ok());
-  ASSERT_TRUE(cache->touch(entry).ok());
+  ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
+  ASSERT_TRUE(cache->entry(entry).touch().ok());
   EXPECT_EQ(unit::file_time(entry), at_unix(kT0));
   EXPECT_EQ(inspect(entry).last_used, at_unix(kT0));
   clock.advance(std::chrono::hours(1));
-  ASSERT_TRUE(cache->touch(entry).ok());
+  ASSERT_TRUE(cache->entry(entry).touch().ok());
   EXPECT_EQ(unit::file_time(entry), at_unix(kT0 + 3600));
   EXPECT_EQ(inspect(entry).last_used, at_unix(kT0 + 3600));
-  EXPECT_FALSE(cache->touch(dir() / "missing").ok());
+  EXPECT_FALSE(cache->entry(dir() / "missing").touch().ok());
 }
 
 TEST_F(StoreTest, LockToolNameIsRecorded) {
   std::string before = lock_tool_name();
   set_lock_tool_name("unit_test_tool");
-  auto lock = cache->lock_entry(entry, 1s);
+  auto lock = cache->entry(entry).lock(1s);
   set_lock_tool_name(before);
-  ASSERT_TRUE(lock.ok()) << lock.error();
-  auto holder = util::LockHolder::parse(test::read_text(cache->lock_path(entry)));
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  auto holder = util::LockHolder::parse(test::read_text(cache->entry(entry).lock_path()));
   ASSERT_TRUE(holder.has_value());
   EXPECT_EQ(holder->tool, "unit_test_tool");
   EXPECT_EQ(holder->pid, ::getpid());
-  EXPECT_EQ(cache->lock_path(entry), entry / "npc-compile.lock");
-  auto second = cache->try_lock_entry(entry);
+  EXPECT_EQ(cache->entry(entry).lock_path(), entry / "npc-compile.lock");
+  auto second = cache->entry(entry).try_lock();
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(second->has_value());
 }

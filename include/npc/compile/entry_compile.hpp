@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/store.hpp>
@@ -40,10 +41,13 @@ enum class EntryOutcome {
   cached_failure, // a failed result is cached and retry was not asked for
   failed,         // we compiled it and the compiler failed (result cached)
   interrupted,    // a signal stopped the compile; the entry is left pending
-  killed,         // SIGKILL from outside (the OOM killer) or our timeout: the
-                  // attempt is recorded, the entry left pending, not cached
+  killed,         // SIGKILL from outside, most often the out-of-memory killer:
+                  // the attempt is recorded, the entry left pending, not cached
+  timed_out,      // our --timeout ended it: recorded and left pending like a kill
   locked_elsewhere // lock_wait was zero and another process holds the lock
 };
+[[nodiscard]] std::string_view to_string(EntryOutcome outcome);
+[[nodiscard]] std::optional<EntryOutcome> parse_entry_outcome(std::string_view text);
 
 // Exit status of `compile-entry --no-wait` when another process holds the
 // entry's lock (EX_TEMPFAIL: try again later).

@@ -64,6 +64,11 @@ private:
 // PIPE_BUF bytes are atomic on local filesystems).
 [[nodiscard]] Status append_line(const fs::path& path, std::string_view line);
 
+// The process's umask, read without changing it (/proc/self/status): the
+// umask(2) call that reads it also sets it, which races with every other
+// thread creating files meanwhile.
+[[nodiscard]] unsigned process_umask();
+
 // mkdir -p; fails when the path exists and is not a directory.
 [[nodiscard]] Status ensure_dir(const fs::path& path, unsigned mode = 0777); // less the umask
 

@@ -38,9 +38,12 @@ struct FileDigest {
   std::uint64_t size = 0;
 };
 
+enum class IoSide { read, write };
 // Hashes an open descriptor from its start; if `copy_to` >= 0 the bytes are
 // also written there (one read pass serves both integrity check and copy).
-[[nodiscard]] Result<FileDigest> sha256_fd(int fd, int copy_to = -1);
+// On failure, `failed_side` (if given) tells whether reading or writing
+// failed: a copy from a remote mount blames the source, a full disk here ours.
+[[nodiscard]] Result<FileDigest> sha256_fd(int fd, int copy_to = -1, IoSide* failed_side = nullptr);
 [[nodiscard]] Result<FileDigest> sha256_file(const std::filesystem::path& path);
 
 } // namespace npc::util

@@ -1,0 +1,61 @@
+#include <npc/bundle/staging.hpp>
+
+#include <chrono>
+#include <dirent.h>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/store.hpp>
+
+namespace npc::bundle {
+
+namespace {
+
+// Held by a running import inside its staging folder.
+constexpr std::string_view kImportLockName = "npc-import.lock";
+// A staging folder younger than this is never taken for a dead import's: an
+// import creates and locks its folder within moments.
+constexpr auto kStaleStagingAge = std::chrono::minutes(10);
+
+std::vector<std::string> read_dir_names(const fs::path& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+util::LockHolder this_import() { return util::LockHolder::self(cache::lock_tool_name()); }
+
+} // namespace
+
+ImportStaging::ImportStaging(const cache::Cache& cache) : dir_(cache.private_dir(), kImportStagingPrefix) {}
+
+Status ImportStaging::lock() {
+  auto taken = util::FileLock::try_acquire(dir_.path() / kImportLockName, this_import());
+  if (!taken || !taken->has_value()) return fail("cannot lock the staging folder " + dir_.path().string());
+  lock_ = std::move(**taken);
+  return ok_status();
+}
+
+void remove_stale_import_staging(const cache::Cache& cache) {
+  fs::path dir = cache.private_dir();
+  auto now = std::chrono::system_clock::now();
+  for (const auto& name : read_dir_names(dir)) {
+    if (!std::string_view(name).starts_with(kImportStagingPrefix)) continue;
+    fs::path staging = dir / name;
+    auto when = util::mtime(staging);
+    if (!when || now - *when < kStaleStagingAge) continue;
+    auto lock = util::FileLock::try_acquire(staging / kImportLockName, this_import());
+    if (!lock || !lock->has_value()) continue; // a running import holds it
+    if (auto s = util::remove_tree(staging); !s) spdlog::debug("{}", s.error());
+  }
+}
+
+} // namespace npc::bundle

@@ -1,0 +1,429 @@
+#include <npc/cache/entry.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <dirent.h>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/store.hpp>
+#include <npc/cache/trust.hpp>
+#include <npc/util/sha256.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::cache {
+
+namespace {
+
+util::WallTime to_wall_time(const struct timespec& ts) {
+  using namespace std::chrono;
+  return util::WallTime(duration_cast<util::WallTime::duration>(seconds(ts.tv_sec) + nanoseconds(ts.tv_nsec)));
+}
+
+bool is_regular(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool exists_no_follow(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+std::string random_tag() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000000ULL);
+}
+
+// Renames src to dst; across filesystems, copies and removes src.
+Status move_file(const fs::path& src, const fs::path& dst) {
+  if (::rename(src.c_str(), dst.c_str()) == 0) return ok_status();
+  if (errno != EXDEV) return fail(util::errno_text("cannot publish", dst, errno));
+  util::UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in.valid()) return fail(util::errno_text("cannot open", src, errno));
+  util::AtomicFile out(dst);
+  if (auto s = out.open(); !s) return s;
+  if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy to " + dst.string() + ": " + d.error());
+  if (auto s = out.commit(); !s) return s;
+  std::ignore = ::unlink(src.c_str());
+  return ok_status();
+}
+
+// Publishes src at dst unless dst exists (then the existing file stays).
+Status place_if_absent(const fs::path& src, const fs::path& dst) {
+  if (::link(src.c_str(), dst.c_str()) == 0) {
+    std::ignore = ::unlink(src.c_str());
+    return ok_status();
+  }
+  if (errno == EEXIST || exists_no_follow(dst)) return ok_status();
+  return move_file(src, dst); // a filesystem without hard links
+}
+
+// Reads the NEFF once, hashing it, optionally copying it to `copy_to`.
+Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int copy_to) {
+  if (auto s = check_directory_trust(entry_dir, trust, "the cache entry"); !s) return fail(s.error());
+  auto meta = read_entry_meta(entry_dir);
+  if (!meta) return fail(meta.error());
+  fs::path neff = entry_dir / kNeffFile;
+  util::UniqueFd fd(::open(neff.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return fail(util::errno_text("cannot open", neff, errno));
+  if (meta->neff_bytes) {
+    // Cheap check first: a truncated NEFF is caught without reading it.
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", neff, errno));
+    if (static_cast<std::uint64_t>(st.st_size) != *meta->neff_bytes) return Integrity::mismatch;
+  }
+  auto digest = util::sha256_fd(fd.get(), copy_to);
+  if (!digest) return fail("cannot read " + neff.string() + ": " + digest.error());
+  if (!meta->neff_sha256) return Integrity::unverified;
+  if (digest->sha256 != *meta->neff_sha256) return Integrity::mismatch;
+  if (meta->neff_bytes && digest->size != *meta->neff_bytes) return Integrity::mismatch;
+  return Integrity::ok;
+}
+
+// Backoff between attempts to take a held entry: short enough that a waiter
+// sees a finished compile quickly, random so that waiters do not move in step.
+constexpr auto kMinLockBackoff = std::chrono::milliseconds(5);
+constexpr auto kMaxLockBackoff = std::chrono::milliseconds(100);
+
+std::string describe_holder(const fs::path& entry_dir, const EntryLock::Attempt& attempt) {
+  if (attempt.blocking.state != FrameworkLockState::absent)
+    return "the lock " + (entry_dir / kFrameworkLockFile).string() + " " + attempt.blocking.describe();
+  std::optional<util::LockHolder> holder;
+  std::ignore = util::probe_lock(entry_dir / kLockFile, &holder);
+  return holder ? holder->describe() : std::string("another process");
+}
+
+} // namespace
+
+std::string_view to_string(EntryState state) {
+  switch (state) {
+  case EntryState::absent: return "absent";
+  case EntryState::pending: return "pending";
+  case EntryState::locked: return "locked";
+  case EntryState::done: return "done";
+  case EntryState::failed: return "failed";
+  case EntryState::incomplete: return "incomplete";
+  }
+  return "?";
+}
+
+std::string describe_busy(const fs::path& entry_dir, const LockBusy& busy) {
+  std::string text = busy.waited.count() > 0 ? "timed out after " +
+                                                   util::format_seconds(static_cast<double>(busy.waited.count()) / 1000.0) +
+                                                   " waiting for "
+                                             : "another process holds ";
+  return text + entry_dir.string() + ", held by " + busy.holder +
+         " (if nothing is compiling it, remove the lock with neuron_cache clear-locks)";
+}
+
+Entry::Entry(const Cache& cache, fs::path dir) : cache_(cache), dir_(std::move(dir)) {}
+
+// --- looking ---------------------------------------------------------------------
+
+Result<EntryInfo> Entry::inspect() const {
+  EntryInfo info;
+  info.dir = dir_;
+  auto key = parse_key(dir_.string());
+  if (!key) return fail(dir_.string() + " is not a cache entry directory");
+  info.key = *key;
+  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (dfd < 0) {
+    if (errno == ENOENT) {
+      info.state = EntryState::absent;
+      return info;
+    }
+    return fail(util::errno_text("cannot open cache entry", dir_, errno));
+  }
+  util::UniqueFd dir_fd(dfd);
+  struct stat dir_stat {};
+  if (::fstat(dfd, &dir_stat) != 0) return fail(util::errno_text("cannot stat", dir_, errno));
+  info.last_used = to_wall_time(dir_stat.st_mtim);
+
+  DIR* d = ::fdopendir(::dup(dfd));
+  if (d == nullptr) return fail(util::errno_text("cannot read cache entry", dir_, errno));
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // raced away
+    if (S_ISREG(st.st_mode)) info.bytes += static_cast<std::uint64_t>(st.st_size);
+    if (util::is_temp_name(name)) info.temp_files.emplace_back(name);
+    else if (name == kGraphFile) {
+      info.has_graph = S_ISREG(st.st_mode);
+      info.graph_bytes = static_cast<std::uint64_t>(st.st_size);
+    } else if (name == kNeffFile) {
+      info.has_neff = S_ISREG(st.st_mode);
+      // The framework loads NEFFs without telling us; its reads move the
+      // NEFF's atime (relatime: at least once a day), so last use is the
+      // later of that and the mark we set on our hits.
+      if (info.has_neff) info.last_used = std::max(info.last_used, to_wall_time(st.st_atim));
+    }
+    else if (name == kDoneFile) info.has_done = true;
+    else if (name == kLogFile) info.has_log = true;
+    else if (name == kKilledLogFile) info.has_killed_log = true;
+    else if (name == kFlagsFile) info.has_flags = true;
+    else if (name == kLockFile) info.has_lock_file = true;
+    else if (name == kFrameworkLockFile) info.framework_lock.state = FrameworkLockState::held;
+  }
+  ::closedir(d);
+  // Rare, so judged (read, liveness) only when the file is there.
+  if (info.framework_lock.state != FrameworkLockState::absent)
+    info.framework_lock = judge_framework_lock(framework_lock_path(), cache_.stale_lock_age(),
+                                               std::chrono::system_clock::now());
+
+  // A done entry is done whoever holds its lock (a compile that found it
+  // done and is about to leave), so only the others need the probe.
+  bool done = info.has_done && info.has_neff;
+  bool locked = !done && (info.framework_lock.blocks() ||
+                          (info.has_lock_file && util::probe_lock(lock_path()) == util::LockState::held));
+  if (done) info.state = EntryState::done;
+  else if (locked) info.state = EntryState::locked;
+  else if (info.has_log) info.state = EntryState::failed;
+  // A graph without its flags was left by a writer that died: not yet
+  // compilable; the next extraction or compile of the graph completes it.
+  else if (info.has_graph && info.has_flags) info.state = EntryState::pending;
+  else info.state = EntryState::incomplete;
+  return info;
+}
+
+bool Entry::looks_done_at(const fs::path& entry_dir) {
+  return is_regular(entry_dir / kDoneFile) && is_regular(entry_dir / kNeffFile);
+}
+
+bool Entry::looks_failed() const { return exists_no_follow(log_path()) && !exists_no_follow(dir_ / kDoneFile); }
+
+Result<Integrity> Entry::verify_neff() const {
+  auto first = check_neff(dir_, cache_.trust(), -1);
+  if (first && *first == Integrity::mismatch) return check_neff(dir_, cache_.trust(), -1); // republished meanwhile?
+  return first;
+}
+
+Result<Integrity> Entry::copy_neff(const fs::path& output) const {
+  // Two tries: a NEFF republished between our reads of record and file looks
+  // like a mismatch once, never twice.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    util::AtomicFile out(output, 0644);
+    if (auto s = out.open(); !s) return fail(s.error());
+    auto integrity = check_neff(dir_, cache_.trust(), out.fd());
+    if (!integrity) return integrity;
+    if (*integrity == Integrity::mismatch) continue;
+    if (auto s = out.commit(); !s) return fail(s.error());
+    return integrity;
+  }
+  return Integrity::mismatch;
+}
+
+Result<EntrySnapshot> Entry::open_snapshot(const fs::path& entry_dir) {
+  const fs::path done_path = entry_dir / kDoneFile;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    struct stat done_before {}, done_after {};
+    bool had_done = ::lstat(done_path.c_str(), &done_before) == 0;
+    if (!had_done && errno != ENOENT) return fail(util::errno_text("cannot read", done_path, errno));
+    EntrySnapshot snapshot;
+    std::map<std::string, struct stat> opened;
+    for (auto name : kTransferFiles) {
+      fs::path path = entry_dir / name;
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0) {
+        if (errno == ENOENT || errno == ELOOP) continue; // absent, or a symlink: not ours to follow
+        return fail(util::errno_text("cannot open", path, errno));
+      }
+      util::UniqueFd owned(fd);
+      struct stat st {};
+      if (::fstat(fd, &st) != 0) return fail(util::errno_text("cannot stat", path, errno));
+      if (!S_ISREG(st.st_mode)) continue;
+      opened.emplace(std::string(name), st);
+      snapshot.files.emplace(std::string(name), std::move(owned));
+    }
+    bool has_done = ::lstat(done_path.c_str(), &done_after) == 0;
+    bool consistent = had_done == has_done && (!has_done || same_inode(done_before, done_after));
+    for (const auto& [name, st] : opened) {
+      struct stat now {};
+      if (::lstat((entry_dir / name).c_str(), &now) != 0 || !same_inode(now, st)) consistent = false;
+    }
+    if (!consistent) continue; // published, demoted or removed meanwhile: look again
+    snapshot.done = has_done && snapshot.files.contains(kNeffFile);
+    snapshot.failed = !has_done && snapshot.files.contains(kLogFile);
+    return snapshot;
+  }
+  return fail("the entry kept changing while it was read");
+}
+
+Status Entry::check_trust() const {
+  for (const fs::path& dir : {dir_.parent_path(), dir_}) {
+    if (!exists_no_follow(dir)) continue; // created by us, under the checked root
+    if (auto s = check_directory_trust(dir, cache_.trust(), "the cache entry"); !s) return s;
+  }
+  return ok_status();
+}
+
+// --- writing without the lock ----------------------------------------------------
+
+Status Entry::touch() const { return util::set_mtime(dir_, cache_.clock().now()); }
+
+Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::string>& flags) const {
+  if (auto s = util::ensure_dir(dir_); !s) return s;
+  // compile_flags.json first: the graph is what makes an entry pending, so a
+  // writer killed between the two leaves an entry that is not yet one.
+  // First writer wins; another rank's identical files are not rewritten.
+  const std::string flags_json = serialize_compile_flags(flags);
+  for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}}) {
+    fs::path path = dir_ / name;
+    if (exists_no_follow(path)) continue;
+    auto s = util::write_file_atomic(path, bytes, util::Overwrite::no);
+    if (!s && !exists_no_follow(path)) return s;
+  }
+  return ok_status();
+}
+
+// --- the lock ------------------------------------------------------------------------
+
+Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
+                                      const std::function<void(const std::string& holder)>& on_wait) const {
+  if (auto s = util::ensure_dir(dir_); !s) return fail(s.error());
+  thread_local std::mt19937 rng{std::random_device{}()};
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto backoff = kMinLockBackoff;
+  bool told = false;
+  util::LockHolder me = util::LockHolder::self(lock_tool_name());
+  for (;;) {
+    EntryLock lock;
+    auto attempt = EntryLock::try_acquire(dir_, me, cache_.stale_lock_age(), lock);
+    if (!attempt) return fail(attempt.error());
+    if (attempt->outcome == EntryLock::Outcome::taken) return LockOrBusy(std::move(lock));
+    if (!told && on_wait && timeout.count() > 0) {
+      on_wait(describe_holder(dir_, *attempt));
+      told = true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return LockOrBusy(LockBusy{describe_holder(dir_, *attempt), timeout});
+    std::uniform_int_distribution<long> jitter(kMinLockBackoff.count(), backoff.count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+    backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxLockBackoff));
+  }
+}
+
+Result<std::optional<EntryLock>> Entry::try_lock() const {
+  EntryLock lock;
+  auto attempt = EntryLock::try_acquire(dir_, util::LockHolder::self(lock_tool_name()), cache_.stale_lock_age(), lock);
+  if (!attempt) return fail(attempt.error());
+  if (attempt->outcome != EntryLock::Outcome::taken) return std::optional<EntryLock>{};
+  return std::optional<EntryLock>(std::move(lock));
+}
+
+// --- publishing --------------------------------------------------------------------
+
+EntryMeta Entry::record_or_empty() const {
+  auto meta = read_entry_meta(dir_);
+  return meta ? std::move(*meta) : EntryMeta{};
+}
+
+Status Entry::publish_neff(const fs::path& neff, const std::string& sha256, std::uint64_t bytes,
+                           EntryMeta record) const {
+  record.neff_sha256 = sha256;
+  record.neff_bytes = bytes;
+  // A previous done marker must go before the NEFF it vouched for changes.
+  std::ignore = ::unlink((dir_ / kDoneFile).c_str());
+  if (auto s = move_file(neff, neff_path()); !s) return s;
+  if (auto s = write_entry_meta(dir_, record); !s) return s;
+  if (auto s = util::write_file_atomic(dir_ / kDoneFile, ""); !s) return s;
+  std::ignore = ::unlink(log_path().c_str());
+  std::ignore = ::unlink(killed_log_path().c_str());
+  return touch();
+}
+
+Status Entry::publish_success(const fs::path& neff, const AttemptRecord& attempt) const {
+  auto digest = util::sha256_file(neff);
+  if (!digest) return fail(digest.error());
+  EntryMeta record = record_or_empty();
+  std::error_code ec;
+  record.graph_bytes = fs::file_size(graph_path(), ec);
+  if (ec) record.graph_bytes = 0;
+  record.attempts.push_back(attempt);
+  // The compiler chose the NEFF's mode; the cache's is 0666 less the umask,
+  // like every other file in it (group-writable in a shared cache).
+  std::ignore = ::chmod(neff.c_str(), 0666 & ~util::process_umask());
+  return publish_neff(neff, digest->sha256, digest->size, std::move(record));
+}
+
+Status Entry::publish_failure(const fs::path& log, const AttemptRecord& attempt) const {
+  EntryMeta record = record_or_empty();
+  record.attempts.push_back(attempt);
+  if (auto s = write_entry_meta(dir_, record); !s) return s;
+  if (auto s = move_file(log, log_path()); !s) return s;
+  return touch();
+}
+
+Status Entry::record_killed(const fs::path& log, const AttemptRecord& attempt) const {
+  EntryMeta record = record_or_empty();
+  record.attempts.push_back(attempt);
+  if (auto s = write_entry_meta(dir_, record); !s) return s;
+  if (::rename(log.c_str(), killed_log_path().c_str()) != 0)
+    return fail(util::errno_text("cannot keep the log as", killed_log_path(), errno));
+  return ok_status();
+}
+
+Status Entry::publish_incoming(const IncomingEntry& incoming) const {
+  if (auto s = util::ensure_dir(dir_); !s) return s;
+  if (incoming.graph)
+    if (auto s = place_if_absent(*incoming.graph, graph_path()); !s) return s;
+  if (incoming.flags)
+    if (auto s = place_if_absent(*incoming.flags, dir_ / kFlagsFile); !s) return s;
+  EntryMeta record = record_or_empty();
+  record.attempts.insert(record.attempts.end(), incoming.attempts.begin(), incoming.attempts.end());
+  std::error_code ec;
+  record.graph_bytes = fs::file_size(graph_path(), ec);
+  if (ec) record.graph_bytes = 0;
+  if (incoming.neff) return publish_neff(*incoming.neff, incoming.neff_sha256, incoming.neff_bytes, std::move(record));
+  if (incoming.log) {
+    record.neff_sha256.reset();
+    record.neff_bytes.reset();
+    if (auto s = write_entry_meta(dir_, record); !s) return s;
+    if (auto s = move_file(*incoming.log, log_path()); !s) return s;
+  }
+  return touch();
+}
+
+Status Entry::demote() const {
+  if (::unlink((dir_ / kDoneFile).c_str()) != 0 && errno != ENOENT)
+    return fail(util::errno_text("cannot remove", dir_ / kDoneFile, errno));
+  if (::unlink(neff_path().c_str()) != 0 && errno != ENOENT)
+    return fail(util::errno_text("cannot remove", neff_path(), errno));
+  EntryMeta record = record_or_empty();
+  record.neff_sha256.reset();
+  record.neff_bytes.reset();
+  return write_entry_meta(dir_, record);
+}
+
+Status Entry::clear_failure() const {
+  if (::unlink(log_path().c_str()) != 0 && errno != ENOENT)
+    return fail(util::errno_text("cannot remove", log_path(), errno));
+  return ok_status();
+}
+
+Result<bool> Entry::remove() const {
+  if (exists_no_follow(framework_lock_path())) return false;
+  auto lock = try_lock();
+  if (!lock) return fail(lock.error());
+  if (!lock->has_value()) return false; // a compile is running: never delete it
+  fs::path trash = cache_.private_dir() / kTrashDir;
+  if (auto s = util::ensure_dir(trash); !s) return fail(s.error());
+  fs::path target = trash / (dir_.filename().string() + "." + random_tag());
+  // The lock file moves with the directory; our release sees that the path
+  // no longer names it and leaves whatever is there now alone.
+  if (::rename(dir_.c_str(), target.c_str()) != 0)
+    return fail(util::errno_text("cannot remove cache entry", dir_, errno));
+  (*lock)->release();
+  if (auto s = util::remove_tree(target); !s) spdlog::warn("{}", s.error());
+  return true;
+}
+
+} // namespace npc::cache
