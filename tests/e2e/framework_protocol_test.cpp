@@ -55,11 +55,6 @@ protected:
     std::sort(found.begin(), found.end());
     return found;
   }
-  static int total_field(const std::string& out, const std::string& name) {
-    std::smatch m;
-    if (!std::regex_search(out, m, std::regex("total: .*" + name + "=([0-9]+)"))) return -1;
-    return std::stoi(m[1]);
-  }
   // Extracts the graphs into the script's cache (launcher --command collect).
   void extract() {
     auto r = launch({"--command", "collect"}, train());
@@ -107,8 +102,8 @@ TEST_F(FrameworkProtocol, ScriptSetCacheDirIsLearnedAndEveryGraphCompiledWhereTh
   // The real run that follows compiles nothing.
   auto real = run(train(), options());
   ASSERT_EQ(real.exit_code, 0) << real.describe();
-  EXPECT_EQ(total_field(real.out, "jit_compiles"), 0) << real.out;
-  EXPECT_EQ(total_field(real.out, "cache_hits"), static_cast<int>(2 * kGraphs)) << real.out;
+  EXPECT_EQ(train_total_field(real.out, "jit_compiles"), 0) << real.out;
+  EXPECT_EQ(train_total_field(real.out, "cache_hits"), static_cast<int>(2 * kGraphs)) << real.out;
   EXPECT_EQ(compiles(), kGraphs);
 }
 
@@ -198,11 +193,12 @@ TEST_F(FrameworkProtocol, TheLockExistsWithOwnerFactsWhileWeCompileAndIsGoneAfte
                                             {"STANDIN_CC_FAULT", "hang"}};
   pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string(), "--timeout", "5"}, env, out);
   std::string record;
-  for (int i = 0; i < 1000 && record.find("pid=") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::error_code ec;
-    if (fs::exists(found[0] / kLock, ec)) record = read_text(found[0] / kLock);
-  }
+  std::ignore = wait_until(
+      [&] {
+        record = read_text(found[0] / kLock);
+        return record.find("pid=") != std::string::npos;
+      },
+      std::chrono::seconds(10), std::chrono::milliseconds(10));
   auto owner = util::LockHolder::parse(record);
   ASSERT_TRUE(owner.has_value()) << "no owner facts in the lock while compiling: '" << record << "'";
   EXPECT_EQ(owner->pid, pid);
@@ -321,11 +317,11 @@ TEST_F(FrameworkProtocol, ALockLeftByACompileKilledWithMinus9IsTakenOverByTheNex
   std::map<std::string, std::string> env = {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()},
                                             {"STANDIN_CC_FAULT", "hang"}};
   pid_t pid = start_tool("neuron_cc_wrapper", {"compile-entry", found[0].string()}, env, dir() / "killed.out");
-  for (int i = 0; i < 2000 && !fs::exists(found[0] / kLock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::ignore = wait_until([&] { return fs::exists(found[0] / kLock); }, std::chrono::seconds(20));
   ASSERT_TRUE(fs::exists(found[0] / kLock));
   // Killed once the compiler runs (its invocation is logged), however slow
   // the machine (sanitizer builds are).
-  for (int i = 0; i < 1000 && compiles() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::ignore = wait_until([&] { return compiles() > 0; }, std::chrono::seconds(10));
   ASSERT_EQ(compiles(), 1u) << "the compiler never started";
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   auto status = util::wait_child(pid);

@@ -2,9 +2,8 @@
 // launcher exits 130, and the next run finishes every graph (no lock or temp
 // file is left that it cannot reclaim).
 
+#include <algorithm>
 #include <csignal>
-#include <functional>
-#include <thread>
 
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
@@ -13,6 +12,8 @@
 
 namespace npc::test {
 namespace {
+
+using namespace std::chrono_literals;
 
 class LauncherSignals : public CacheTest {
 protected:
@@ -27,34 +28,39 @@ protected:
             "--step_ms", std::to_string(step_ms), "--workdir", (dir() / "train").string()};
   }
   // Every process of the run carries this test's directory in its command line.
-  std::string processes_left() { return run({"pgrep", "-a", "-f", dir().string()}).out; }
+  std::vector<ProcessInfo> processes_left() const { return processes_with_cmdline(dir().string()); }
 
-  bool wait_until(const std::function<bool()>& condition, double seconds) {
-    double end = util::monotonic_seconds() + seconds;
-    while (util::monotonic_seconds() < end) {
-      if (condition()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return condition();
+  // The launcher runs, and so does something it started: the check that all
+  // of them are gone after the signal could not fail if it saw none now.
+  void expect_run_visible(pid_t launcher) const {
+    auto now = processes_left();
+    bool launcher_seen = false, child_seen = false;
+    for (const auto& p : now) (p.pid == launcher ? launcher_seen : child_seen) = true;
+    EXPECT_TRUE(launcher_seen && child_seen)
+        << "the launcher " << launcher << " and what it started should be running:\n" << describe(now);
   }
-  // Sends SIGINT as a terminal's Ctrl-C would reach the launcher, and checks
-  // that it and everything it started are gone within 2 s, with status 130.
-  void interrupt_and_check(pid_t launcher) {
+
+  // Sends `signal` as a terminal would to the launcher, and checks that it
+  // and everything it started are gone within 2 s, with `expected_status`.
+  void signal_and_check(pid_t launcher, int signal, int expected_status) {
+    expect_run_visible(launcher);
     double sent = util::monotonic_seconds();
-    ::kill(launcher, SIGINT);
+    ::kill(launcher, signal);
     auto status = util::wait_child(launcher);
     EXPECT_FALSE(status.signaled) << status.describe();
-    EXPECT_EQ(status.code, 130);
-    bool gone = wait_until([&] { return processes_left().empty(); }, 2.0 - (util::monotonic_seconds() - sent));
-    EXPECT_TRUE(gone) << "left running:\n" << processes_left();
+    EXPECT_EQ(status.code, expected_status);
+    double left = 2.0 - (util::monotonic_seconds() - sent);
+    bool gone = wait_until([&] { return processes_left().empty(); },
+                           std::chrono::milliseconds(static_cast<long>(std::max(left, 0.0) * 1000)), 20ms);
+    EXPECT_TRUE(gone) << "left running:\n" << describe(processes_left());
     EXPECT_LT(util::monotonic_seconds() - sent, 2.5);
   }
 };
 
 TEST_F(LauncherSignals, CtrlCDuringTheTrial) {
   pid_t launcher = start_tool("neuron_parallel_compile", launcher_args(train(100, 100)), {}, dir() / "launcher.log");
-  ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10)) << read_text(dir() / "launcher.log");
-  interrupt_and_check(launcher);
+  ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10s)) << read_text(dir() / "launcher.log");
+  signal_and_check(launcher, SIGINT, 130);
   EXPECT_NE(read_text(dir() / "launcher.log").find("interrupted by SIGINT during the trial run"), std::string::npos)
       << read_text(dir() / "launcher.log");
   EXPECT_EQ(compiles(), 0u);
@@ -64,10 +70,12 @@ TEST_F(LauncherSignals, CtrlCDuringCompilesThenTheNextRunFinishes) {
   pid_t launcher = start_tool("neuron_parallel_compile", launcher_args(train(10, 0)),
                               {{"STANDIN_CC_FAULT", "hang"}}, dir() / "launcher.log");
   // Both compiles running (the stand-in hangs in each).
-  ASSERT_TRUE(wait_until([&] { return compiles() >= 2; }, 10)) << read_text(dir() / "launcher.log");
-  interrupt_and_check(launcher);
+  ASSERT_TRUE(wait_until([&] { return compiles() >= 2; }, 10s)) << read_text(dir() / "launcher.log");
+  signal_and_check(launcher, SIGINT, 130);
   EXPECT_NE(read_text(dir() / "launcher.log").find("interrupted by SIGINT while compiling"), std::string::npos)
       << read_text(dir() / "launcher.log");
+  // The trial extracted every graph before the compiles began.
+  ASSERT_EQ(entries().size(), 5u); // init, three training graphs, eval
   for (const auto& e : entries()) {
     EXPECT_FALSE(fs::exists(e / "model.done")) << e;
     EXPECT_FALSE(fs::exists(e / "model.log")) << "an interrupt is not a failure: " << e;
@@ -86,11 +94,8 @@ TEST_F(LauncherSignals, CtrlCDuringCompilesThenTheNextRunFinishes) {
 
 TEST_F(LauncherSignals, SigtermIsPassedOnToo) {
   pid_t launcher = start_tool("neuron_parallel_compile", launcher_args(train(100, 100)), {}, dir() / "launcher.log");
-  ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10));
-  ::kill(launcher, SIGTERM);
-  auto status = util::wait_child(launcher);
-  EXPECT_EQ(status.code, 128 + SIGTERM) << status.describe();
-  EXPECT_TRUE(wait_until([&] { return processes_left().empty(); }, 2.0)) << processes_left();
+  ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10s)) << read_text(dir() / "launcher.log");
+  signal_and_check(launcher, SIGTERM, 128 + SIGTERM);
 }
 
 } // namespace

@@ -2,11 +2,13 @@
 
 #include <regex>
 #include <set>
+#include <sstream>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
 #include <npc/util/process.hpp>
+#include <npc/util/sha256.hpp>
 
 #include "test_support.hpp"
 
@@ -29,11 +31,6 @@ protected:
     ours.insert(ours.begin(), "--parallel_compile_workdir=" + (dir() / "wd").string());
     ours.insert(ours.end(), command.begin(), command.end());
     return run_tool("neuron_parallel_compile", ours, std::move(env));
-  }
-  static int field(const std::string& out, const std::string& name) {
-    std::smatch m;
-    if (!std::regex_search(out, m, std::regex("total: .*" + name + "=([0-9]+)"))) return -1;
-    return std::stoi(m[1]);
   }
   nlohmann::json report() { return nlohmann::json::parse(read_text(dir() / "report.json")); }
   std::size_t done_entries() {
@@ -83,7 +80,7 @@ TEST_F(Launcher, ColdPrecompileThenTrainingCompilesNothing) {
 
   auto real = run(train(10), options());
   ASSERT_EQ(real.exit_code, 0) << real.describe();
-  EXPECT_EQ(field(real.out, "jit_compiles"), 0) << real.out;
+  EXPECT_EQ(train_total_field(real.out, "jit_compiles"), 0) << real.out;
   EXPECT_EQ(compiles(), 4u);
 
   // A second pre-compile finds everything cached.
@@ -139,6 +136,7 @@ TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
                   {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "5"}});
   EXPECT_EQ(r.exit_code, 4) << r.describe(); // the number of graphs that failed
   EXPECT_EQ(compiles(), 8u);
+  ASSERT_EQ(entries().size(), 4u);
   EXPECT_EQ(done_entries(), 0u);
   for (const auto& e : entries()) {
     EXPECT_TRUE(fs::exists(e / "model.log")) << e;
@@ -166,8 +164,13 @@ TEST_F(Launcher, TimeoutKillsTheCompileAndCountsAsAFailedAttempt) {
   // One attempt each: a timeout is a failed attempt, not a memory kill.
   EXPECT_NE(r.err.find("compiler timed out after 0.3s (1 attempt(s))"), std::string::npos) << r.err;
   EXPECT_EQ(compiles(), 4u);
+  ASSERT_EQ(entries().size(), 4u);
   EXPECT_EQ(done_entries(), 0u);
-  EXPECT_EQ(run({"pgrep", "-f", dir().string()}).out, "");
+  // Every hung compiler was killed, and nothing of the run is left.
+  ASSERT_EQ(compiler_pids().size(), 4u);
+  for (pid_t pid : compiler_pids()) EXPECT_FALSE(alive(pid)) << "hung compiler " << pid << " still runs";
+  auto left = processes_with_cmdline(dir().string());
+  EXPECT_TRUE(left.empty()) << "still running:\n" << describe(left);
   // Not cached as failures: left pending, with the log kept aside.
   for (const auto& e : entries()) {
     EXPECT_FALSE(fs::exists(e / "model.log")) << e;
@@ -200,8 +203,17 @@ TEST_F(Launcher, TrainingScriptCrashIgnoredCompilesWhatWasExtracted) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("the training command failed (exit code 1); compiling the 3 graph(s) it extracted"),
             std::string::npos) << r.err;
-  EXPECT_EQ(compiles(), 3u); // init and two train graphs; the eval graph was never reached
+  // Exactly what the trial extracted before it crashed: init and two train
+  // graphs (the eval graph was never reached), each compiled once and done.
+  ASSERT_EQ(entries().size(), 3u);
   EXPECT_EQ(done_entries(), 3u);
+  EXPECT_EQ(compiles(), 3u);
+  std::set<std::string> extracted;
+  for (const auto& e : entries()) extracted.insert(util::sha256_hex(read_text(e / "model.hlo_module.pb")));
+  std::set<std::string> compiled;
+  std::istringstream log(read_text(invocation_log()));
+  for (std::string pid, sha, path; log >> pid >> sha >> path;) compiled.insert(sha);
+  EXPECT_EQ(compiled, extracted) << "the graphs compiled are not the graphs extracted";
 }
 
 TEST_F(Launcher, TrialKilledBySignalIsAFailedTrial) {

@@ -2,8 +2,6 @@
 // exactly the expected pending entries and cache-path log lines; a normal run
 // on a cache that holds them compiled compiles nothing.
 
-#include <regex>
-
 #include "test_support.hpp"
 
 namespace npc::test {
@@ -16,12 +14,6 @@ protected:
   std::vector<std::string> train_args(int steps) {
     return {"--nproc_per_node", "2", "--steps_this_run", std::to_string(steps), "--graphs_per_step", "2",
             "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden", "64"};
-  }
-  static int field(const std::string& out, const std::string& name) {
-    std::smatch m;
-    std::regex re("total: .*" + name + "=([0-9]+)");
-    if (!std::regex_search(out, m, re)) return -1;
-    return std::stoi(m[1]);
   }
 };
 
@@ -44,7 +36,7 @@ TEST_F(TrainFlow, ExtractionThenCompileThenNormalRunCompilesNothing) {
     EXPECT_TRUE(fs::exists(e / "compile_flags.json"));
     EXPECT_FALSE(fs::exists(e / "model.neff"));
   }
-  EXPECT_EQ(field(extract.out, "jit_compiles"), 0);
+  EXPECT_EQ(train_total_field(extract.out, "jit_compiles"), 0);
 
   for (const auto& e : found) {
     auto r = run_tool("neuron_cc_wrapper", {"compile-entry", e.string()});
@@ -54,14 +46,14 @@ TEST_F(TrainFlow, ExtractionThenCompileThenNormalRunCompilesNothing) {
 
   auto normal = run_tool("standin_train", train_args(10));
   ASSERT_EQ(normal.exit_code, 0) << normal.describe();
-  EXPECT_EQ(field(normal.out, "jit_compiles"), 0) << normal.out;
-  EXPECT_EQ(field(normal.out, "cache_hits"), 8) << normal.out;
+  EXPECT_EQ(train_total_field(normal.out, "jit_compiles"), 0) << normal.out;
+  EXPECT_EQ(train_total_field(normal.out, "cache_hits"), 8) << normal.out;
   EXPECT_EQ(compiles(), 4u);
 
   // A longer run reaches the late graph, which the trial never saw.
   auto longer = run_tool("standin_train", train_args(25));
   ASSERT_EQ(longer.exit_code, 0) << longer.describe();
-  EXPECT_EQ(field(longer.out, "jit_compiles"), 1) << longer.out;
+  EXPECT_EQ(train_total_field(longer.out, "jit_compiles"), 1) << longer.out;
   EXPECT_EQ(compiles(), 5u);
 }
 

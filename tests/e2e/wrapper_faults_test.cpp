@@ -3,8 +3,8 @@
 // its log (or a pending one for an interrupt, a SIGKILL or a timeout), and
 // never a served partial NEFF.
 
+#include <algorithm>
 #include <csignal>
-#include <thread>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/util/process.hpp>
@@ -111,8 +111,10 @@ TEST_F(WrapperFaults, HangIsKilledByTheTimeout) {
   expect_killed_entry();
   EXPECT_EQ(last_attempt().outcome, "timeout");
   // The hung compiler's whole group is gone: no stand-in left running.
-  auto ps = run({"pgrep", "-f", cache_root().string()});
-  EXPECT_EQ(ps.out, "");
+  ASSERT_EQ(compiler_pids().size(), 1u) << "the compiler never ran: nothing hung to be killed";
+  EXPECT_FALSE(alive(compiler_pids()[0])) << "the hung compiler " << compiler_pids()[0] << " still runs";
+  auto left = processes_with_cmdline(cache_root().string());
+  EXPECT_TRUE(left.empty()) << "still running:\n" << describe(left);
 }
 
 TEST_F(WrapperFaults, TruncatedOutputIsNeverPublished) {
@@ -138,8 +140,15 @@ TEST_F(WrapperFaults, InterruptLeavesThePendingEntryAndNoLock) {
                          {"compile", "--graph", graph_.string(), "--output", (dir() / "out.neff").string()},
                          {{"STANDIN_CC_FAULT", "hang"}}, dir() / "wrapper.log");
   // Wait until the compiler runs, then interrupt the wrapper as Ctrl-C would.
-  for (int i = 0; i < 200 && compiles() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(compiles(), 1u);
+  ASSERT_TRUE(wait_until([&] { return compiles() > 0; }, std::chrono::seconds(10))) << read_text(dir() / "wrapper.log");
+  ASSERT_EQ(compiler_pids().size(), 1u);
+  const pid_t compiler = compiler_pids()[0];
+  // The check below looks for processes naming the cache: it must see the
+  // hung compiler now, or finding none afterwards would prove nothing.
+  auto running = processes_with_cmdline(cache_root().string());
+  ASSERT_TRUE(std::any_of(running.begin(), running.end(), [&](const ProcessInfo& p) { return p.pid == compiler; }))
+      << "the running compiler " << compiler << " (" << cmdline_of(compiler) << ") is not among the processes naming "
+      << cache_root() << ":\n" << describe(running);
   ::kill(pid, SIGINT);
   auto status = util::wait_child(pid);
   EXPECT_FALSE(status.signaled);
@@ -149,8 +158,9 @@ TEST_F(WrapperFaults, InterruptLeavesThePendingEntryAndNoLock) {
   EXPECT_FALSE(fs::exists(entry() / "model.log")); // an interrupt is not a cached failure
   EXPECT_FALSE(fs::exists(entry() / "model.done"));
   EXPECT_FALSE(fs::exists(entry() / "npc-compile.lock"));
-  auto ps = run({"pgrep", "-f", cache_root().string()});
-  EXPECT_EQ(ps.out, "");
+  EXPECT_FALSE(alive(compiler)) << "the compiler outlived the interrupted wrapper";
+  auto left = processes_with_cmdline(cache_root().string());
+  EXPECT_TRUE(left.empty()) << "still running:\n" << describe(left);
   // The next caller compiles it.
   auto r = compile({});
   EXPECT_EQ(r.exit_code, 0) << r.describe();

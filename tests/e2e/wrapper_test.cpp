@@ -286,27 +286,42 @@ TEST_F(Wrapper, SixteenProcessesRacingForOneEntryPublishOneResult) {
     }
     children.push_back(pid);
   }
-  // Meanwhile a reader keeps looking: whenever model.done exists, the NEFF
-  // beside it is whole (its size never changes afterwards).
+  // Meanwhile a reader keeps looking, for as long as a racer runs: whenever
+  // model.done exists, the NEFF beside it is whole (its size never changes
+  // afterwards).
   std::uintmax_t seen_size = 0;
-  int torn = 0;
-  for (int i = 0; i < 200; ++i) {
+  int torn = 0, looks_at_done = 0;
+  std::vector<pid_t> running = children;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto look = [&] {
     for (const auto& e : entries()) {
       if (!fs::exists(e / "model.done")) continue;
       std::error_code ec;
       auto size = fs::file_size(e / "model.neff", ec);
       if (ec) continue;
+      ++looks_at_done;
       if (seen_size == 0) seen_size = size;
       if (size != seen_size) ++torn;
     }
+  };
+  while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
+    look();
+    std::erase_if(running, [](pid_t pid) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) != pid) return false;
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "racer " << pid << " failed or got a wrong NEFF";
+      return true;
+    });
     ::usleep(2000);
   }
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(running.empty()) << running.size() << " racers still running after 60 s";
+  for (pid_t pid : running) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
   }
+  look(); // and once more after the last racer, so the entry is seen done at least once
   EXPECT_EQ(torn, 0);
+  EXPECT_GT(looks_at_done, 0) << "the reader never saw a published entry: nothing was checked for tearing";
   EXPECT_EQ(compiles(), 1u);
   ASSERT_EQ(entries().size(), 1u);
   for (int p = 0; p < kProcesses; ++p)
@@ -317,10 +332,12 @@ TEST_F(Wrapper, ALockHolderKilledWithSigkillDoesNotBlockTheNext) {
   fs::path g = graph("held.hlo", "HloModule held\n");
   pid_t holder = start_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", (dir() / "a").string()},
                             {{"STANDIN_CC_FAULT", "hang"}}, dir() / "holder.log");
-  for (int i = 0; i < 500 && compiles() == 0; ++i) ::usleep(10000);
+  ASSERT_TRUE(wait_until([&] { return compiles() > 0; }, std::chrono::seconds(5)));
   ASSERT_EQ(compiles(), 1u) << read_text(dir() / "holder.log");
-  ::kill(holder, SIGKILL);
-  (void)util::wait_child(holder);
+  ASSERT_EQ(::kill(holder, SIGKILL), 0);
+  auto killed = util::wait_child(holder);
+  ASSERT_TRUE(killed.signaled && killed.signal == SIGKILL)
+      << "the lock holder ended before the kill landed (" << killed.describe() << "): nothing was killed";
   auto start = std::chrono::steady_clock::now();
   auto next = compile(g, dir() / "b");
   auto waited = std::chrono::steady_clock::now() - start;
@@ -328,8 +345,9 @@ TEST_F(Wrapper, ALockHolderKilledWithSigkillDoesNotBlockTheNext) {
   // flock dies with its holder: the next caller waits for nobody.
   EXPECT_LT(waited, std::chrono::seconds(2));
   EXPECT_EQ(compiles(), 2u);
-  // The orphaned, hung compiler of the killed wrapper: end it.
-  std::ignore = run({"pkill", "-KILL", "-f", cache_root().string()});
+  // The hung compiler of the killed wrapper (it dies with the wrapper; if it
+  // ever did not, end it here rather than leave it hanging).
+  for (const auto& p : processes_with_cmdline(cache_root().string())) ::kill(p.pid, SIGKILL);
 }
 
 TEST_F(Wrapper, CompileEntryCompilesAPendingEntryInPlace) {

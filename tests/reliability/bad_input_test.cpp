@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <functional>
 
 #include <gtest/gtest.h>
@@ -492,6 +493,28 @@ const std::vector<BadInput>& bug_rows() {
 
 void PrintTo(const BadInput& row, std::ostream* os) { *os << row.name; }
 
+// A problem the oracle (check_cache) must find in the cache a row leaves:
+// a line that starts with `starts` and holds `holds` (placeholders as in the
+// table). The NEFF digests in the integrity lines are not known in advance.
+struct CacheProblem {
+  const char* starts;
+  const char* holds;
+};
+
+// Rows that corrupt a done entry on purpose for `neuron_cache verify` to find:
+// verify reports without repairing, so the cache they leave holds exactly this
+// problem. Every other row must leave a consistent cache.
+const std::map<std::string, CacheProblem>& cache_problems_left() {
+  static const std::map<std::string, CacheProblem> problems = {
+      {"TruncatedNeffVerify", {"neuronxcc-<V>/<M>: NEFF (100 bytes, ", ") fails its integrity record {"}},
+      {"AlteredNeffVerify", {"neuronxcc-<V>/<M>: NEFF (", ") fails its integrity record {"}},
+      {"CorruptEntryRecordVerify",
+       {"neuronxcc-<V>/<M>: done, but npc-entry.json has no NEFF record: {\"neff\": {\"sha256\": 5}}", ""}},
+      {"DoneMarkerWithoutNeff", {"neuronxcc-<V>/<M>: done without a NEFF", ""}},
+  };
+  return problems;
+}
+
 class BadInputTest : public npc::test::CacheTest, public ::testing::WithParamInterface<BadInput> {
 protected:
   std::string fill(std::string text) const {
@@ -608,9 +631,19 @@ void BadInputTest::run_row(const BadInput& row) {
     break;
   }
   }
-  // Whatever the input, the cache it leaves is consistent.
+  // Whatever the input, the cache it leaves is consistent, but for the
+  // corruption a verify row made on purpose, which is left as it was.
   auto check = check_cache(cache_root(), {}, true);
-  EXPECT_TRUE(check.problems.empty() || std::string(row.program) == "neuron_cache") << check.describe();
+  if (auto it = cache_problems_left().find(row.name); it != cache_problems_left().end()) {
+    EXPECT_EQ(check.done, 1u) << "verify must not repair or remove the entry: " << check.describe();
+    ASSERT_EQ(check.problems.size(), 1u) << check.describe();
+    const std::string& problem = check.problems.front();
+    EXPECT_TRUE(problem.starts_with(fill(it->second.starts))) << "expected a problem starting\n  "
+                                                              << fill(it->second.starts) << "\n" << check.describe();
+    EXPECT_NE(problem.find(fill(it->second.holds)), std::string::npos) << check.describe();
+  } else {
+    EXPECT_TRUE(check.problems.empty()) << check.describe();
+  }
 
   if (auto doc = util::env("NPC_BAD_INPUTS_DOC"); doc && !doc->empty()) {
     std::string cmd = row.program;
@@ -635,8 +668,12 @@ INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(rows()),
 // 25 of them.
 TEST(BadInputTable, HasAtLeastTwentyFiveRowsAndTheDocListsThemAll) {
   EXPECT_GE(rows().size(), 25u);
+  for (const auto& [name, problem] : cache_problems_left())
+    EXPECT_TRUE(std::any_of(rows().begin(), rows().end(), [&](const BadInput& r) { return r.name == name; }))
+        << name << " expects a cache problem but is no row of the table";
   std::string doc = npc::test::read_text(npc::test::source_dir() / "docs" / "bad-inputs.md");
-  if (doc.empty()) GTEST_SKIP() << "docs/bad-inputs.md is not in this source tree";
+  ASSERT_FALSE(doc.empty()) << "docs/bad-inputs.md is missing or empty: it must list every row "
+                               "(tests/reliability/bad_inputs_doc.sh regenerates it)";
   for (const auto& row : rows())
     EXPECT_NE(doc.find(std::string("| ") + row.name + " |"), std::string::npos) << row.name << " missing from the doc";
 }

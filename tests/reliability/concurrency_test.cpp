@@ -317,6 +317,7 @@ TEST_F(EvictionRaceTest, EvictionRacingWithHitsAndCompiles) {
   auto verify = run_tool("neuron_cache", {"verify"});
   EXPECT_EQ(verify.exit_code, 0) << verify.describe();
   EXPECT_GE(figures.prunes, 6u);
+  EXPECT_GT(figures.served, 0u) << "no reader was served a NEFF: nothing raced with the evictions";
   EXPECT_GT(compiles(), graphs_.size()) << "the evictor never made a reader compile again";
   record_figures({{"processes_raced", figures.processes},
                   {"neffs_served_and_checked", figures.served},
@@ -337,6 +338,9 @@ TEST_F(EvictionRaceTest, EvictionRacingWithHitsAndCompiles) {
 TEST_F(EvictionRaceTest, VerifyRacingWithEvictionReportsNoFalseProblems) {
   auto figures = race(std::chrono::seconds(scaled(6, 60)), /*with_verify=*/true);
   EXPECT_TRUE(figures.failures.empty()) << figures.failures.size() << " failures, first: " << figures.failures.front();
+  // The race happened: verifies ran while prunes deleted entries.
+  EXPECT_GE(figures.prunes, 6u);
+  EXPECT_GT(figures.verifies, 0u) << "verify never ran during the evictions: nothing was checked";
   EXPECT_TRUE(figures.verify_failures.empty())
       << figures.verify_failures.size() << " of " << figures.verifies
       << " verify runs reported problems, first: " << figures.verify_failures.front();
@@ -348,8 +352,7 @@ TEST_F(ConcurrencyTest, EvictionNeverDeletesAnEntryBeingCompiled) {
   auto graphs = make_graphs(dir() / "g", "busy", 1, 3000, rng_);
   auto compile = start(wrapper_compile(graphs[0], dir() / "out.neff"), options({{"STANDIN_CC_BASE_MS", "1500"}}),
                        dir() / "compile.log");
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (compiles() < 1 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(npc::test::wait_until([&] { return compiles() >= 1; }, 10s));
   ASSERT_EQ(compiles(), 1u);
   // A prune is judged only if the compiler (the wrapper's child, run under
   // the entry's lock) still runs once it returned: then the whole prune saw a

@@ -19,9 +19,12 @@ namespace {
 
 using npc::test::program;
 
+// The pid of a process that ran and was reaped: a lock "held" by it is stale.
 pid_t dead_pid() {
   auto r = npc::test::run({"/bin/sh", "-c", "echo $$"});
-  return static_cast<pid_t>(std::stol(r.out));
+  pid_t pid = static_cast<pid_t>(std::stol(r.out));
+  EXPECT_FALSE(alive(pid)) << "pid " << pid << " was reused already: not a dead process's";
+  return pid;
 }
 
 void rm(const fs::path& p) {
@@ -40,6 +43,11 @@ struct CrashState {
   const char* step; // what was interrupted
   Builder build;
   bool has_graph; // whether the launcher's compile mode can see the graph
+  // The cache as the oracle reads it once the state is built (with the done
+  // entry of the other graph), and the files left in the entry: proof that
+  // the state was built at all, so that "the next run finishes" is about this
+  // state and not about a clean cache.
+  const char* built;
 };
 
 const CrashState kStates[] = {
@@ -47,7 +55,9 @@ const CrashState kStates[] = {
      [](const fs::path& e, const fs::path&, const Template&) {
        for (const auto& f : fs::directory_iterator(e)) rm(f.path());
      },
-     false},
+     false,
+     "2 entries (1 done, 0 pending, 0 failed, 1 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds:"},
     {"PartialGraphTemp", "store_graph: while writing the graph's temp file",
      [](const fs::path& e, const fs::path&, const Template&) {
        std::string graph = npc::test::read_text(e / "model.hlo_module.pb");
@@ -55,42 +65,56 @@ const CrashState kStates[] = {
        rm(e / "compile_flags.json");
        npc::test::write_text(e / ".tmp-model.hlo_module.pb.99999.abcdefgh", graph.substr(0, graph.size() / 2));
      },
-     false},
+     false,
+     "2 entries (1 done, 0 pending, 0 failed, 1 incomplete), 0 lock files (0 held), 1 temp files, 0 in trash; "
+     "entry holds: .tmp-model.hlo_module.pb.99999.abcdefgh"},
     {"StaleLockOfADeadProcess", "compile: after taking the lock",
      [](const fs::path& e, const fs::path&, const Template&) {
        npc::test::write_text(e / "npc-compile.lock", "pid=" + std::to_string(dead_pid()) +
                                                          " host=elsewhere start=1700000000 tool=neuron_cc_wrapper\n");
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 1 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb npc-compile.lock"},
     {"DeadCompilesWorkDir", "compile: while the compiler wrote into the work dir",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "npc-compile.lock", "pid=" + std::to_string(dead_pid()) + " host=h start=1 tool=t\n");
        npc::test::write_text(e / ".tmp-work-Ab12Cd" / "model.neff", t.neff.substr(0, t.neff.size() / 3));
        npc::test::write_text(e / ".tmp-work-Ab12Cd" / "model.log", "INFO: compiling\n");
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 1 lock files (0 held), 1 temp files, 0 in trash; "
+     "entry holds: .tmp-work-Ab12Cd compile_flags.json model.hlo_module.pb npc-compile.lock"},
     {"NeffMovedInWithoutRecord", "publish_success: after the NEFF's rename, before npc-entry.json",
      [](const fs::path& e, const fs::path&, const Template& t) { npc::test::write_text(e / "model.neff", t.neff); },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb model.neff"},
     {"NeffAndRecordWithoutDone", "publish_success: before model.done",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "model.neff", t.neff);
        npc::test::write_text(e / "npc-entry.json", t.meta);
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb model.neff npc-entry.json"},
     {"NeffAndRecordAndDoneTemp", "publish_success: while writing model.done's temp file",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "model.neff", t.neff);
        npc::test::write_text(e / "npc-entry.json", t.meta);
        npc::test::write_text(e / ".tmp-model.done.99999.abcdefgh", "");
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 1 temp files, 0 in trash; "
+     "entry holds: .tmp-model.done.99999.abcdefgh compile_flags.json model.hlo_module.pb model.neff npc-entry.json"},
     {"RecordTempBeforeNeff", "publish_success: while writing npc-entry.json's temp file",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "model.neff", t.neff);
        npc::test::write_text(e / ".tmp-npc-entry.json.99999.abcdefgh", t.meta.substr(0, t.meta.size() / 2));
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 1 temp files, 0 in trash; "
+     "entry holds: .tmp-npc-entry.json.99999.abcdefgh compile_flags.json model.hlo_module.pb model.neff"},
     {"DoneWithAnOldFailureLog", "publish_success: before removing the previous model.log",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "model.neff", t.neff);
@@ -98,7 +122,9 @@ const CrashState kStates[] = {
        npc::test::write_text(e / "model.done", "");
        npc::test::write_text(e / "model.log", "an earlier failure\n");
      },
-     true},
+     true,
+     "2 entries (2 done, 0 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.done model.hlo_module.pb model.log model.neff npc-entry.json"},
     {"FailureRecordedLogNotMoved", "publish_failure: after npc-entry.json, before model.log",
      [](const fs::path& e, const fs::path&, const Template&) {
        npc::test::write_text(e / "npc-entry.json",
@@ -106,13 +132,17 @@ const CrashState kStates[] = {
                              R"("exit":"exit code 1","exit_code":1,"signal":"","wall_seconds":0.1,)"
                              R"("peak_rss_bytes":0,"started_unix":1}]})");
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb npc-entry.json"},
     {"DemoteAfterTheDoneMarker", "demote: after removing model.done, before the NEFF",
      [](const fs::path& e, const fs::path&, const Template& t) {
        npc::test::write_text(e / "model.neff", t.neff);
        npc::test::write_text(e / "npc-entry.json", t.meta);
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb model.neff npc-entry.json"},
     {"EvictionBetweenRenameAndDelete", "remove_entry: renamed into the trash, partly deleted",
      [](const fs::path& e, const fs::path& root, const Template& t) {
        fs::path trash = root / ".npc" / "trash" / (e.filename().string() + ".99999.12345");
@@ -123,18 +153,24 @@ const CrashState kStates[] = {
        npc::test::write_text(root / ".npc" / "eviction.lock",
                              "pid=" + std::to_string(dead_pid()) + " host=h start=1 tool=neuron_cache\n");
      },
-     false},
+     false,
+     "1 entries (1 done, 0 pending, 0 failed, 0 incomplete), 1 lock files (0 held), 0 temp files, 1 in trash; "
+     "entry holds:"},
     {"EvictionLockOfADeadProcess", "evict: holding the eviction lock",
      [](const fs::path&, const fs::path& root, const Template&) {
        npc::test::write_text(root / ".npc" / "eviction.lock",
                              "pid=" + std::to_string(dead_pid()) + " host=h start=1 tool=neuron_cache\n");
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 1 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb"},
     {"LockFileWithGarbage", "a lock file overwritten with garbage",
      [](const fs::path& e, const fs::path&, const Template&) {
        npc::test::write_text(e / "npc-compile.lock", std::string("\x01\xff garbage \0\n pid=oops", 23));
      },
-     true},
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 1 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb npc-compile.lock"},
 };
 
 void PrintTo(const CrashState& state, std::ostream* os) { *os << state.name; }
@@ -198,6 +234,9 @@ TEST_P(CrashStateTest, VerifyPassesAndTheNextRunFinishes) {
 
   auto before = check_cache(cache_root(), expected, true);
   EXPECT_TRUE(before.problems.empty()) << before.describe();
+  std::string built = before.describe() + "; entry holds:";
+  for (const auto& name : npc::test::names_in(entry)) built += " " + name;
+  EXPECT_EQ(built, state.built) << "the crash state was not built as described";
   auto verify = run_tool("neuron_cache", {"verify"});
   EXPECT_EQ(verify.exit_code, 0) << verify.describe();
 

@@ -7,6 +7,7 @@
 //
 // Short form by default; NPC_LONG=1 runs the long form (over 200 kill points).
 
+#include <algorithm>
 #include <csignal>
 #include <thread>
 
@@ -153,7 +154,8 @@ TEST_F(CrashTest, KillCompileEntryAtRandomPoints) {
   auto final_check = check_cache(cache_root(), expected_, true);
   EXPECT_TRUE(final_check.problems.empty()) << final_check.describe();
   EXPECT_EQ(final_check.lock_files, 0u) << final_check.describe();
-  EXPECT_GE(kill_points_, target);
+  EXPECT_GE(kill_points_, target) << "only " << kill_points_ << " of the " << target << " kills landed ("
+                                  << ended_before_kill_ << " compile entries ended before their kill point)";
   record_figures({{"kill_points", kill_points_},
                   {"ended_before_kill", ended_before_kill_},
                   {"neffs_served_and_checked", served_},
@@ -219,6 +221,8 @@ TEST_F(CrashTest, KillWorkerAtRandomPoints) {
     if (HasFailure()) break;
   }
   kill_all_descendants();
+  EXPECT_GE(kill_points_, 1u) << "no kill landed: all " << ended_before_kill_
+                              << " workers ended before their kill point, so no crash was tested";
   record_figures({{"kill_points", kill_points_},
                   {"ended_before_kill", ended_before_kill_},
                   {"neffs_served_and_checked", served_},
@@ -231,6 +235,10 @@ TEST_F(CrashTest, KillWorkerAtRandomPoints) {
 TEST_F(CrashTest, KillWorkersUnderARunningLauncher) {
   const int iterations = scaled(2, 15);
   std::uint64_t workers_killed = 0;
+  // What the launcher reports for a worker that ended by our SIGKILL: the
+  // count of kills that landed (a kill sent to a worker that was just ending
+  // finds no one, or a report already written).
+  const std::string kKilledWorker = "(neuron_cc_wrapper killed by signal SIGKILL)";
   for (int it = 0; it < iterations; ++it) {
     std::string when = "iteration " + std::to_string(it);
     auto graphs = make_graphs(dir() / "g" / std::to_string(it), "pool" + std::to_string(it), 6, 4000, rng_);
@@ -256,12 +264,17 @@ TEST_F(CrashTest, KillWorkersUnderARunningLauncher) {
       util::kill_process_group(victim, SIGKILL);
       ++kills;
     }
-    workers_killed += static_cast<std::uint64_t>(kills);
-    kill_points_ += static_cast<std::uint64_t>(kills);
     auto ended = wait_for(launcher, 60s);
     EXPECT_EQ(ended.exit_code, 0) << when << ": the launcher did not finish after its workers were killed:\n"
                                   << ended.output;
-    if (kills > 0) {
+    int landed = 0;
+    for (auto at = ended.output.find(kKilledWorker); at != std::string::npos;
+         at = ended.output.find(kKilledWorker, at + 1))
+      ++landed;
+    EXPECT_LE(landed, kills) << when << ": more workers killed than we killed:\n" << ended.output;
+    workers_killed += static_cast<std::uint64_t>(landed);
+    kill_points_ += static_cast<std::uint64_t>(landed);
+    if (landed > 0) {
       EXPECT_NE(ended.output.find("retrying"), std::string::npos) << ended.output;
     }
     kill_all_descendants();
@@ -271,6 +284,8 @@ TEST_F(CrashTest, KillWorkersUnderARunningLauncher) {
     complete_with_wrapper(when, graphs);
     if (HasFailure()) break;
   }
+  EXPECT_GE(workers_killed, 1u) << "no worker was seen killed in " << iterations
+                                 << " runs: the launcher never reported a worker ended by SIGKILL";
   record_figures({{"kill_points", kill_points_},
                   {"workers_killed_under_launcher", workers_killed},
                   {"consistency_checks", checks_},
@@ -338,6 +353,8 @@ TEST_F(CrashTest, KillLauncherAtRandomPoints) {
     check_consistent(when + " (after the next run)", true);
     if (HasFailure()) break;
   }
+  EXPECT_GE(kill_points_, 1u) << "no kill landed: all " << ended_before_kill_
+                              << " launchers ended before their kill point, so no crash was tested";
   record_figures({{"kill_points", kill_points_},
                   {"ended_before_kill", ended_before_kill_},
                   {"orphaned_workers_left_running", left_running},
@@ -398,6 +415,8 @@ TEST_F(CrashTest, KillEvictionAtRandomPoints) {
     complete_with_wrapper(when, kill_points_ >= target ? graphs : sample);
     if (HasFailure()) break;
   }
+  EXPECT_GE(kill_points_, 1u) << "no kill landed: all " << ended_before_kill_
+                              << " prunes ended before their kill point, so no crash was tested";
   record_figures({{"kill_points", kill_points_},
                   {"ended_before_kill", ended_before_kill_},
                   {"neffs_served_and_checked", served_},
@@ -422,9 +441,11 @@ TEST_F(InterruptTest, SigintStopsTheLauncherAndCachesNoFailure) {
                          "--parallel_compile_workdir", (dir() / "w").string()},
                         options({{"STANDIN_CC_BASE_MS", "20000"}}), dir() / "launcher.log");
   // Wait until two compilers run.
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline && compiles() < 2) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(npc::test::wait_until([&] { return compiles() >= 2; }, 10s));
   ASSERT_EQ(compiles(), 2u);
+  // The launcher, its two workers and their compilers run now: the check
+  // that none is left afterwards must be able to see them.
+  ASSERT_GE(descendants_of(::getpid()).size(), 5u) << "the run's processes are not visible in /proc";
   auto t0 = std::chrono::steady_clock::now();
   util::kill_process_group(launcher.pid, SIGINT);
   auto ended = wait_for(launcher, 10s);
@@ -454,9 +475,10 @@ TEST_F(InterruptTest, SignalsStopTheCompileEntryAndCacheNoFailure) {
     const Graph& g = graphs[static_cast<std::size_t>(i++)];
     auto wrapper = start(wrapper_compile(g, dir() / "out.neff"), options({{"STANDIN_CC_BASE_MS", "20000"}}),
                          dir() / "wrapper.log");
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (std::chrono::steady_clock::now() < deadline && compiles() < static_cast<std::size_t>(i))
-      std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(npc::test::wait_until([&] { return compiles() >= static_cast<std::size_t>(i); }, 10s))
+        << "the compiler never started: nothing for " << util::signal_name(sig) << " to stop";
+    // The compile entry and its compiler, seen running.
+    ASSERT_EQ(descendants_of(::getpid()).size(), 2u) << "the compile entry and its compiler are not visible";
     util::kill_process_group(wrapper.pid, sig);
     auto ended = wait_for(wrapper, 5s);
     EXPECT_EQ(ended.exit_code, 128 + sig) << ended.output;
@@ -477,15 +499,21 @@ TEST_F(CrashTest, KilledCompileEntryLeavesNoCompilerRunning) {
   auto graphs = make_graphs(dir() / "g", "orphan", 1, 2000, rng_);
   auto wrapper = start(wrapper_compile(graphs[0], dir() / "out.neff"), options({{"STANDIN_CC_BASE_MS", "20000"}}),
                        dir() / "wrapper.log");
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline && compiles() < 1) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(npc::test::wait_until([&] { return compiles() >= 1; }, 10s));
   ASSERT_EQ(compiles(), 1u);
+  // The compiler runs below the compile entry now: the check below must see it.
+  std::vector<std::string> running;
+  for (pid_t p : descendants_of(::getpid())) running.push_back(cmdline_of(p));
+  ASSERT_TRUE(std::any_of(running.begin(), running.end(),
+                          [](const std::string& c) { return c.find("neuronx-cc") != std::string::npos; }))
+      << "the compiler is not visible below its compile entry: " << running.size() << " processes";
   auto ended = kill_after(wrapper, 0us);
-  ASSERT_TRUE(ended.killed);
+  ASSERT_TRUE(ended.killed) << "the compile entry ended before the kill landed: " << ended.output;
   std::this_thread::sleep_for(500ms);
   std::vector<std::string> left;
   for (pid_t p : descendants_of(::getpid())) left.push_back(cmdline_of(p));
-  EXPECT_TRUE(left.empty()) << "still running 0.5 s after its compile entry was killed: " << left.front();
+  EXPECT_TRUE(left.empty()) << "still running 0.5 s after its compile entry was killed: "
+                            << (left.empty() ? "" : left.front());
 }
 
 } // namespace

@@ -2,12 +2,9 @@
 
 #include <csignal>
 #include <fcntl.h>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <sys/file.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -20,6 +17,7 @@
 
 namespace npc::reltest {
 
+using npc::test::names_in;
 using npc::test::RunOptions;
 
 bool long_mode() { return util::is_truthy(util::env("NPC_LONG").value_or("")); }
@@ -56,11 +54,6 @@ void record_figures(const std::map<std::string, std::uint64_t>& figures) {
 }
 
 // ---- Graphs -----------------------------------------------------------------
-
-std::string file_sha256(const fs::path& path) {
-  auto digest = util::sha256_file(path);
-  return digest ? digest->sha256 : std::string();
-}
 
 std::string reference_neff_sha(const fs::path& graph, const fs::path& workdir) {
   fs::create_directories(workdir);
@@ -122,14 +115,6 @@ std::string CacheCheck::describe() const {
 }
 
 namespace {
-
-std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  return names;
-}
 
 bool exists_nofollow(const fs::path& p) {
   std::error_code ec;
@@ -226,54 +211,6 @@ CacheCheck check_cache(const fs::path& root, const std::map<std::string, std::st
 }
 
 // ---- Processes --------------------------------------------------------------
-
-void become_subreaper() { std::ignore = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
-
-void kill_all_descendants() {
-  util::kill_all_descendants(20);
-  // Reap whatever is left over (already ended children).
-  int status = 0;
-  while (::waitpid(-1, &status, WNOHANG) > 0) {
-  }
-}
-
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& p : util::list_processes())
-    if (p.ppid == parent && p.state != 'Z') out.push_back(p.pid);
-  return out;
-}
-
-std::vector<pid_t> descendants_of(pid_t parent) {
-  auto all = util::list_processes();
-  std::vector<pid_t> out, frontier{parent};
-  while (!frontier.empty()) {
-    pid_t p = frontier.back();
-    frontier.pop_back();
-    for (const auto& q : all)
-      if (q.ppid == p && q.state != 'Z') {
-        out.push_back(q.pid);
-        frontier.push_back(q.pid);
-      }
-  }
-  return out;
-}
-
-std::string cmdline_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (auto& c : text)
-    if (c == '\0') c = ' ';
-  return text;
-}
-
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
 
 Started start(const std::vector<std::string>& argv, const RunOptions& options, const fs::path& output) {
   try {

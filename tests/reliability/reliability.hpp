@@ -20,6 +20,7 @@
 namespace npc::reltest {
 
 namespace fs = std::filesystem;
+using npc::test::file_sha256;
 using npc::test::RunResult;
 
 // ---- Short and long forms ------------------------------------------------
@@ -81,23 +82,17 @@ struct CacheCheck {
 
 [[nodiscard]] std::map<std::string, std::string> expected_map(const std::vector<Graph>& graphs);
 
-// sha256 of a file's bytes; "" when it cannot be read.
-[[nodiscard]] std::string file_sha256(const fs::path& path);
 
 // ---- Processes ------------------------------------------------------------
 
-// Makes this test process the reaper of orphans (a killed wrapper's
-// compiler, a killed launcher's workers), so they can be found and ended.
-void become_subreaper();
-// SIGKILLs every process descended from this one and reaps them. Only call
-// when no other thread of the test is running a program.
-void kill_all_descendants();
-// Pids of the live children of `parent` (from /proc).
-[[nodiscard]] std::vector<pid_t> children_of(pid_t parent);
-// The command line of a process, words joined by spaces; "" when gone.
-[[nodiscard]] std::string cmdline_of(pid_t pid);
-// Live processes whose parent is `parent` or one of its descendants.
-[[nodiscard]] std::vector<pid_t> descendants_of(pid_t parent);
+// The process table and the reaping of orphans come from the support
+// library (process.hpp).
+using npc::test::alive;
+using npc::test::become_subreaper;
+using npc::test::children_of;
+using npc::test::cmdline_of;
+using npc::test::descendants_of;
+using npc::test::kill_all_descendants;
 
 struct Started {
   pid_t pid = -1; // also its process group
@@ -121,8 +116,5 @@ struct Ended {
 [[nodiscard]] Ended kill_after(const Started& started, std::chrono::microseconds delay);
 // Waits for it to end by itself (SIGKILL after `timeout`).
 [[nodiscard]] Ended wait_for(const Started& started, std::chrono::milliseconds timeout);
-
-// Whether the process still runs (not a zombie).
-[[nodiscard]] bool alive(pid_t pid);
 
 } // namespace npc::reltest

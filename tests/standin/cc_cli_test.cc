@@ -1,6 +1,8 @@
 // The stand-in compiler's command line and its deterministic NEFF output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sha256.h"
 #include "standin_fixture.h"
 
@@ -24,8 +26,8 @@ class StandinCc : public StandinFixture {
                       const Env& env = {}) {
     std::vector<std::string> args{"compile", "--framework=XLA", graph_, "--output", path(output)};
     args.insert(args.end(), flags.begin(), flags.end());
-    const ProcessResult result = run_compiler(args, env);
-    EXPECT_EQ(result.exit_code(), 0) << result.err;
+    const RunResult result = run_compiler(args, env);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
     return read_file(path(output));
   }
 
@@ -34,22 +36,22 @@ class StandinCc : public StandinFixture {
 };
 
 TEST_F(StandinCc, VersionPrintsDefaultVersion) {
-  const ProcessResult result = run({kCompilerBinary, "--version"});
-  EXPECT_EQ(result.exit_code(), 0);
+  const RunResult result = run({kCompilerBinary, "--version"});
+  EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.out, std::string("NeuronX Compiler version ") + kDefaultVersion + "\n");
 }
 
 TEST_F(StandinCc, VersionComesFromEnvironment) {
-  const ProcessResult result = run({kCompilerBinary, "--version"}, {{"STANDIN_CC_VERSION", "9.9.9"}});
-  EXPECT_EQ(result.exit_code(), 0);
+  const RunResult result = run({kCompilerBinary, "--version"}, {{"STANDIN_CC_VERSION", "9.9.9"}});
+  EXPECT_EQ(result.exit_code, 0);
   EXPECT_EQ(result.out, "NeuronX Compiler version 9.9.9\n");
 }
 
 TEST_F(StandinCc, CompileWritesHeaderNamingGraphFlagsAndVersion) {
-  const ProcessResult result = run_compiler(
+  const RunResult result = run_compiler(
       {"compile", "--framework=XLA", graph_, "--output", path("out.neff"), "--target=trn2", "-O1",
        "--model-type", "transformer"});
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("Compiler status PASS"), std::string::npos) << result.out;
 
   const std::string neff = read_file(path("out.neff"));
@@ -66,11 +68,11 @@ TEST_F(StandinCc, CompileWritesHeaderNamingGraphFlagsAndVersion) {
 
 TEST_F(StandinCc, NeffSizeIsHalfTheGraphWithAMinimum) {
   const std::string big = write_file("big.hlo", make_graph_text(10'000));
-  ASSERT_EQ(run_compiler({"compile", big, "--output", path("big.neff")}).exit_code(), 0);
+  ASSERT_EQ(run_compiler({"compile", big, "--output", path("big.neff")}).exit_code, 0);
   EXPECT_EQ(read_file(path("big.neff")).size(), 5'000u);
 
   const std::string tiny = write_file("tiny.hlo", "HloModule tiny\n");
-  ASSERT_EQ(run_compiler({"compile", tiny, "--output", path("tiny.neff")}).exit_code(), 0);
+  ASSERT_EQ(run_compiler({"compile", tiny, "--output", path("tiny.neff")}).exit_code, 0);
   EXPECT_EQ(read_file(path("tiny.neff")).size(), kMinNeffBytes);
   EXPECT_EQ(header_field(read_file(path("tiny.neff")), "target"), "trn1");
 }
@@ -106,63 +108,64 @@ TEST_F(StandinCc, AcceptsEveryDocumentedFlag) {
 }
 
 TEST_F(StandinCc, OutputFlagMayComeFirstOrBeShort) {
-  const ProcessResult result = run_compiler({"compile", "-o", path("short.neff"), graph_});
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  const RunResult result = run_compiler({"compile", "-o", path("short.neff"), graph_});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(header_field(read_file(path("short.neff")), "flags"), "");
 }
 
 TEST_F(StandinCc, SuccessLeavesNoTemporaryFiles) {
   compile({});
   std::vector<std::string> names = list_dir(dir());
+  ASSERT_NE(std::find(names.begin(), names.end(), "out.neff"), names.end()) << "nothing was compiled to look after";
   for (const std::string& name : names) EXPECT_EQ(name.find("standin-tmp"), std::string::npos) << name;
 }
 
 TEST_F(StandinCc, UnknownFlagIsRejectedLikeArgparse) {
-  const ProcessResult result =
+  const RunResult result =
       run_compiler({"compile", "--framework=XLA", graph_, "--output", path("o.neff"), "--foo"});
-  EXPECT_EQ(result.exit_code(), 2);
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err, "neuronx-cc: error: unrecognized arguments: --foo\n");
   EXPECT_FALSE(exists(path("o.neff")));
 }
 
 TEST_F(StandinCc, InvalidChoiceIsRejected) {
-  const ProcessResult result = run_compiler({"compile", graph_, "--output", path("o.neff"), "--target=x"});
-  EXPECT_EQ(result.exit_code(), 2);
+  const RunResult result = run_compiler({"compile", graph_, "--output", path("o.neff"), "--target=x"});
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("neuronx-cc: error: argument --target: invalid choice: 'x'"), std::string::npos)
       << result.err;
 }
 
 TEST_F(StandinCc, SwitchWithValueIsRejected) {
-  const ProcessResult result =
+  const RunResult result =
       run_compiler({"compile", graph_, "--output", path("o.neff"), "--enable-saturate-infinity=1"});
-  EXPECT_EQ(result.exit_code(), 2);
+  EXPECT_EQ(result.exit_code, 2);
 }
 
 TEST_F(StandinCc, MissingOutputOrGraphIsAUsageError) {
-  const ProcessResult no_output = run_compiler({"compile", "--framework=XLA", graph_});
-  EXPECT_EQ(no_output.exit_code(), 2);
+  const RunResult no_output = run_compiler({"compile", "--framework=XLA", graph_});
+  EXPECT_EQ(no_output.exit_code, 2);
   EXPECT_NE(no_output.err.find("required: --output"), std::string::npos) << no_output.err;
 
-  const ProcessResult no_graph = run_compiler({"compile", "--output", path("o.neff")});
-  EXPECT_EQ(no_graph.exit_code(), 2);
+  const RunResult no_graph = run_compiler({"compile", "--output", path("o.neff")});
+  EXPECT_EQ(no_graph.exit_code, 2);
   EXPECT_NE(no_graph.err.find("required: input_file"), std::string::npos) << no_graph.err;
 
-  EXPECT_EQ(run_compiler({"compile", graph_, "--output"}).exit_code(), 2);
-  EXPECT_EQ(run_compiler({}).exit_code(), 2);
-  EXPECT_EQ(run_compiler({"link"}).exit_code(), 2);
+  EXPECT_EQ(run_compiler({"compile", graph_, "--output"}).exit_code, 2);
+  EXPECT_EQ(run_compiler({}).exit_code, 2);
+  EXPECT_EQ(run_compiler({"link"}).exit_code, 2);
 }
 
 TEST_F(StandinCc, UnreadableGraphFailsWithExit1) {
-  const ProcessResult result = run_compiler({"compile", path("missing.hlo"), "--output", path("o.neff")});
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = run_compiler({"compile", path("missing.hlo"), "--output", path("o.neff")});
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("cannot read graph file"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("Compiler status ERROR"), std::string::npos) << result.err;
 }
 
 TEST_F(StandinCc, MalformedEnvironmentIsAUsageError) {
-  const ProcessResult result =
+  const RunResult result =
       run_compiler({"compile", graph_, "--output", path("o.neff")}, {{"STANDIN_CC_MODE", "fast"}});
-  EXPECT_EQ(result.exit_code(), 2);
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("STANDIN_CC_MODE"), std::string::npos) << result.err;
 }
 

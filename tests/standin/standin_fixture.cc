@@ -1,11 +1,6 @@
 #include "standin_fixture.h"
 
-#include <stdlib.h>
-#include <sys/stat.h>
-
-#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace standin::test {
@@ -27,63 +22,47 @@ std::vector<std::string> compiler_argv(const std::vector<std::string>& args) {
 
 }  // namespace
 
-void StandinFixture::SetUp() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/standin-test.XXXXXX";
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "mkdtemp failed for " << pattern;
-  dir_ = pattern;
-}
-
-void StandinFixture::TearDown() {
-  if (dir_.empty()) return;
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
-}
-
 std::string StandinFixture::write_file(const std::string& name, const std::string& contents) const {
   const std::string full = path(name);
-  std::ofstream out(full, std::ios::binary | std::ios::trunc);
-  out << contents;
-  out.close();
-  EXPECT_TRUE(out) << "cannot write " << full;
+  npc::test::write_text(full, contents);
   return full;
 }
 
 std::string StandinFixture::write_script(const std::string& name, const std::string& contents) const {
-  const std::string full = write_file(name, contents);
-  EXPECT_EQ(chmod(full.c_str(), 0755), 0);
+  const std::string full = path(name);
+  npc::test::write_executable(full, contents);
   return full;
 }
 
-std::string StandinFixture::read_file(const std::string& file) const {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
 bool StandinFixture::exists(const std::string& file) const { return std::filesystem::exists(file); }
-
-std::vector<std::string> StandinFixture::list_dir(const std::string& directory) const {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-    names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 Env StandinFixture::fast_compiler_env() {
   return {{"STANDIN_CC_BASE_MS", kFastBaseMs}, {"STANDIN_CC_BYTES_PER_SEC", kFastBytesPerSec}};
 }
 
-ProcessResult StandinFixture::run_compiler(const std::vector<std::string>& args, const Env& env) const {
+npc::test::RunOptions StandinFixture::options(const Env& env) const {
+  npc::test::RunOptions options;
+  options.set_env = env;
+  options.timeout = kStandinTimeout;
+  return options;
+}
+
+std::string StandinFixture::next_capture_stem() const { return path("process-" + std::to_string(captures_++)); }
+
+RunResult StandinFixture::run(const std::vector<std::string>& argv, const Env& env) const {
+  return npc::test::run(argv, options(env));
+}
+
+Child StandinFixture::start(const std::vector<std::string>& argv, const Env& env) const {
+  return Child(argv, options(env), next_capture_stem());
+}
+
+RunResult StandinFixture::run_compiler(const std::vector<std::string>& args, const Env& env) const {
   return run(compiler_argv(args), merged(fast_compiler_env(), env));
 }
 
-Process StandinFixture::start_compiler(const std::vector<std::string>& args, const Env& env) const {
-  return Process(compiler_argv(args), merged(fast_compiler_env(), env), dir_);
+Child StandinFixture::start_compiler(const std::vector<std::string>& args, const Env& env) const {
+  return start(compiler_argv(args), merged(fast_compiler_env(), env));
 }
 
 std::string make_graph_text(std::size_t bytes, const std::string& tag) {

@@ -1,47 +1,56 @@
-// Base fixture: every test gets its own fresh directory (mkdtemp) holding
-// its graphs, outputs and captured process output, removed afterwards.
+// Base fixture of the stand-in tests: a temp directory per test from the
+// support library (kept when the test fails), holding the graphs, outputs and
+// captured output of the stand-in programs it runs.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "process_runner.h"
+#include "test_support.hpp"
 
 namespace standin::test {
 
-// Paths of the binaries under test, from the build system.
-inline constexpr char kCompilerBinary[] = STANDIN_CC_BINARY;
-inline constexpr char kTrainBinary[] = STANDIN_TRAIN_BINARY;
+using Env = std::map<std::string, std::string>;
+using npc::test::Child;
+using npc::test::RunResult;
 
-class StandinFixture : public ::testing::Test {
+// A stand-in run that takes longer is broken: it fails its test.
+inline constexpr std::chrono::milliseconds kStandinTimeout{20'000};
+
+// Paths of the binaries under test.
+inline const std::string kCompilerBinary = npc::test::standin_compiler().string();
+inline const std::string kTrainBinary = npc::test::standin_train_script().string();
+
+class StandinFixture : public npc::test::TempDirTest {
  protected:
-  void SetUp() override;
-  void TearDown() override;
-
-  const std::string& dir() const { return dir_; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string path(const std::string& name) const { return (dir() / name).string(); }
   // Writes `contents` to dir()/name and returns the full path.
   std::string write_file(const std::string& name, const std::string& contents) const;
   // Like write_file, and marks the file executable.
   std::string write_script(const std::string& name, const std::string& contents) const;
-  std::string read_file(const std::string& path) const;
-  bool exists(const std::string& path) const;
-  std::vector<std::string> list_dir(const std::string& path) const;  // sorted names
+  std::string read_file(const std::string& file) const { return npc::test::read_text(file); }
+  bool exists(const std::string& file) const;
+  std::vector<std::string> list_dir(const std::string& directory) const { return npc::test::names_in(directory); }
 
   // Settings that make stand-in compiles take about a millisecond.
   static Env fast_compiler_env();
 
-  ProcessResult run(const std::vector<std::string>& argv, const Env& env = {}) const {
-    return run_process(argv, env, dir_);
-  }
+  // argv in the test environment (no STANDIN_*, NEURON_* or torchrun
+  // variables from the developer's shell) plus `env`.
+  RunResult run(const std::vector<std::string>& argv, const Env& env = {}) const;
+  Child start(const std::vector<std::string>& argv, const Env& env = {}) const;
   // `neuronx-cc <args...>` with fast_compiler_env() plus `env`.
-  ProcessResult run_compiler(const std::vector<std::string>& args, const Env& env = {}) const;
-  Process start_compiler(const std::vector<std::string>& args, const Env& env = {}) const;
+  RunResult run_compiler(const std::vector<std::string>& args, const Env& env = {}) const;
+  Child start_compiler(const std::vector<std::string>& args, const Env& env = {}) const;
 
  private:
-  std::string dir_;
+  npc::test::RunOptions options(const Env& env) const;
+  std::string next_capture_stem() const;
+  mutable int captures_ = 0;
 };
 
 // A graph of exactly `bytes` bytes that looks like HLO text.

@@ -85,7 +85,7 @@ class StandinTrainProtocol : public StandinFixture {
     return argv;
   }
 
-  ProcessResult train(const Env& env, const std::vector<std::string>& args = {}) const {
+  RunResult train(const Env& env, const std::vector<std::string>& args = {}) const {
     return run(train_argv(args), env_with(env));
   }
 
@@ -140,12 +140,12 @@ std::string cached_line(const std::string& entry) {
 
 TEST_F(StandinTrainProtocol, ExtractionWritesGraphAndFlagsOfEachEntryAndTheRootToThePathLog) {
   const std::string path_log = write_file("cache_path_log.txt", "stale\nlines\n");
-  const ProcessResult result = train(
+  const RunResult result = train(
       {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"},
        {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log},
        {"NEURON_CC_FLAGS", "--cache_dir=" + root() + " -O1 --model-type \"transformer\" --log_level INFO "
                            "--retry_failed_compilation '--tensorizer-options=--a \"b\"' --dump /tmp/x"}});
-  ASSERT_EQ(result.exit_code(), 0) << result.out << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
 
   EXPECT_EQ(list_dir(root()), Files{std::string("neuronxcc-") + kVersion});
   const auto entries = expected_entries(root(), kQuotedFlagsHash);
@@ -170,13 +170,14 @@ TEST_F(StandinTrainProtocol, ExtractionWritesGraphAndFlagsOfEachEntryAndTheRootT
 
 TEST_F(StandinTrainProtocol, JitCompilesEachGraphOnceAndASecondRunHitsTheCache) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root() + " -O1"}};
-  const ProcessResult first = train(env);
-  ASSERT_EQ(first.exit_code(), 0) << first.out << first.err;
+  const RunResult first = train(env);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   EXPECT_EQ(compiler_invocations(), 3u);
   EXPECT_EQ(lines_with(first.out, "rank 0/1: steps=6 graphs=3 jit_compiles=3 cache_hits=0 ").size(), 1u)
       << first.out;
 
   const auto entries = expected_entries(root(), kO1Hash);
+  ASSERT_EQ(entries.size(), 3u);  // init, train0, eval
   EXPECT_EQ(actual_entries(root()), entry_paths(entries));
   const auto graphs = rank_graphs();
   for (const auto& [kind, entry] : entries) {
@@ -189,8 +190,8 @@ TEST_F(StandinTrainProtocol, JitCompilesEachGraphOnceAndASecondRunHitsTheCache) 
     EXPECT_EQ(header_field(neff, "compiler-version"), kVersion);
   }
 
-  const ProcessResult second = train(env);
-  ASSERT_EQ(second.exit_code(), 0) << second.out << second.err;
+  const RunResult second = train(env);
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_EQ(compiler_invocations(), 3u) << "nothing compiled again";
   EXPECT_EQ(lines_with(second.out, "rank 0/1: steps=6 graphs=3 jit_compiles=0 cache_hits=3 ").size(), 1u)
       << second.out;
@@ -211,15 +212,16 @@ TEST_F(StandinTrainProtocol, ScriptCacheDirWinsOverTheEnvironmentsCacheDir) {
                                 "--script_cache_dir", script_root};
   Env extract = env;
   extract["NEURON_EXTRACT_GRAPHS_ONLY"] = "yes";
-  const ProcessResult extracted = run(argv, env_with(extract));
-  ASSERT_EQ(extracted.exit_code(), 0) << extracted.out << extracted.err;
+  const RunResult extracted = run(argv, env_with(extract));
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.out << extracted.err;
   EXPECT_EQ(read_file(path_log), script_root);
 
-  const ProcessResult compiled = run(argv, env_with(env));
-  ASSERT_EQ(compiled.exit_code(), 0) << compiled.out << compiled.err;
+  const RunResult compiled = run(argv, env_with(env));
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.out << compiled.err;
   EXPECT_FALSE(exists(env_root));
   // Both --cache_dir options are the framework's: no compiler flags are left.
   const auto entries = expected_entries(script_root, kNoFlagsHash);
+  ASSERT_EQ(entries.size(), 3u);  // init, train0, eval
   EXPECT_EQ(actual_entries(script_root), entry_paths(entries));
   for (const auto& [kind, entry] : entries) {
     EXPECT_EQ(list_dir(entry), kDoneFiles) << entry;
@@ -230,19 +232,21 @@ TEST_F(StandinTrainProtocol, ScriptCacheDirWinsOverTheEnvironmentsCacheDir) {
 
 TEST_F(StandinTrainProtocol, CacheUrlIsTheRootWhenThereIsNoCacheDir) {
   const std::string path_log = path("cache_path_log.txt");
-  const ProcessResult result =
+  const RunResult result =
       train({{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}, {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log},
              {"NEURON_COMPILE_CACHE_URL", "file://" + root() + "/"}});
-  ASSERT_EQ(result.exit_code(), 0) << result.out << result.err;
-  EXPECT_EQ(actual_entries(root()), entry_paths(expected_entries(root(), kNoFlagsHash)));
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  const auto entries = expected_entries(root(), kNoFlagsHash);
+  ASSERT_EQ(entries.size(), 3u);  // init, train0, eval
+  EXPECT_EQ(actual_entries(root()), entry_paths(entries));
   EXPECT_EQ(read_file(path_log), root());
 }
 
 TEST_F(StandinTrainProtocol, TwoRanksCompileEachGraphOnce) {
   // Compiles slow enough that the second rank finds the first one's lock.
-  const ProcessResult result = train(
+  const RunResult result = train(
       {{"NEURON_CC_FLAGS", "--cache_dir=" + root()}, {"STANDIN_CC_BASE_MS", "200"}}, {"--nproc_per_node", "2"});
-  ASSERT_EQ(result.exit_code(), 0) << result.out << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(lines_with(result.out, "standin_train: total: ranks=2 graphs=3 jit_compiles=3 cache_hits=3 ").size(),
             1u)
       << result.out;
@@ -252,20 +256,22 @@ TEST_F(StandinTrainProtocol, TwoRanksCompileEachGraphOnce) {
   }
   EXPECT_EQ(compiler_invocations(), 3u);
   EXPECT_EQ(compiled_graphs.size(), 3u);
-  for (const std::string& entry : actual_entries(root())) EXPECT_EQ(list_dir(entry), kDoneFiles) << entry;
+  const std::set<std::string> entries = actual_entries(root());
+  ASSERT_EQ(entries.size(), 3u);
+  for (const std::string& entry : entries) EXPECT_EQ(list_dir(entry), kDoneFiles) << entry;
 }
 
 TEST_F(StandinTrainProtocol, AnExistingLockMakesTheRankWaitUntilItIsRemoved) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}};
   Env extract = env;
   extract["NEURON_EXTRACT_GRAPHS_ONLY"] = "1";
-  ASSERT_EQ(train(extract).exit_code(), 0);
+  ASSERT_EQ(train(extract).exit_code, 0);
   const std::string entry = expected_entries(root(), kNoFlagsHash).at("init");
   const std::string lock = write_file("lock-placeholder", "");
   ASSERT_EQ(std::rename(lock.c_str(), (entry + "/model.hlo_module.pb.lock").c_str()), 0);
 
-  Process rank(train_argv({}), env_with(env), dir());
-  // Only the files are looked at from the thread; the Process is the main
+  Child rank = start(train_argv({}), env_with(env));
+  // Only the files are looked at from the thread; the Child is the main
   // thread's to wait for.
   bool waited_without_compiling = false;
   std::thread unlocker([&] {
@@ -273,9 +279,9 @@ TEST_F(StandinTrainProtocol, AnExistingLockMakesTheRankWaitUntilItIsRemoved) {
     waited_without_compiling = !exists(entry + "/model.done") && compiler_invocations() == 0;
     ::unlink((entry + "/model.hlo_module.pb.lock").c_str());
   });
-  const ProcessResult result = rank.wait();
+  const RunResult result = rank.wait(kStandinTimeout);
   unlocker.join();
-  ASSERT_EQ(result.exit_code(), 0) << result.out << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_TRUE(waited_without_compiling);
   EXPECT_EQ(lines_with(result.out, "Another process must be compiling"),
             std::vector<std::string>{"Another process must be compiling " + entry + ", waiting..."});
@@ -290,12 +296,12 @@ TEST_F(StandinTrainProtocol, WaitingForALockGivesUpAfterTheConfiguredTime) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}, {"STANDIN_TRAIN_LOCK_WAIT_S", "0.3"}};
   Env extract = env;
   extract["NEURON_EXTRACT_GRAPHS_ONLY"] = "1";
-  ASSERT_EQ(train(extract).exit_code(), 0);
+  ASSERT_EQ(train(extract).exit_code, 0);
   const std::string lock = expected_entries(root(), kNoFlagsHash).at("init") + "/model.hlo_module.pb.lock";
   ASSERT_EQ(std::rename(write_file("lock", "").c_str(), lock.c_str()), 0);
 
-  const ProcessResult result = train(env);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train(env);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("gave up after 0.3 s waiting for lock '" + lock + "'"), std::string::npos)
       << result.err;
   EXPECT_TRUE(exists(lock)) << "someone else's lock is never removed";
@@ -306,20 +312,20 @@ TEST_F(StandinTrainProtocol, ACachedFailureIsNotRetriedWithoutRetryFailedCompila
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}};
   Env extract = env;
   extract["NEURON_EXTRACT_GRAPHS_ONLY"] = "1";
-  ASSERT_EQ(train(extract).exit_code(), 0);
+  ASSERT_EQ(train(extract).exit_code, 0);
   const std::string entry = expected_entries(root(), kNoFlagsHash).at("init");
   ASSERT_EQ(std::rename(write_file("log", "an old compiler error\n").c_str(), (entry + "/model.log").c_str()), 0);
 
-  const ProcessResult failed = train(env);
-  EXPECT_EQ(failed.exit_code(), 1);
+  const RunResult failed = train(env);
+  EXPECT_EQ(failed.exit_code, 1);
   EXPECT_EQ(lines_with(failed.out, "Got a cached failed neff"),
             std::vector<std::string>{"Got a cached failed neff at " + entry +
                                      "/model.log. Will skip compilation, please set --retry_failed_compilation"});
   EXPECT_NE(failed.err.find("(cached failure in " + entry + "/model.log)"), std::string::npos) << failed.err;
   EXPECT_EQ(compiler_invocations(), 0u);
 
-  const ProcessResult retried = train({{"NEURON_CC_FLAGS", "--cache_dir=" + root() + " --retry_failed_compilation"}});
-  ASSERT_EQ(retried.exit_code(), 0) << retried.out << retried.err;
+  const RunResult retried = train({{"NEURON_CC_FLAGS", "--cache_dir=" + root() + " --retry_failed_compilation"}});
+  ASSERT_EQ(retried.exit_code, 0) << retried.out << retried.err;
   EXPECT_EQ(compiler_invocations(), 3u);
   EXPECT_EQ(list_dir(entry), kDoneFiles) << "the old failure log goes once the retry succeeds";
 }
@@ -328,8 +334,8 @@ TEST_F(StandinTrainProtocol, ACompilerFailureIsCachedInModelLog) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}};
   Env faulty = env;
   faulty["STANDIN_CC_FAULT"] = "fail";
-  const ProcessResult failed = train(faulty);
-  EXPECT_EQ(failed.exit_code(), 1);
+  const RunResult failed = train(faulty);
+  EXPECT_EQ(failed.exit_code, 1);
   EXPECT_TRUE(std::regex_search(failed.err, std::regex(R"(compile failed for \S+MODULE_init_\w+\.hlo \(exit 1\))")))
       << failed.err;
   const std::string entry = expected_entries(root(), kNoFlagsHash).at("init");
@@ -338,8 +344,8 @@ TEST_F(StandinTrainProtocol, ACompilerFailureIsCachedInModelLog) {
   EXPECT_NE(read_file(entry + "/model.log").find("Compiler status ERROR"), std::string::npos);
   EXPECT_EQ(compiler_invocations(), 1u);
 
-  const ProcessResult again = train(env);
-  EXPECT_EQ(again.exit_code(), 1);
+  const RunResult again = train(env);
+  EXPECT_EQ(again.exit_code, 1);
   EXPECT_EQ(lines_with(again.out, "Got a cached failed neff at " + entry + "/model.log").size(), 1u) << again.out;
   EXPECT_EQ(compiler_invocations(), 1u);
 }
@@ -348,7 +354,7 @@ TEST_F(StandinTrainProtocol, AnErrorWhileHoldingTheLockRemovesIt) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}};
   Env extract = env;
   extract["NEURON_EXTRACT_GRAPHS_ONLY"] = "1";
-  ASSERT_EQ(train(extract).exit_code(), 0);
+  ASSERT_EQ(train(extract).exit_code, 0);
   // A directory where the rank's NEFF copy should go: copying the compiled
   // NEFF out of the entry throws while the lock is held.
   std::string init_hlo;
@@ -359,8 +365,8 @@ TEST_F(StandinTrainProtocol, AnErrorWhileHoldingTheLockRemovesIt) {
   const std::string blocked = init_hlo.substr(0, init_hlo.size() - 4) + ".neff";
   std::filesystem::create_directories(blocked + "/in-the-way");
 
-  const ProcessResult result = train(env);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train(env);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("cannot copy"), std::string::npos) << result.err;
   EXPECT_EQ(list_dir(expected_entries(root(), kNoFlagsHash).at("init")), kDoneFiles);
 }
@@ -368,14 +374,13 @@ TEST_F(StandinTrainProtocol, AnErrorWhileHoldingTheLockRemovesIt) {
 TEST_F(StandinTrainProtocol, AKilledRankLeavesItsLockBehind) {
   Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root()}, {"STANDIN_CC_FAULT", "hang"},
           {"RANK", "0"}, {"WORLD_SIZE", "1"}};
-  Process rank(train_argv({}), env_with(env), dir());
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (compiler_invocations() == 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  Child rank = start(train_argv({}), env_with(env));
+  ASSERT_TRUE(npc::test::wait_until([&] { return compiler_invocations() > 0; }, std::chrono::seconds(10)));
   ASSERT_EQ(compiler_invocations(), 1u);
   rank.kill(SIGKILL);
-  rank.wait();
+  const RunResult killed = rank.wait(kStandinTimeout);
+  ASSERT_TRUE(killed.signaled && killed.signal == SIGKILL)
+      << "the rank ended before the kill landed, so nothing was killed: " << killed.describe();
   // The hanging compiler was the rank's child; end it too.
   const pid_t compiler = std::stoi(read_file(invocation_log()));
   ::kill(compiler, SIGKILL);
@@ -387,22 +392,22 @@ TEST_F(StandinTrainProtocol, AKilledRankLeavesItsLockBehind) {
 }
 
 TEST_F(StandinTrainProtocol, BadSettingsAreUsageErrors) {
-  const ProcessResult bad_choice = run({kTrainBinary, "--protocol=pytorch"}, env_with({}));
-  EXPECT_EQ(bad_choice.exit_code(), 2);
+  const RunResult bad_choice = run({kTrainBinary, "--protocol=pytorch"}, env_with({}));
+  EXPECT_EQ(bad_choice.exit_code, 2);
   EXPECT_NE(bad_choice.err.find("argument --protocol: invalid choice: 'pytorch'"), std::string::npos)
       << bad_choice.err;
 
-  const ProcessResult bad_env =
+  const RunResult bad_env =
       run({kTrainBinary, "--steps_this_run", "1"}, env_with({{"STANDIN_TRAIN_PROTOCOL", "nope"}}));
-  EXPECT_EQ(bad_env.exit_code(), 2);
+  EXPECT_EQ(bad_env.exit_code, 2);
   EXPECT_NE(bad_env.err.find("STANDIN_TRAIN_PROTOCOL: invalid choice: 'nope'"), std::string::npos) << bad_env.err;
 
-  const ProcessResult bad_quote = train({{"NEURON_CC_FLAGS", "--cache_dir='" + root()}});
-  EXPECT_EQ(bad_quote.exit_code(), 2);
+  const RunResult bad_quote = train({{"NEURON_CC_FLAGS", "--cache_dir='" + root()}});
+  EXPECT_EQ(bad_quote.exit_code, 2);
   EXPECT_NE(bad_quote.err.find("NEURON_CC_FLAGS: no closing quotation"), std::string::npos) << bad_quote.err;
 
-  const ProcessResult no_compiler = train({{"NEURON_CC", path("no-such-compiler")}});
-  EXPECT_EQ(no_compiler.exit_code(), 2);
+  const RunResult no_compiler = train({{"NEURON_CC", path("no-such-compiler")}});
+  EXPECT_EQ(no_compiler.exit_code, 2);
   EXPECT_NE(no_compiler.err.find("NEURON_CC="), std::string::npos) << no_compiler.err;
 }
 

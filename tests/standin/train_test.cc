@@ -33,7 +33,7 @@ class StandinTrain : public StandinFixture {
         "#!/bin/sh\necho 'HloModule other' > \"$5.other\"\nexec '" + cc + "' compile \"$5.other\" --output \"$5\"\n");
   }
 
-  ProcessResult train(const std::vector<std::string>& args, const std::string& wrapper, Env env = {}) {
+  RunResult train(const std::vector<std::string>& args, const std::string& wrapper, Env env = {}) {
     std::vector<std::string> argv{kTrainBinary};
     argv.insert(argv.end(), args.begin(), args.end());
     env["NEURON_CC_WRAPPER"] = wrapper;
@@ -59,9 +59,9 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
 }
 
 TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
-  const ProcessResult result =
+  const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run=6", "--workdir", workdir()}, compile_wrapper_);
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   const std::string rank0 = workdir() + "/rank-0";
   const std::string rank1 = workdir() + "/rank-1";
   const std::vector<std::string> names = list_dir(rank0);
@@ -87,8 +87,8 @@ TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
                                         "--late_graph_step", "20", "--workdir", workdir()};
   std::vector<std::string> short_run = common;
   short_run.insert(short_run.end(), {"--steps_this_run", "10"});
-  const ProcessResult first = train(short_run, compile_wrapper_, {{"STANDIN_CC_INVOCATION_LOG", log}});
-  ASSERT_EQ(first.exit_code(), 0) << first.err;
+  const RunResult first = train(short_run, compile_wrapper_, {{"STANDIN_CC_INVOCATION_LOG", log}});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
 
   const std::regex rank_line(
       R"(^standin_train: rank [01]/2: steps=10 graphs=4 jit_compiles=4 cache_hits=0 compile_wait_s=\d+\.\d{3}$)");
@@ -106,50 +106,50 @@ TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
   // A longer run reaches the late graph.
   std::vector<std::string> long_run = common;
   long_run.insert(long_run.end(), {"--steps_this_run", "25"});
-  const ProcessResult second = train(long_run, compile_wrapper_);
-  ASSERT_EQ(second.exit_code(), 0) << second.err;
+  const RunResult second = train(long_run, compile_wrapper_);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(lines_with(second.out, "total: ranks=2 graphs=5 jit_compiles=10 ").size(), 1u) << second.out;
 }
 
 TEST_F(StandinTrain, CacheHitsAreRecognisedFromWrapperOutput) {
-  const ProcessResult result = train({"--steps_this_run", "3", "--workdir", workdir()}, hit_wrapper_);
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  const RunResult result = train({"--steps_this_run", "3", "--workdir", workdir()}, hit_wrapper_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=3 graphs=2 jit_compiles=0 cache_hits=2 ").size(), 1u)
       << result.out;
   EXPECT_EQ(lines_with(result.out, "Using a cached neff at ").size(), 2u) << "wrapper output is echoed";
 }
 
 TEST_F(StandinTrain, CrashAtStepExitsWithTraceback) {
-  const ProcessResult result = train({"--steps_this_run", "10", "--crash_at_step", "3"}, compile_wrapper_);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train({"--steps_this_run", "10", "--crash_at_step", "3"}, compile_wrapper_);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("Traceback (most recent call last):"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("step 3"), std::string::npos) << result.err;
   EXPECT_TRUE(lines_with(result.out, "standin_train: rank").empty()) << result.out;
 }
 
 TEST_F(StandinTrain, ExtractionModeDoesNotCheckOutputs) {
-  const ProcessResult result =
+  const RunResult result =
       train({"--steps_this_run", "6"}, placeholder_wrapper_, {{"NEURON_EXTRACT_GRAPHS_ONLY", "True"}});
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=6 graphs=3 jit_compiles=0 cache_hits=0 ").size(), 1u)
       << result.out;
 }
 
 TEST_F(StandinTrain, PlaceholderOutputFailsOutsideExtractionMode) {
-  const ProcessResult result = train({"--steps_this_run", "2"}, placeholder_wrapper_);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train({"--steps_this_run", "2"}, placeholder_wrapper_);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("no graph-sha256 header"), std::string::npos) << result.err;
 }
 
 TEST_F(StandinTrain, NeffOfAnotherGraphIsAnError) {
-  const ProcessResult result = train({"--steps_this_run", "2"}, wrong_wrapper_);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train({"--steps_this_run", "2"}, wrong_wrapper_);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("was compiled from graph sha256"), std::string::npos) << result.err;
 }
 
 TEST_F(StandinTrain, WrapperFailureIsReportedWithItsOutput) {
-  const ProcessResult result = train({"--steps_this_run", "2"}, failing_wrapper_);
-  EXPECT_EQ(result.exit_code(), 1);
+  const RunResult result = train({"--steps_this_run", "2"}, failing_wrapper_);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.out.find("wrapper says no"), std::string::npos) << result.out;
   EXPECT_TRUE(std::regex_search(result.err, std::regex(R"(standin_train: compile failed for \S+MODULE_init_\w+\.hlo \(exit 3\))")))
       << result.err;
@@ -157,69 +157,75 @@ TEST_F(StandinTrain, WrapperFailureIsReportedWithItsOutput) {
 
 TEST_F(StandinTrain, MissingWrapperIsAUsageError) {
   std::vector<std::string> argv{kTrainBinary, "--steps_this_run", "1"};
-  const ProcessResult result = run(argv, {{"PATH", path("no-such-dir")}});
-  EXPECT_EQ(result.exit_code(), 2);
+  const RunResult result = run(argv, {{"PATH", path("no-such-dir")}});
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("neuron_cc_wrapper"), std::string::npos) << result.err;
 }
 
 TEST_F(StandinTrain, WrapperIsFoundOnPath) {
   const std::string bin = path("bin");
-  ASSERT_EQ(run({"/bin/mkdir", bin}).exit_code(), 0);
-  ASSERT_EQ(run({"/bin/cp", compile_wrapper_, bin + "/neuron_cc_wrapper"}).exit_code(), 0);
+  ASSERT_EQ(run({"/bin/mkdir", bin}).exit_code, 0);
+  ASSERT_EQ(run({"/bin/cp", compile_wrapper_, bin + "/neuron_cc_wrapper"}).exit_code, 0);
   std::vector<std::string> argv{kTrainBinary, "--steps_this_run", "1"};
-  const ProcessResult result = run(argv, {{"PATH", bin + ":/usr/bin:/bin"}});
-  EXPECT_EQ(result.exit_code(), 0) << result.err;
+  const RunResult result = run(argv, {{"PATH", bin + ":/usr/bin:/bin"}});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
 }
 
 TEST_F(StandinTrain, UnderTorchrunItIsOneRankAndDoesNotSpawn) {
-  const ProcessResult result = train({"--nproc_per_node", "4", "--steps_this_run", "2", "--workdir", workdir()},
+  const RunResult result = train({"--nproc_per_node", "4", "--steps_this_run", "2", "--workdir", workdir()},
                                      compile_wrapper_, {{"RANK", "1"}, {"WORLD_SIZE", "2"}});
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_with(result.out, "standin_train: rank 1/2: steps=2 graphs=2 ").size(), 1u) << result.out;
   EXPECT_TRUE(lines_with(result.out, "standin_train: total:").empty()) << result.out;
   EXPECT_EQ(list_dir(workdir()), std::vector<std::string>{"rank-1"});
 }
 
 TEST_F(StandinTrain, FailingRankStatusIsPropagated) {
-  const ProcessResult result =
+  const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run", "4", "--crash_at_step", "1"}, compile_wrapper_);
-  EXPECT_EQ(result.exit_code(), 1);
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(lines_with(result.out, "standin_train: total:").empty()) << result.out;
 }
 
 TEST_F(StandinTrain, TemporaryWorkdirIsRemoved) {
   const std::string tmp = path("tmp");
-  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code(), 0);
-  const ProcessResult result =
+  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code, 0);
+  const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run", "2"}, compile_wrapper_, {{"TMPDIR", tmp}});
-  ASSERT_EQ(result.exit_code(), 0) << result.err;
+  ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(list_dir(tmp).empty());
 }
 
 TEST_F(StandinTrain, TerminatingTheLauncherStopsItsRanks) {
   const std::string tmp = path("tmp");
-  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code(), 0);
+  ASSERT_EQ(run({"/bin/mkdir", tmp}).exit_code, 0);
   Env env = fast_compiler_env();
   env["NEURON_CC_WRAPPER"] = compile_wrapper_;
   env["TMPDIR"] = tmp;
-  Process launcher({kTrainBinary, "--nproc_per_node", "2", "--steps_this_run", "1000", "--step_ms", "10"}, env,
-                   dir());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Child launcher = start({kTrainBinary, "--nproc_per_node", "2", "--steps_this_run", "1000", "--step_ms", "10"}, env);
+  // The ranks carry the launcher's temporary work directory (under tmp) in
+  // their command lines: both must be seen running, or there is nothing here
+  // for SIGTERM to stop.
+  const auto ranks = [&] { return npc::test::processes_with_cmdline(tmp + "/standin_train."); };
+  ASSERT_TRUE(npc::test::wait_until([&] { return ranks().size() == 2; }, kStandinTimeout))
+      << "the two ranks were never seen running:\n" << npc::test::describe(ranks());
+  ASSERT_EQ(list_dir(tmp).size(), 1u) << "the launcher's temporary work directory";
   ASSERT_TRUE(launcher.running());
   const auto signalled = std::chrono::steady_clock::now();
   launcher.kill(SIGTERM);
-  const ProcessResult result = launcher.wait();
-  EXPECT_EQ(result.exit_code(), 128 + SIGTERM) << result.err;
+  const RunResult result = launcher.wait(kStandinTimeout);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM) << result.err;
   // The ranks were stopped, not left to finish their 1000 steps of 10 ms.
   EXPECT_LT(std::chrono::steady_clock::now() - signalled, std::chrono::seconds(5));
+  EXPECT_TRUE(ranks().empty()) << "ranks still running after their launcher ended:\n" << npc::test::describe(ranks());
   EXPECT_TRUE(list_dir(tmp).empty());
 }
 
 TEST_F(StandinTrain, GraphSizeGrowsWithLayersAndHidden) {
   ASSERT_EQ(train({"--steps_this_run", "1", "--layers", "2", "--hidden", "64", "--workdir", path("small")},
-                  compile_wrapper_).exit_code(), 0);
+                  compile_wrapper_).exit_code, 0);
   ASSERT_EQ(train({"--steps_this_run", "1", "--layers", "8", "--hidden", "512", "--workdir", path("large")},
-                  compile_wrapper_).exit_code(), 0);
+                  compile_wrapper_).exit_code, 0);
   const auto train_graph_size = [&](const std::string& root) {
     for (const std::string& name : list_dir(root + "/rank-0")) {
       if (name.rfind("MODULE_train0_", 0) == 0 && name.find(".hlo") != std::string::npos) {
@@ -235,8 +241,8 @@ TEST_F(StandinTrain, GraphSizeGrowsWithLayersAndHidden) {
 }
 
 TEST_F(StandinTrain, UnknownOptionIsAUsageError) {
-  const ProcessResult result = train({"--bogus", "1"}, compile_wrapper_);
-  EXPECT_EQ(result.exit_code(), 2);
+  const RunResult result = train({"--bogus", "1"}, compile_wrapper_);
+  EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("unrecognized arguments: --bogus"), std::string::npos) << result.err;
 }
 

@@ -47,13 +47,6 @@ inline cache::CacheKey repeated_key(const std::string& version, char graph_digit
 }
 
 // Names of the files in a directory, sorted (empty when it does not exist).
-inline std::vector<std::string> names_in(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using test::names_in;
 
 } // namespace npc::unit

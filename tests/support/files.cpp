@@ -1,0 +1,55 @@
+#include "files.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
+
+namespace npc::test {
+
+std::string read_text(const fs::path& path) {
+  auto text = util::read_file(path);
+  return text ? *text : std::string();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) ADD_FAILURE() << "cannot write " << path << ": " << std::strerror(errno);
+}
+
+void write_executable(const fs::path& path, const std::string& text) {
+  write_text(path, text);
+  std::error_code ec;
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec, ec);
+  if (ec) ADD_FAILURE() << "cannot make " << path << " executable: " << ec.message();
+}
+
+std::size_t count_lines(const fs::path& path) {
+  std::string text = read_text(path);
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    names.push_back(it->path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string file_sha256(const fs::path& path) {
+  auto digest = util::sha256_file(path);
+  return digest ? digest->sha256 : std::string();
+}
+
+} // namespace npc::test
