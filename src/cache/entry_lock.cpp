@@ -140,16 +140,32 @@ Result<EntryLock::Attempt> EntryLock::try_acquire(const fs::path& entry_dir, con
   if (!ours->has_value()) return attempt; // another of our processes on this host
   fs::path path = entry_dir / kFrameworkLockFile;
   std::string record = me.serialize() + "\n";
+  // The lock appears with its owner facts already in it: written to a temp
+  // file, then linked into place (exclusive, like O_EXCL). A lock created
+  // empty and filled after would, if its creator were killed in between,
+  // look like the framework's (no owner facts) and block for hours.
+  fs::path temp = entry_dir / (std::string(util::kTempPrefix) + "lock-" + std::to_string(::getpid()));
+  std::ignore = ::unlink(temp.c_str()); // left by a process of ours with this pid that died
+  util::UniqueFd file(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!file.valid()) return fail(util::errno_text("cannot create the lock", temp, errno));
+  if (!util::write_all(file.get(), record)) {
+    int err = errno;
+    std::ignore = ::unlink(temp.c_str());
+    return fail(util::errno_text("cannot write the lock", temp, err));
+  }
+  struct TempRemover {
+    const fs::path& path;
+    ~TempRemover() { std::ignore = ::unlink(path.c_str()); }
+  } remove_temp{temp};
   // Two tries: the second after breaking a stale lock.
   for (int tries = 0; tries < 2; ++tries) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd >= 0) {
-      util::UniqueFd file(fd);
+    if (::link(temp.c_str(), path.c_str()) == 0) {
+      std::ignore = ::unlink(temp.c_str()); // changes the inode's ctime: read it after
       struct stat st {};
-      if (!util::write_all(fd, record) || ::fstat(fd, &st) != 0) {
+      if (::fstat(file.get(), &st) != 0) {
         int err = errno;
         std::ignore = ::unlink(path.c_str());
-        return fail(util::errno_text("cannot write the lock", path, err));
+        return fail(util::errno_text("cannot stat the lock", path, err));
       }
       out.release();
       out.flock_ = std::move(**ours);
@@ -159,6 +175,26 @@ Result<EntryLock::Attempt> EntryLock::try_acquire(const fs::path& entry_dir, con
       out.ctime_ = st.st_ctim;
       attempt.outcome = Outcome::taken;
       return attempt;
+    }
+    if (errno == EPERM || errno == ENOTSUP || errno == EMLINK) {
+      // A filesystem without hard links: created exclusively, then filled.
+      util::UniqueFd direct(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+      if (direct.valid()) {
+        struct stat st {};
+        if (!util::write_all(direct.get(), record) || ::fstat(direct.get(), &st) != 0) {
+          int err = errno;
+          std::ignore = ::unlink(path.c_str());
+          return fail(util::errno_text("cannot write the lock", path, err));
+        }
+        out.release();
+        out.flock_ = std::move(**ours);
+        out.framework_lock_ = path;
+        out.dev_ = st.st_dev;
+        out.ino_ = st.st_ino;
+        out.ctime_ = st.st_ctim;
+        attempt.outcome = Outcome::taken;
+        return attempt;
+      }
     }
     if (errno != EEXIST) return fail(util::errno_text("cannot create the lock", path, errno));
     attempt.blocking = judge_framework_lock(path, stale_age, std::chrono::system_clock::now());
