@@ -19,7 +19,8 @@
 #include <npc/bundle/reader.hpp>
 #include <npc/bundle/staging.hpp>
 #include <npc/cache/entry_meta.hpp>
-#include <npc/cache/entry_transfer.hpp>
+#include <npc/cache/entry.hpp>
+#include <npc/cache/store.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/fs.hpp>
@@ -308,7 +309,7 @@ private:
   PublishEnd publish(Incoming& in, Wait wait) {
     const cache::CacheKey& key = in.entry->key;
     fs::path entry_dir = cache_.entry_dir(key);
-    if (auto trusted = cache::check_entry_trust(cache_, entry_dir); !trusted) {
+    if (auto trusted = cache_.entry(entry_dir).check_trust(); !trusted) {
       skip(in, trusted.error());
       spdlog::warn("{}", trusted.error());
       return PublishEnd::finished;
@@ -323,7 +324,7 @@ private:
       break;
     }
     if (!still_wanted(in, entry_dir)) return PublishEnd::finished;
-    if (auto s = cache::publish_incoming(cache_, entry_dir, incoming_files(in)); !s) {
+    if (auto s = cache_.entry(entry_dir).publish_incoming(incoming_files(in)); !s) {
       error("cannot publish " + key.str() + ": " + s.error(), ExitCode::environment);
       return PublishEnd::finished;
     }
@@ -339,7 +340,7 @@ private:
         error(s.error(), ExitCode::environment);
         return LockEnd::given_up;
       }
-      auto taken = cache_.try_lock_entry(entry_dir);
+      auto taken = cache_.entry(entry_dir).try_lock();
       if (!taken) {
         error(taken.error(), ExitCode::environment);
         return LockEnd::given_up;
@@ -348,23 +349,23 @@ private:
       lock = std::move(**taken);
       return LockEnd::taken;
     }
-    auto taken = cache_.lock_entry(entry_dir, options_.lock_wait);
+    auto taken = cache_.entry(entry_dir).lock(options_.lock_wait);
     if (!taken) {
-      if (taken.error().find("timed out") == std::string::npos) {
-        error(taken.error(), ExitCode::environment);
-        return LockEnd::given_up;
-      }
-      skip(in, "being compiled here (" + taken.error() + "); left to that compile");
+      error(taken.error(), ExitCode::environment);
       return LockEnd::given_up;
     }
-    lock = std::move(*taken);
+    if (auto* busy = std::get_if<cache::LockBusy>(&*taken)) {
+      skip(in, "being compiled here (" + cache::describe_busy(entry_dir, *busy) + "); left to that compile");
+      return LockEnd::given_up;
+    }
+    lock = std::move(std::get<cache::EntryLock>(*taken));
     return LockEnd::taken;
   }
 
   // With the lock held: whether the entry still needs what the bundle has
   // (another process may have finished it meanwhile).
   bool still_wanted(Incoming& in, const fs::path& entry_dir) {
-    auto info = cache_.inspect(entry_dir);
+    auto info = cache_.entry(entry_dir).inspect();
     if (!info) {
       error(info.error(), ExitCode::environment);
       return false;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include <npc/cache/entry_transfer.hpp>
+#include <npc/cache/entry.hpp>
 #include <npc/cache/layout.hpp>
 
 namespace npc::bundle {

@@ -17,7 +17,8 @@
 #include <npc/bundle/manifest.hpp>
 #include <npc/bundle/selection.hpp>
 #include <npc/cache/entry_meta.hpp>
-#include <npc/cache/entry_transfer.hpp>
+#include <npc/cache/entry.hpp>
+#include <npc/cache/store.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
@@ -224,8 +225,8 @@ std::variant<Exporting, Refusal> take_entry(const cache::Cache& cache, const Exp
   fs::path dir = cache.entry_dir(c.key);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Refusal{NotTaken::skipped, "not in the cache " + cache.root().string()};
-  if (auto trusted = cache::check_entry_trust(cache, dir); !trusted) return Refusal{NotTaken::skipped, trusted.error()};
-  auto snapshot = cache::open_entry_snapshot(dir);
+  if (auto trusted = cache.entry(dir).check_trust(); !trusted) return Refusal{NotTaken::skipped, trusted.error()};
+  auto snapshot = cache::Entry::open_snapshot(dir);
   if (!snapshot) return Refusal{NotTaken::skipped, snapshot.error()};
   if (!snapshot->done && !(snapshot->failed && options.include_failed)) {
     if (snapshot->failed && !c.must_be_done)

@@ -46,18 +46,6 @@ public:
   // Every entry of one compiler version.
   [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
 
-  // Transitional, for the bundle code until it calls Entry itself.
-  [[nodiscard]] Result<EntryInfo> inspect(const fs::path& dir) const { return entry(dir).inspect(); }
-  [[nodiscard]] Result<std::optional<EntryLock>> try_lock_entry(const fs::path& dir) const {
-    return entry(dir).try_lock();
-  }
-  [[nodiscard]] Result<EntryLock> lock_entry(const fs::path& dir, std::chrono::milliseconds timeout) const {
-    auto taken = entry(dir).lock(timeout);
-    if (!taken) return fail(taken.error());
-    if (auto* busy = std::get_if<LockBusy>(&*taken)) return fail(describe_busy(dir, *busy));
-    return std::move(std::get<EntryLock>(*taken));
-  }
-
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
 
