@@ -140,6 +140,23 @@ Result<EntryLock::Attempt> EntryLock::try_acquire(const fs::path& entry_dir, con
   if (!ours->has_value()) return attempt; // another of our processes on this host
   fs::path path = entry_dir / kFrameworkLockFile;
   std::string record = me.serialize() + "\n";
+  // Ours now: remember the file's identity (release checks it) and keep both parts.
+  auto taken = [&](int fd) -> Result<Attempt> {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      std::ignore = ::unlink(path.c_str());
+      return fail(util::errno_text("cannot stat the lock", path, err));
+    }
+    out.release();
+    out.flock_ = std::move(**ours);
+    out.framework_lock_ = path;
+    out.dev_ = st.st_dev;
+    out.ino_ = st.st_ino;
+    out.ctime_ = st.st_ctim;
+    attempt.outcome = Outcome::taken;
+    return attempt;
+  };
   // The lock appears with its owner facts already in it: written to a temp
   // file, then linked into place (exclusive, like O_EXCL). A lock created
   // empty and filled after would, if its creator were killed in between,
@@ -161,39 +178,18 @@ Result<EntryLock::Attempt> EntryLock::try_acquire(const fs::path& entry_dir, con
   for (int tries = 0; tries < 2; ++tries) {
     if (::link(temp.c_str(), path.c_str()) == 0) {
       std::ignore = ::unlink(temp.c_str()); // changes the inode's ctime: read it after
-      struct stat st {};
-      if (::fstat(file.get(), &st) != 0) {
-        int err = errno;
-        std::ignore = ::unlink(path.c_str());
-        return fail(util::errno_text("cannot stat the lock", path, err));
-      }
-      out.release();
-      out.flock_ = std::move(**ours);
-      out.framework_lock_ = path;
-      out.dev_ = st.st_dev;
-      out.ino_ = st.st_ino;
-      out.ctime_ = st.st_ctim;
-      attempt.outcome = Outcome::taken;
-      return attempt;
+      return taken(file.get());
     }
     if (errno == EPERM || errno == ENOTSUP || errno == EMLINK) {
       // A filesystem without hard links: created exclusively, then filled.
       util::UniqueFd direct(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
       if (direct.valid()) {
-        struct stat st {};
-        if (!util::write_all(direct.get(), record) || ::fstat(direct.get(), &st) != 0) {
+        if (!util::write_all(direct.get(), record)) {
           int err = errno;
           std::ignore = ::unlink(path.c_str());
           return fail(util::errno_text("cannot write the lock", path, err));
         }
-        out.release();
-        out.flock_ = std::move(**ours);
-        out.framework_lock_ = path;
-        out.dev_ = st.st_dev;
-        out.ino_ = st.st_ino;
-        out.ctime_ = st.st_ctim;
-        attempt.outcome = Outcome::taken;
-        return attempt;
+        return taken(direct.get());
       }
     }
     if (errno != EEXIST) return fail(util::errno_text("cannot create the lock", path, errno));
