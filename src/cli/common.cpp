@@ -26,33 +26,8 @@ int run_program(const std::string& program, const std::function<int()>& body) {
   }
 }
 
-void parse_command_line(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    std::ignore = app.exit(e);
-    throw Error("", ExitCode::success);
-  } catch (const CLI::CallForAllHelp& e) {
-    std::ignore = app.exit(e);
-    throw Error("", ExitCode::success);
-  } catch (const CLI::CallForVersion& e) {
-    std::ignore = app.exit(e);
-    throw Error("", ExitCode::success);
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(std::string(e.what()) + " (run with --help for usage)");
-  }
-}
-
 Settings load_settings(const config::CacheSettings& overrides) {
-  Settings settings;
-  auto flags = config::neuron_cc_flags_from_environment();
-  settings.cache = flags.cache;
-  settings.cache.merge(overrides);
-  settings.compiler_flags = std::move(flags.compiler_flags);
-  settings.cache_root =
-      fs::absolute(config::resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL")))
-          .lexically_normal();
-  if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
+  Settings settings = config::settings_from_environment(overrides);
   if (cache::trust_mode_from_environment() == cache::TrustMode::shared_by_group) {
     // As ccache does for a shared cache: whatever we create in it, the group
     // may write too.

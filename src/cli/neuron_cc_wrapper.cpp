@@ -239,7 +239,7 @@ int print_killed(const fs::path& entry_dir, const compile::EntryCompileResult& r
 }
 
 int interrupted_status(const compile::EntryCompileResult& result) {
-  return 128 + (result.run ? result.run->interrupted_by : SIGINT);
+  return exit_status_for_signal(result.run ? result.run->interrupted_by : SIGINT);
 }
 
 // Serves a done entry; false when its NEFF fails the integrity check.
@@ -300,7 +300,7 @@ int compile_without_cache(const CompileCommand& command, const Context& context)
                           workdir.path() / "model.log",
                           command.common.timeout};
   auto run = compile::run_compiler(job);
-  if (run.interrupted_by != 0) return 128 + run.interrupted_by;
+  if (run.interrupted_by != 0) return exit_status_for_signal(run.interrupted_by);
   if (run.success() && fs::exists(job.output_neff)) {
     fs::rename(job.output_neff, command.output);
     return 0;
@@ -489,7 +489,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
     return 0;
   case compile::EntryOutcome::locked_elsewhere:
     std::cout << "Locked by another process: " << dir.string() << std::endl;
-    return compile::kExitLockedElsewhere;
+    return exit_status(ExitCode::locked_elsewhere);
   case compile::EntryOutcome::compiled: break;
   }
   std::cout << "Compiled " << dir.string() << " in " << util::format_seconds(result.attempt.wall_seconds)

@@ -43,7 +43,7 @@ int scan(const cache::Cache& cache, const std::string& version, bool failed_apar
 
 } // namespace
 
-int run_maintenance(const Options& options, const cli::Settings& settings) {
+int run_maintenance(const Options& options, const config::Settings& settings) {
   cache::Cache cache(settings.cache_root);
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   switch (options.mode) {

@@ -4,7 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include <npc/cli/common.hpp>
+#include <npc/util/command_line.hpp>
+#include <npc/util/log.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/strings.hpp>
 
@@ -100,7 +101,7 @@ Options parse_options(int argc, char** argv) {
 
   std::vector<char*> our_argv = {argv[0]};
   for (auto& w : ours) our_argv.push_back(w.data());
-  cli::parse_command_line(app, static_cast<int>(our_argv.size()), our_argv.data());
+  util::parse_command_line(app, static_cast<int>(our_argv.size()), our_argv.data());
 
   auto found = kModes.find(mode);
   if (found == kModes.end())

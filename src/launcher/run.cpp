@@ -152,7 +152,7 @@ double epoch_seconds() {
 
 } // namespace
 
-int run(const Options& options, const cli::Settings& settings) {
+int run(const Options& options, const config::Settings& settings) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
@@ -177,7 +177,7 @@ int run(const Options& options, const cli::Settings& settings) {
     TrialResult trial = run_trial(options.command, environment, files.trial_log);
     if (trial.interrupted_by != 0) {
       spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
-      return 128 + trial.interrupted_by;
+      return exit_status_for_signal(trial.interrupted_by);
     }
     // The roots first: the framework names the one it used there.
     for (const auto& line : read_path_log(files.path_log)) collector.add_path_log_line(line);
@@ -188,7 +188,7 @@ int run(const Options& options, const cli::Settings& settings) {
         spdlog::error("the training command failed ({}); nothing compiled. Set "
                       "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
                       trial.status.describe(), collector.entries().size());
-        return kExitTrialFailed;
+        return exit_status(ExitCode::failure);
       }
       spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
                    "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
@@ -204,7 +204,7 @@ int run(const Options& options, const cli::Settings& settings) {
   if (collector.entries().empty() && !collector.refused().empty()) {
     spdlog::error("the trial extracted {} graph(s) and none could be taken: {}", collector.refused().size(),
                   collector.refused().front());
-    return kExitTrialFailed;
+    return exit_status(ExitCode::failure);
   }
 
   if (options.mode == Mode::collect) {
@@ -250,7 +250,7 @@ int run(const Options& options, const cli::Settings& settings) {
   if (ran.interrupted_by != 0) {
     spdlog::error("interrupted by {} while compiling; entries not finished stay pending for the next run",
                   util::signal_name(ran.interrupted_by));
-    return 128 + ran.interrupted_by;
+    return exit_status_for_signal(ran.interrupted_by);
   }
 
   if (count(pool).compiled > 0) {
@@ -280,7 +280,7 @@ int run(const Options& options, const cli::Settings& settings) {
     if (!written) throw EnvironmentError("cannot write the results: " + written.error());
     spdlog::info("results written to {} and {}", written->results.string(), written->total.string());
   }
-  return failed_graphs_status(count(pool).failed);
+  return exit_status_for_failed_graphs(count(pool).failed);
 }
 
 } // namespace npc::launcher

@@ -10,7 +10,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include <npc/config/neuron_cc_flags.hpp>
+#include <npc/util/command_line.hpp>
+
+#include <npc/config/settings.hpp>
 
 namespace npc::cli {
 
@@ -20,18 +22,12 @@ namespace fs = std::filesystem;
 // exit code), a CLI11 parse error (exit 2) or anything else (exit 1).
 int run_program(const std::string& program, const std::function<int()>& body);
 
-// Parses the command line with CLI11, mapping --help/--version to exit 0 and
-// parse errors to a UsageError.
-void parse_command_line(CLI::App& app, int argc, char** argv);
+using config::Settings;
+using util::parse_command_line;
 
-struct Settings {
-  config::CacheSettings cache;            // NEURON_CC_FLAGS, then the command line
-  std::vector<std::string> compiler_flags; // NEURON_CC_FLAGS minus cache options
-  fs::path cache_root;
-};
-
-// Reads NEURON_CC_FLAGS, applies `overrides` from the command line, resolves
-// the cache root and sets the log level.
+// The settings (config::settings_from_environment), and for a cache shared
+// by group (NPC_CACHE_TRUST) the umask that lets the group write what this
+// program creates. Called once at the start, before any thread.
 [[nodiscard]] Settings load_settings(const config::CacheSettings& overrides);
 
 // Adds --cache_dir, --cache_size, --cache_ttl (the NEURON_CC_FLAGS options)

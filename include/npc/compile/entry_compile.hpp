@@ -49,10 +49,6 @@ enum class EntryOutcome {
 [[nodiscard]] std::string_view to_string(EntryOutcome outcome);
 [[nodiscard]] std::optional<EntryOutcome> parse_entry_outcome(std::string_view text);
 
-// Exit status of `compile-entry --no-wait` when another process holds the
-// entry's lock (EX_TEMPFAIL: try again later).
-inline constexpr int kExitLockedElsewhere = 75;
-
 struct EntryCompileResult {
   EntryOutcome outcome = EntryOutcome::failed;
   std::optional<CompileRun> run;

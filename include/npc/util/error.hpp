@@ -6,16 +6,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace npc {
+#include <npc/util/exit_code.hpp>
 
-// Exit codes shared by every program (documented in README.md).
-enum class ExitCode : int {
-  success = 0,
-  failure = 1,      // the work failed: a compile, a verify, a cached failure
-  usage = 2,        // bad command line, bad NEURON_CC_FLAGS, bad option value
-  environment = 3,  // cache unusable, compiler not found, lock wait timed out
-  interrupted = 130 // SIGINT; other signals give 128 + signal number
-};
+namespace npc {
 
 class Error : public std::runtime_error {
 public:

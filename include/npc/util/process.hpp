@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <npc/util/exit_code.hpp>
 #include <npc/util/result.hpp>
 
 namespace npc::util {
@@ -73,7 +74,7 @@ struct ExitStatus {
   // "exit code 3" or "killed by signal SIGKILL"
   [[nodiscard]] std::string describe() const;
   // What a shell would report: the code, or 128 + the signal number.
-  [[nodiscard]] int shell_code() const { return signaled ? 128 + signal : code; }
+  [[nodiscard]] int shell_code() const { return signaled ? exit_status_for_signal(signal) : code; }
 };
 
 // Blocks until the child ends (waitpid loops on EINTR).

@@ -1,0 +1,24 @@
+#pragma once
+// The settings every program starts from: NEURON_CC_FLAGS (its cache options
+// and the compiler flags), the command line's cache options over them, and
+// the cache root they resolve to.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <npc/config/neuron_cc_flags.hpp>
+
+namespace npc::config {
+
+struct Settings {
+  CacheSettings cache;                     // NEURON_CC_FLAGS, then the command line
+  std::vector<std::string> compiler_flags; // NEURON_CC_FLAGS minus cache options
+  std::filesystem::path cache_root;        // absolute, normalised
+};
+
+// Reads NEURON_CC_FLAGS and NEURON_COMPILE_CACHE_URL, applies `overrides`
+// from the command line and sets the log level they ask for.
+[[nodiscard]] Settings settings_from_environment(const CacheSettings& overrides);
+
+} // namespace npc::config
