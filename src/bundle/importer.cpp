@@ -24,6 +24,7 @@
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/input_file.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::bundle {
@@ -71,14 +72,14 @@ public:
   void run(const fs::path& bundle) {
     if (auto s = cache_.ensure_root(); !s) return error(s.error(), ExitCode::environment);
     remove_stale_import_staging(cache_);
-    util::UniqueFd fd(::open(bundle.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return error(util::errno_text("cannot open the bundle", bundle, errno), ExitCode::usage);
+    auto fd = util::open_input_file(bundle);
+    if (!fd) return error("cannot import the bundle: " + fd.error(), ExitCode::usage);
 
     ImportStaging staging(cache_);
     if (auto s = staging.lock(); !s) return error(s.error(), ExitCode::environment);
     staging_ = staging.path();
 
-    if (auto s = reader_.open(fd.get(), bundle); !s) return error(s.error(), ExitCode::failure);
+    if (auto s = reader_.open(fd->get(), bundle); !s) return error(s.error(), ExitCode::failure);
     if (!read_manifest(bundle)) return;
     plan();
     if (report_.error) return;

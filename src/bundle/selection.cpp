@@ -9,6 +9,7 @@
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/input_file.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::bundle {
@@ -18,7 +19,7 @@ using cache::EntryState;
 using nlohmann::json;
 
 Result<std::vector<ReportedGraph>> read_launcher_report(const fs::path& report) {
-  auto text = util::read_file(report);
+  auto text = util::read_input_file(report);
   if (!text) return fail(text.error());
   json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return fail(report.string() + " is not a JSON object");

@@ -23,6 +23,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
 
@@ -55,6 +56,9 @@ public:
       throw EnvironmentError("libarchive cannot write zstd here: " + error());
     if (archive_write_set_format_pax_restricted(a_.get()) != ARCHIVE_OK)
       throw EnvironmentError("libarchive cannot write tar: " + error());
+    // No padding to a 10 KiB block on a device or pipe: the bundle is the
+    // same bytes wherever it is written.
+    archive_write_set_bytes_in_last_block(a_.get(), 1);
     if (archive_write_open_fd(a_.get(), fd) != ARCHIVE_OK)
       throw EnvironmentError("cannot write the bundle " + output_.string() + ": " + error());
   }
@@ -100,6 +104,10 @@ public:
       throw EnvironmentError("cannot write the bundle " + output_.string() + ": " + error());
   }
 
+  // What reached the output (compressed), counted as written: a bundle
+  // written through a device or FIFO has no file size to look at after.
+  [[nodiscard]] std::uint64_t bytes_written() { return static_cast<std::uint64_t>(archive_filter_bytes(a_.get(), -1)); }
+
 private:
   struct Free {
     void operator()(struct archive* a) const { archive_write_free(a); }
@@ -110,7 +118,11 @@ private:
 
   [[nodiscard]] std::string error() const {
     const char* text = archive_error_string(a_.get());
-    return text != nullptr ? text : "unknown libarchive error";
+    std::string message = text != nullptr ? text : "unknown libarchive error";
+    // libarchive says "Write error" for a full disk or /dev/full: add why.
+    int err = archive_errno(a_.get());
+    if (err > 0 && message.find(std::strerror(err)) == std::string::npos) message += ": " + std::string(std::strerror(err));
+    return message;
   }
 
   void write_header(const std::string& name, std::uint64_t size, std::time_t mtime) {
@@ -259,7 +271,8 @@ std::vector<Exporting> take_entries(const cache::Cache& cache, const std::vector
 
 // --- writing the bundle --------------------------------------------------------------
 
-// The manifest first, then every entry's files; atomically at `output`.
+// The manifest first, then every entry's files; at `output` as util::OutputFile
+// writes (atomically for a file, through a device or FIFO).
 void write_bundle(const cache::Cache& cache, const std::vector<Exporting>& chosen, const fs::path& output,
                   ExportReport& report) {
   BundleManifest manifest;
@@ -270,7 +283,7 @@ void write_bundle(const cache::Cache& cache, const std::vector<Exporting>& chose
   std::string manifest_text = serialize_manifest(manifest);
   std::time_t mtime = static_cast<std::time_t>(util::to_unix_seconds(now));
 
-  util::AtomicFile out(output);
+  util::OutputFile out(output);
   if (auto s = out.open(); !s) throw EnvironmentError("cannot write the bundle: " + s.error());
   {
     TarWriter tar(out.fd(), output);
@@ -285,6 +298,7 @@ void write_bundle(const cache::Cache& cache, const std::vector<Exporting>& chose
       if (x.entry.failed) ++report.failed_exported;
     }
     tar.close();
+    report.bundle_bytes = tar.bytes_written();
   }
   if (auto s = out.commit(); !s) throw EnvironmentError("cannot write the bundle: " + s.error());
 }
@@ -300,8 +314,6 @@ ExportReport export_bundle(const cache::Cache& cache, const ExportSelection& sel
   check_root_trust(cache);
   auto chosen = take_entries(cache, candidates, options, report);
   write_bundle(cache, chosen, output, report);
-  std::error_code ec;
-  report.bundle_bytes = fs::file_size(output, ec);
   return report;
 }
 

@@ -12,6 +12,7 @@
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 
@@ -33,7 +34,7 @@ json entry_json(const EntryInfo& e) {
           {"path", e.dir.string()}};
 }
 
-void print_json(const json& doc) { std::cout << doc.dump(2) << '\n'; }
+void print_json(const json& doc, std::ostream& out = std::cout) { out << doc.dump(2) << '\n'; }
 
 int cmd_ls(const cache::Cache& cache, bool as_json) {
   auto entries = cache.list();
@@ -246,21 +247,24 @@ int cmd_export(const cache::Cache& cache, const std::string& output, const std::
     selection.kind = bundle::ExportSelection::Kind::used_since;
     selection.used_since_days = *days;
   }
+  // Found before entries are read and hashed, and said of the path given.
+  if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
+  // A bundle written to our stdout (-o /dev/stdout) is not to be followed by the summary.
+  std::ostream& out = util::same_file_as_stdout(output) ? std::cerr : std::cout;
   auto report = bundle::export_bundle(cache, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
-    print_json(bundle::to_json(report));
+    print_json(bundle::to_json(report), out);
     return status;
   }
-  for (const auto& s : report.skipped) std::cout << "SKIPPED " << s.key << ": " << s.reason << '\n';
+  for (const auto& s : report.skipped) out << "SKIPPED " << s.key << ": " << s.reason << '\n';
   if (!report.left_out.empty())
-    std::cout << report.left_out.size() << " cached failures left out (--include-failed exports them)\n";
-  std::cout << "exported " << report.exported.size() << " entries (" << util::format_bytes(report.bytes)
-            << ") to " << output << " (" << util::format_bytes(report.bundle_bytes) << ")";
-  if (report.unverified > 0)
-    std::cout << "; " << report.unverified << " had no integrity record and were hashed now";
-  if (!report.skipped.empty()) std::cout << "; " << report.skipped.size() << " skipped";
-  std::cout << '\n';
+    out << report.left_out.size() << " cached failures left out (--include-failed exports them)\n";
+  out << "exported " << report.exported.size() << " entries (" << util::format_bytes(report.bytes) << ") to "
+      << output << " (" << util::format_bytes(report.bundle_bytes) << ")";
+  if (report.unverified > 0) out << "; " << report.unverified << " had no integrity record and were hashed now";
+  if (!report.skipped.empty()) out << "; " << report.skipped.size() << " skipped";
+  out << '\n';
   return status;
 }
 

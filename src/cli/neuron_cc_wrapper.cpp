@@ -22,6 +22,8 @@
 #include <npc/util/arg_scanner.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/input_file.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
 
@@ -184,7 +186,7 @@ Context load_context(const std::vector<std::string>& command_line_words) {
 }
 
 std::string read_graph(const fs::path& graph) {
-  auto bytes = util::read_file(graph);
+  auto bytes = util::read_input_file(graph);
   if (!bytes) throw Error("cannot read the graph: " + bytes.error(), ExitCode::usage);
   return std::move(*bytes);
 }
@@ -192,13 +194,9 @@ std::string read_graph(const fs::path& graph) {
 // The graph's digest, read in chunks: a cache hit never holds the whole graph
 // (up to gigabytes) in memory, which costs more than hashing it.
 util::FileDigest hash_graph(const fs::path& graph) {
-  util::UniqueFd fd(::open(graph.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid())
-    throw Error("cannot read the graph: " + util::errno_text("cannot open", graph, errno), ExitCode::usage);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw Error("cannot read the graph: " + util::errno_text("cannot read", graph, EISDIR), ExitCode::usage);
-  auto digest = util::sha256_fd(fd.get());
+  auto fd = util::open_input_file(graph);
+  if (!fd) throw Error("cannot read the graph: " + fd.error(), ExitCode::usage);
+  auto digest = util::sha256_fd(fd->get());
   if (!digest) throw Error("cannot read the graph " + graph.string() + ": " + digest.error(), ExitCode::usage);
   return std::move(*digest);
 }
@@ -214,7 +212,31 @@ std::string read_graph_matching(const fs::path& graph, const std::string& sha256
 }
 
 void write_placeholder(const fs::path& output) {
-  if (auto s = util::write_file_atomic(output, ""); !s) throw EnvironmentError(s.error());
+  if (auto s = util::write_output_file(output, ""); !s) throw EnvironmentError("--output: " + s.error());
+}
+
+// Before a compile: an --output that cannot take the NEFF is found now, not
+// after minutes of compiling.
+void check_output(const fs::path& output) {
+  if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
+}
+
+// Copies the entry's NEFF, verified, to --output. copy_neff publishes by
+// rename, right for a regular file (at a symlink's target), wrong for a
+// device or FIFO, which would be replaced: there the NEFF is verified into a
+// staging file first, then written through. Failing to write the output is
+// thrown: it says nothing about the entry, which must not be compiled again
+// for it.
+Result<cache::Integrity> deliver_neff(const cache::Entry& entry, const fs::path& output) {
+  auto target = util::resolve_output(output);
+  if (!target) throw EnvironmentError("--output: " + target.error());
+  if (target->kind == util::OutputKind::replace) return entry.copy_neff(target->path);
+  util::TempDir staging(util::staging_dir_for_output(output), std::string(util::kTempPrefix) + "neff-");
+  fs::path staged = staging.path() / cache::kNeffFile;
+  auto integrity = entry.copy_neff(staged);
+  if (!integrity || *integrity == cache::Integrity::mismatch) return integrity;
+  if (auto s = util::publish_output_from(staged, output); !s) throw EnvironmentError("--output: " + s.error());
+  return integrity;
 }
 
 int print_cached_failure(const cache::Entry& entry) {
@@ -242,10 +264,18 @@ int interrupted_status(const compile::EntryCompileResult& result) {
   return exit_status_for_signal(result.run ? result.run->interrupted_by : SIGINT);
 }
 
+// Where our messages go: stderr when the NEFF goes to our stdout
+// (--output /dev/stdout), so that they do not end up inside it.
+std::ostream& message_stream(const fs::path& output) {
+  return util::same_file_as_stdout(output) ? std::cerr : std::cout;
+}
+
 // Serves a done entry; false when its NEFF fails the integrity check.
 bool serve_hit(const cache::Entry& entry, const fs::path& output) {
-  auto integrity = entry.copy_neff(output);
+  auto integrity = deliver_neff(entry, output);
   if (!integrity) {
+    check_output(output); // the output's fault, not the entry's: no compile
+
     spdlog::warn("cannot serve {}: {}; compiling instead", entry.dir().string(), integrity.error());
     return false;
   }
@@ -255,8 +285,8 @@ bool serve_hit(const cache::Entry& entry, const fs::path& output) {
     return false;
   }
   std::ignore = entry.touch();
-  std::cout << "Using a cached neff at " << entry.neff_path().string()
-            << ". Exiting with a successfully compiled graph." << std::endl;
+  message_stream(output) << "Using a cached neff at " << entry.neff_path().string()
+                         << ". Exiting with a successfully compiled graph." << std::endl;
   return true;
 }
 
@@ -289,8 +319,12 @@ bool use_secondary_cache(const cache::Cache& cache, const CommonOptions& common,
 // --- end secondary cache tier ------------------------------------------------
 
 int compile_without_cache(const CompileCommand& command, const Context& context) {
+  // The compiler reads the graph: what would make us hang would make it hang.
+  if (auto fd = util::open_input_file(command.graph); !fd)
+    throw Error("cannot read the graph: " + fd.error(), ExitCode::usage);
+  check_output(command.output);
   fs::path compiler = compile::locate_compiler(command.common.compiler);
-  fs::path out_dir = command.output.has_parent_path() ? command.output.parent_path() : fs::path(".");
+  fs::path out_dir = util::staging_dir_for_output(command.output);
   util::TempDir workdir(out_dir, std::string(util::kTempPrefix) + "work-");
   compile::CompileJob job{compiler,
                           fs::absolute(command.graph),
@@ -302,10 +336,15 @@ int compile_without_cache(const CompileCommand& command, const Context& context)
   auto run = compile::run_compiler(job);
   if (run.interrupted_by != 0) return exit_status_for_signal(run.interrupted_by);
   if (run.success() && fs::exists(job.output_neff)) {
-    fs::rename(job.output_neff, command.output);
+    if (auto s = util::publish_output_from(job.output_neff, command.output); !s)
+      throw EnvironmentError("--output: " + s.error());
     return 0;
   }
-  fs::path log = command.output.string() + ".log";
+  // Beside the output; for a device or FIFO, in the staging directory.
+  auto target = util::resolve_output(command.output);
+  fs::path log = target && target->kind == util::OutputKind::replace
+                     ? fs::path(target->path.string() + ".log")
+                     : out_dir / ("neuron_cc_wrapper." + std::to_string(::getpid()) + ".log");
   std::error_code ec;
   fs::rename(job.log_file, log, ec);
   spdlog::error("{}", compile::describe_failure(command.graph, run.describe(), log));
@@ -400,6 +439,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
   // stored or locked.
   std::ignore = compile::target_for(context.flags);
+  check_output(command.output);
   graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
   if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
   graph = std::string(); // not needed while the compiler runs
@@ -417,18 +457,19 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::already_done:
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
-  auto integrity = entry.copy_neff(command.output);
+  auto integrity = deliver_neff(entry, command.output);
   if (!integrity || *integrity == cache::Integrity::mismatch)
     throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " +
                            command.output.string() + (integrity ? "" : ": " + integrity.error()));
   std::ignore = entry.touch();
+  std::ostream& messages = message_stream(command.output);
   if (result.outcome == compile::EntryOutcome::compiled) {
-    std::cout << "Compiled " << entry_dir.string() << " in "
+    messages << "Compiled " << entry_dir.string() << " in "
               << util::format_seconds(result.attempt.wall_seconds) << std::endl;
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
   } else {
-    std::cout << "Using a cached neff at " << entry.neff_path().string()
-              << ". Exiting with a successfully compiled graph." << std::endl;
+    messages << "Using a cached neff at " << entry.neff_path().string()
+             << ". Exiting with a successfully compiled graph." << std::endl;
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/output_file.hpp>
 
 namespace npc::compile {
 
@@ -31,7 +32,7 @@ Status write_worker_report(const fs::path& path, const WorkerReport& report) {
               {"peak_rss_bytes", report.peak_rss_bytes},
               {"log", report.log_path.string()}};
   // Paths and compiler messages are bytes, not always UTF-8: replaced, not thrown.
-  return util::write_file_atomic(path, doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+  return util::write_output_file(path, doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 Result<std::optional<WorkerReport>> read_worker_report(const fs::path& path) {

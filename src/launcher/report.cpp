@@ -10,6 +10,7 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
@@ -106,7 +107,7 @@ Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& pat
                            [](const auto& a, const auto& b) { return a.first == b.first; }),
                graphs.end());
 
-  util::AtomicFile out(path);
+  util::OutputFile out(path);
   if (auto s = out.open(); !s) return s;
   std::string buffer = "{\n  \"compilation_report\": ";
   auto flush = [&](bool always) -> Status {
@@ -271,9 +272,9 @@ Result<OriginalResults> write_original_results(const Pool& pool, double start_ep
   std::string time = python_float_text(now_epoch_seconds);
   OriginalResults written{directory / ("neuron_parallel_compile_results_" + time + ".json"),
                           directory / ("total_neuron_parallel_compile_results_" + time + ".json")};
-  if (auto s = util::write_file_atomic(written.results, python_json(results)); !s)
+  if (auto s = util::write_output_file(written.results, python_json(results)); !s)
     return fail("cannot write " + written.results.string() + ": " + s.error());
-  if (auto s = util::write_file_atomic(written.total, python_json(total)); !s)
+  if (auto s = util::write_output_file(written.total, python_json(total)); !s)
     return fail("cannot write " + written.total.string() + ": " + s.error());
   return written;
 }

@@ -20,6 +20,7 @@
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 
@@ -47,15 +48,32 @@ struct RunFiles {
 RunFiles prepare_workdir(const Options& options) {
   RunFiles files;
   files.workdir = fs::absolute(options.workdir.value_or(default_workdir()));
-  if (auto s = util::ensure_dir(files.workdir, 0755); !s)
-    throw EnvironmentError("--parallel_compile_workdir: " + s.error());
+  auto unusable = [](const std::string& why) {
+    return EnvironmentError("--parallel_compile_workdir: " + why + " (name a writable directory)");
+  };
+  if (auto s = util::ensure_dir(files.workdir, 0755); !s) throw unusable(s.error());
   std::string tag = "pid" + std::to_string(::getpid());
   files.path_log = files.workdir / ("cache_path_" + tag + "_log.txt");
   files.trial_log = files.workdir / ("trial_run_" + tag + "_log.txt");
   files.log_dir = files.workdir / ("compile_logs_" + tag);
   std::ignore = ::unlink(files.path_log.c_str());
-  if (auto s = util::ensure_dir(files.log_dir, 0755); !s) throw EnvironmentError(s.error());
+  // Creating our log directory is the writability check: it fails on a
+  // read-only or full filesystem even for root, whom access() lets pass.
+  if (auto s = util::ensure_dir(files.log_dir, 0755); !s) throw unusable(s.error());
   return files;
+}
+
+// Every file the run writes at its end, checked before the trial and the
+// compiles: finding an unwritable --report after hours of compiling loses
+// the report of all of them.
+void check_outputs_writable(const Options& options) {
+  if (options.report)
+    if (auto s = util::check_output_writable(*options.report); !s)
+      throw EnvironmentError("--report: " + s.error() + " (name a file in a writable directory)");
+  if (dump_results_requested())
+    if (auto s = util::check_directory_writable(fs::current_path()); !s)
+      throw EnvironmentError("NEURON_PARALLEL_COMPILE_DUMP_RESULTS: the results are written to the current "
+                             "directory, but " + s.error());
 }
 
 // Which launcher of --world_size takes which entries. Round robin over the
@@ -156,6 +174,7 @@ int run(const Options& options, const config::Settings& settings) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
+  check_outputs_writable(options);
   double run_start = util::monotonic_seconds();
   RunFacts facts;
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
@@ -271,7 +290,7 @@ int run(const Options& options, const config::Settings& settings) {
   for (const auto& line : original_summary_lines(pool)) spdlog::info("{}", line);
   if (options.report) {
     if (auto s = write_report(pool, facts, *options.report); !s)
-      throw EnvironmentError("cannot write the report: " + s.error());
+      throw EnvironmentError("--report: " + s.error());
     spdlog::info("report written to {}", options.report->string());
   }
   if (dump_results_requested()) {

@@ -107,7 +107,13 @@ TrialResult run_trial(const std::vector<std::string>& command, const util::Envir
       }
       std::string_view chunk(buffer, static_cast<size_t>(n));
       std::ignore = util::write_all(s.to, chunk);
-      std::ignore = util::write_all(log.get(), chunk);
+      if (log.valid() && !util::write_all(log.get(), chunk)) {
+        // Said once, and the log is dropped: the line announcing the trial
+        // named it as holding the output, which is no longer true.
+        spdlog::warn("{}; the rest of the trial's output is not kept there",
+                     util::errno_text("cannot write the trial log", trial_log, errno));
+        log.reset();
+      }
       take_lines(s, chunk, result.reported_paths);
     }
     for (int sig : received) {

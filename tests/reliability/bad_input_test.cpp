@@ -68,6 +68,15 @@ void compile_done(Context& c) {
 
 void write(const fs::path& p, const std::string& text) { npc::test::write_text(p, text); }
 
+// A FIFO nobody writes to: opening it for reading would wait forever (the
+// run's timeout ends such a run, failed).
+void make_fifo(const fs::path& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p; }
+
+// <D>/full: a symlink to /dev/full, a device every write to fails with
+// ENOSPC. Through a link of ours, a product that renamed over its output
+// would replace the link, never the machine's /dev/full.
+void link_full_device(Context& c) { fs::create_symlink("/dev/full", c.dir / "full"); }
+
 const std::string kVersion = npc::test::kStandinVersion;
 
 // The table. Placeholders: <D> the test's directory, <C> the cache root
@@ -152,7 +161,7 @@ const std::vector<BadInput>& rows() {
        "neuron_cc_wrapper: error: cannot read the graph: cannot open <D>/nope.hlo: No such file or directory"},
       {"WrapperGraphIsADirectory", "a graph path that is a directory", "neuron_cc_wrapper",
        {"compile", "--graph", "<D>", "--output", "<D>/o.neff"}, {}, nothing, 2, Match::only_line,
-       "neuron_cc_wrapper: error: cannot read the graph: cannot read <D>: Is a directory"},
+       "neuron_cc_wrapper: error: cannot read the graph: <D> is a directory, not a regular file"},
       {"WrapperTimeoutNotANumber", "`--timeout abc`", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff", "--timeout", "abc"}, {}, nothing, 2, Match::only_line,
        "neuron_cc_wrapper: error: --timeout has the bad value 'abc': expected a positive number of seconds"},
@@ -442,6 +451,86 @@ const std::vector<BadInput>& rows() {
        Match::stderr_line,
        "neuron_parallel_compile: warning: NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the "
        "compiled graphs go into the cache"},
+      // ---- what is at a path the user names ----
+      // Inputs must be regular files: a device is never read to its end, a
+      // FIFO without a writer never opened.
+      {"WrapperGraphIsACharacterDevice", "`--graph /dev/zero` (a device that never ends)", "neuron_cc_wrapper",
+       {"compile", "--graph", "/dev/zero", "--output", "<D>/o.neff"}, {}, nothing, 2, Match::only_line,
+       "neuron_cc_wrapper: error: cannot read the graph: /dev/zero is a character device, not a regular file"},
+      {"WrapperGraphIsAFifo", "`--graph` naming a FIFO nobody writes to", "neuron_cc_wrapper",
+       {"compile", "--graph", "<D>/graph.fifo", "--output", "<D>/o.neff"}, {},
+       [](Context& c) { make_fifo(c.dir / "graph.fifo"); }, 2, Match::only_line,
+       "neuron_cc_wrapper: error: cannot read the graph: <D>/graph.fifo is a FIFO, not a regular file"},
+      {"WrapperExtractGraphIsAFifo", "`--graph` naming a FIFO while extracting graphs", "neuron_cc_wrapper",
+       {"compile", "--graph", "<D>/graph.fifo", "--output", "<D>/o.neff"}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}},
+       [](Context& c) { make_fifo(c.dir / "graph.fifo"); }, 2, Match::only_line,
+       "neuron_cc_wrapper: error: cannot read the graph: <D>/graph.fifo is a FIFO, not a regular file"},
+      {"WrapperKeyGraphIsACharacterDevice", "`key --graph /dev/zero`", "neuron_cc_wrapper",
+       {"key", "--graph", "/dev/zero"}, {}, nothing, 2, Match::only_line,
+       "neuron_cc_wrapper: error: cannot read the graph: /dev/zero is a character device, not a regular file"},
+      {"WrapperNoCacheGraphIsACharacterDevice", "`--graph /dev/zero` with `--no_cache` (the compiler reads it)",
+       "neuron_cc_wrapper", {"compile", "--graph", "/dev/zero", "--output", "<D>/o.neff"},
+       {{"NEURON_CC_FLAGS", "--cache_dir=<D>/c --no_cache"}}, nothing, 2, Match::only_line,
+       "neuron_cc_wrapper: error: cannot read the graph: /dev/zero is a character device, not a regular file"},
+      {"CacheToolImportCharacterDevice", "`neuron_cache import /dev/zero`", "neuron_cache", {"import", "/dev/zero"},
+       {}, nothing, 2, Match::only_line,
+       "neuron_cache: error: cannot import the bundle: /dev/zero is a character device, not a regular file"},
+      {"CacheToolImportFifo", "`neuron_cache import` of a FIFO nobody writes to", "neuron_cache",
+       {"import", "<D>/bundle.fifo"}, {}, [](Context& c) { make_fifo(c.dir / "bundle.fifo"); }, 2, Match::only_line,
+       "neuron_cache: error: cannot import the bundle: <D>/bundle.fifo is a FIFO, not a regular file"},
+      {"CacheToolExportFromReportFifo", "`neuron_cache export --from-report` naming a FIFO", "neuron_cache",
+       {"export", "--from-report", "<D>/report.fifo", "-o", "<D>/b.tar.zst"}, {},
+       [](Context& c) { make_fifo(c.dir / "report.fifo"); }, 2, Match::only_line,
+       "neuron_cache: error: cannot use the report: <D>/report.fifo is a FIFO, not a regular file"},
+      // Outputs are written as a shell's redirection would: through a device
+      // or FIFO (never replacing it), at a symlink's target; a failed write
+      // is an error; an output that cannot be written is found before the work.
+      {"WrapperOutputFullDevice", "`--output` a full device (a link to `/dev/full`), after a compile",
+       "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/full"}, {}, link_full_device, 3,
+       Match::only_line, "neuron_cc_wrapper: error: --output: cannot write <D>/full: No space left on device"},
+      {"WrapperServedToFullDevice", "`--output` a full device (a link to `/dev/full`), on a cache hit",
+       "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/full"}, {},
+       [](Context& c) {
+         compile_done(c);
+         link_full_device(c);
+       },
+       3, Match::only_line, "neuron_cc_wrapper: error: --output: cannot write <D>/full: No space left on device"},
+      {"WrapperOutputIsADirectory", "`--output` naming a directory", "neuron_cc_wrapper",
+       {"compile", "--graph", "<G>", "--output", "<D>"}, {}, nothing, 3, Match::only_line,
+       "neuron_cc_wrapper: error: --output: cannot write <D>: Is a directory"},
+      {"WrapperOutputDirectoryMissing", "`--output` in a directory that does not exist (found before compiling)",
+       "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/missing/o.neff"}, {}, nothing, 3,
+       Match::only_line,
+       "neuron_cc_wrapper: error: --output: cannot write <D>/missing/o.neff: No such file or directory"},
+      {"CacheToolExportToFullDevice", "`neuron_cache export -o` a full device (a link to `/dev/full`)",
+       "neuron_cache", {"export", "--all", "-o", "<D>/full"}, {},
+       [](Context& c) {
+         compile_done(c);
+         link_full_device(c);
+       },
+       3, Match::only_line,
+       "neuron_cache: error: cannot write the bundle <D>/full: Write error: No space left on device"},
+      {"CacheToolExportDirectoryMissing", "`neuron_cache export -o` in a directory that does not exist",
+       "neuron_cache", {"export", "--all", "-o", "<D>/missing/b.tar.zst"}, {}, compile_done, 3, Match::only_line,
+       "neuron_cache: error: --output: cannot write <D>/missing/b.tar.zst: No such file or directory"},
+      {"LauncherReportDirectoryMissing", "`--report` in a directory that does not exist (found before the trial)",
+       "neuron_parallel_compile", {"--parallel_compile_workdir", "<D>/w", "--report", "<D>/missing/r.json", "true"},
+       {}, nothing, 3, Match::only_line,
+       "neuron_parallel_compile: error: --report: cannot write <D>/missing/r.json: No such file or directory (name a "
+       "file in a writable directory)"},
+      {"LauncherReportIsADirectory", "`--report` naming a directory (found before the trial)",
+       "neuron_parallel_compile", {"--parallel_compile_workdir", "<D>/w", "--report", "<D>", "true"}, {}, nothing, 3,
+       Match::only_line,
+       "neuron_parallel_compile: error: --report: cannot write <D>: Is a directory (name a file in a writable "
+       "directory)"},
+      {"LauncherReportToFullDevice", "`--report` a full device (a link to `/dev/full`)", "neuron_parallel_compile",
+       {"--parallel_compile_workdir", "<D>/w", "--report", "<D>/full", "true"}, {}, link_full_device, 3,
+       Match::stderr_line, "neuron_parallel_compile: error: --report: cannot write <D>/full: No space left on device"},
+      {"LauncherWorkdirIsAFile", "`--parallel_compile_workdir` naming a regular file", "neuron_parallel_compile",
+       {"--parallel_compile_workdir", "<D>/wfile", "true"}, {}, [](Context& c) { write(c.dir / "wfile", "x"); }, 3,
+       Match::only_line,
+       "neuron_parallel_compile: error: --parallel_compile_workdir: cannot use <D>/wfile as a directory: it exists "
+       "and is not one (name a writable directory)"},
       // ---- neuron_cache ----
       {"CacheToolBadKey", "`neuron_cache rm` with something that is not a key", "neuron_cache", {"rm", "nonsense"}, {},
        nothing, 2, Match::only_line,

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <fstream>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -430,6 +431,55 @@ TEST_F(MountTest, CacheOnAReadOnlyFilesystem) {
   EXPECT_TRUE(check.problems.empty()) << check.describe();
   EXPECT_EQ(check.done, 2u);
   record_figures({{"faults_injected", 4}});
+}
+
+// A workdir whose filesystem is full: the trial still runs and its output
+// still reaches the terminal, but the launcher, which announced that the
+// output is also in the trial log, says once that it could not be kept there.
+TEST_F(MountTest, FullWorkdirSaysTheTrialLogIsNotKept) {
+  mount_tmpfs(dir() / "w", 64 * 1024);
+  // Fill it: tmpfs counts pages, so write until it refuses.
+  {
+    std::string page(4096, 'x');
+    std::ofstream filler(dir() / "w" / "filler", std::ios::binary);
+    while (filler.write(page.data(), static_cast<std::streamsize>(page.size())) && filler.flush()) {
+    }
+  }
+  auto r = run_tool("neuron_parallel_compile", {"--parallel_compile_workdir", (dir() / "w").string(), "--", "/bin/sh",
+                                                "-c", "echo output of the trial"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("output of the trial\n"), std::string::npos) << r.describe();
+  std::regex said("neuron_parallel_compile: warning: cannot write the trial log " + (dir() / "w").string() +
+                  "/trial_run_pid[0-9]+_log\\.txt: No space left on device; the rest of the trial's output is not "
+                  "kept there\n");
+  EXPECT_TRUE(std::regex_search(r.err, said)) << r.describe();
+  record_figures({{"faults_injected", 1}});
+}
+
+// A --report or workdir on a read-only filesystem (root writes anywhere
+// else): found before the trial starts, in one line, exit 3.
+TEST_F(MountTest, UnwritableReportOrWorkdirIsFoundBeforeTheTrial) {
+  mount_tmpfs(dir() / "ro", 64 * 1024);
+  remount_read_only(dir() / "ro");
+  const std::string marker = (dir() / "trial-ran").string();
+  auto report = run_tool("neuron_parallel_compile",
+                         {"--parallel_compile_workdir", (dir() / "w").string(), "--report",
+                          (dir() / "ro" / "r.json").string(), "--", "/bin/sh", "-c", "touch " + marker});
+  EXPECT_EQ(report.exit_code, 3) << report.describe();
+  EXPECT_EQ(report.err, "neuron_parallel_compile: error: --report: cannot write " + (dir() / "ro" / "r.json").string() +
+                            ": Read-only file system (name a file in a writable directory)\n")
+      << report.describe();
+  EXPECT_FALSE(fs::exists(marker)) << "the trial ran before the report's place was checked";
+
+  auto workdir = run_tool("neuron_parallel_compile", {"--parallel_compile_workdir", (dir() / "ro").string(), "--",
+                                                      "/bin/sh", "-c", "touch " + marker});
+  EXPECT_EQ(workdir.exit_code, 3) << workdir.describe();
+  std::regex said("neuron_parallel_compile: error: --parallel_compile_workdir: cannot create directory " +
+                  (dir() / "ro").string() +
+                  "/compile_logs_pid[0-9]+: Read-only file system \\(name a writable directory\\)\n");
+  EXPECT_TRUE(std::regex_match(workdir.err, said)) << workdir.describe();
+  EXPECT_FALSE(fs::exists(marker)) << "the trial ran in an unwritable workdir";
+  record_figures({{"faults_injected", 2}});
 }
 
 } // namespace
