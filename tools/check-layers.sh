@@ -10,11 +10,12 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 declare -A allowed=(
   [util]="util"
   [config]="util config"
-  [cache]="util config cache"
-  [bundle]="util config cache bundle"
-  [compile]="util config cache compile"
-  [launcher]="util config cache compile launcher"
-  [cli]="util config cache compile launcher bundle cli"
+  [storage]="util storage"
+  [cache]="util config storage cache"
+  [bundle]="util config storage cache bundle"
+  [compile]="util config storage cache compile"
+  [launcher]="util config storage cache compile launcher"
+  [cli]="util config storage cache compile launcher bundle cli"
 )
 
 bad=0

@@ -1,7 +1,6 @@
 #include <npc/bundle/staging.hpp>
 
 #include <chrono>
-#include <dirent.h>
 #include <string>
 #include <vector>
 
@@ -19,18 +18,6 @@ constexpr std::string_view kImportLockName = "npc-import.lock";
 // import creates and locks its folder within moments.
 constexpr auto kStaleStagingAge = std::chrono::minutes(10);
 
-std::vector<std::string> read_dir_names(const fs::path& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  ::closedir(d);
-  return names;
-}
-
 util::LockHolder this_import() { return util::LockHolder::self(cache::lock_tool_name()); }
 
 } // namespace
@@ -47,7 +34,7 @@ Status ImportStaging::lock() {
 void remove_stale_import_staging(const cache::Cache& cache) {
   fs::path dir = cache.private_dir();
   auto now = std::chrono::system_clock::now();
-  for (const auto& name : read_dir_names(dir)) {
+  for (const auto& name : util::list_names(dir).value_or(std::vector<std::string>{})) {
     if (!std::string_view(name).starts_with(kImportStagingPrefix)) continue;
     fs::path staging = dir / name;
     auto when = util::mtime(staging);

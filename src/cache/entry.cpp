@@ -13,6 +13,7 @@
 
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
+#include <npc/storage/local.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
 
@@ -36,35 +37,6 @@ bool exists_no_follow(const fs::path& path) {
 }
 
 bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
-std::string random_tag() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000000ULL);
-}
-
-// Renames src to dst; across filesystems, copies and removes src.
-Status move_file(const fs::path& src, const fs::path& dst) {
-  if (::rename(src.c_str(), dst.c_str()) == 0) return ok_status();
-  if (errno != EXDEV) return fail(util::errno_text("cannot publish", dst, errno));
-  util::UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!in.valid()) return fail(util::errno_text("cannot open", src, errno));
-  util::AtomicFile out(dst);
-  if (auto s = out.open(); !s) return s;
-  if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy to " + dst.string() + ": " + d.error());
-  if (auto s = out.commit(); !s) return s;
-  std::ignore = ::unlink(src.c_str());
-  return ok_status();
-}
-
-// Publishes src at dst unless dst exists (then the existing file stays).
-Status place_if_absent(const fs::path& src, const fs::path& dst) {
-  if (::link(src.c_str(), dst.c_str()) == 0) {
-    std::ignore = ::unlink(src.c_str());
-    return ok_status();
-  }
-  if (errno == EEXIST || exists_no_follow(dst)) return ok_status();
-  return move_file(src, dst); // a filesystem without hard links
-}
 
 // Reads the NEFF once, hashing it, optionally copying it to `copy_to`.
 Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int copy_to) {
@@ -124,7 +96,20 @@ std::string describe_busy(const fs::path& entry_dir, const LockBusy& busy) {
          " (if nothing is compiling it, remove the lock with neuron_cache clear-locks)";
 }
 
-Entry::Entry(const Cache& cache, fs::path dir) : cache_(cache), dir_(std::move(dir)) {}
+Entry::Entry(const Cache& cache, fs::path dir, std::string key)
+    : cache_(cache), dir_(std::move(dir)), storage_(cache.storage()), key_(std::move(key)) {}
+
+Entry::Entry(const Cache& cache, fs::path dir) : cache_(cache), dir_(std::move(dir)) {
+  fs::path relative = dir_.lexically_relative(cache.root());
+  if (!relative.empty() && relative != "." && *relative.begin() != "..") {
+    storage_ = cache.storage();
+    key_ = relative.generic_string();
+  } else {
+    // Under another root (the framework's): a storage over its folder.
+    storage_ = std::make_shared<storage::LocalStorage>(dir_.parent_path(), cache.private_dir() / kTrashDir);
+    key_ = dir_.filename().string();
+  }
+}
 
 // --- looking ---------------------------------------------------------------------
 
@@ -267,20 +252,15 @@ Status Entry::check_trust() const {
 
 // --- writing without the lock ----------------------------------------------------
 
-Status Entry::touch() const { return util::set_mtime(dir_, cache_.clock().now()); }
+Status Entry::touch() const { return storage_->set_last_use(key_, cache_.clock().now()); }
 
 Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::string>& flags) const {
-  if (auto s = util::ensure_dir(dir_); !s) return s;
   // compile_flags.json first: the graph is what makes an entry pending, so a
   // writer killed between the two leaves an entry that is not yet one.
   // First writer wins; another rank's identical files are not rewritten.
   const std::string flags_json = serialize_compile_flags(flags);
-  for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}}) {
-    fs::path path = dir_ / name;
-    if (exists_no_follow(path)) continue;
-    auto s = util::write_file_atomic(path, bytes, util::Overwrite::no);
-    if (!s && !exists_no_follow(path)) return s;
-  }
+  for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
+    if (auto created = storage_->create_exclusive(key_of(name), bytes); !created) return fail(created.error());
   return ok_status();
 }
 
@@ -331,12 +311,12 @@ Status Entry::publish_neff(const fs::path& neff, const std::string& sha256, std:
   record.neff_sha256 = sha256;
   record.neff_bytes = bytes;
   // A previous done marker must go before the NEFF it vouched for changes.
-  std::ignore = ::unlink((dir_ / kDoneFile).c_str());
-  if (auto s = move_file(neff, neff_path()); !s) return s;
-  if (auto s = write_entry_meta(dir_, record); !s) return s;
-  if (auto s = util::write_file_atomic(dir_ / kDoneFile, ""); !s) return s;
-  std::ignore = ::unlink(log_path().c_str());
-  std::ignore = ::unlink(killed_log_path().c_str());
+  if (auto s = storage_->remove(key_of(kDoneFile)); !s) return s;
+  if (auto s = storage_->put_file(neff, key_of(kNeffFile)); !s) return s;
+  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
+  if (auto s = storage_->write_atomic(key_of(kDoneFile), ""); !s) return s;
+  std::ignore = storage_->remove(key_of(kLogFile));
+  std::ignore = storage_->remove(key_of(kKilledLogFile));
   return touch();
 }
 
@@ -357,26 +337,25 @@ Status Entry::publish_success(const fs::path& neff, const AttemptRecord& attempt
 Status Entry::publish_failure(const fs::path& log, const AttemptRecord& attempt) const {
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
-  if (auto s = write_entry_meta(dir_, record); !s) return s;
-  if (auto s = move_file(log, log_path()); !s) return s;
+  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
+  if (auto s = storage_->put_file(log, key_of(kLogFile)); !s) return s;
   return touch();
 }
 
 Status Entry::record_killed(const fs::path& log, const AttemptRecord& attempt) const {
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
-  if (auto s = write_entry_meta(dir_, record); !s) return s;
-  if (::rename(log.c_str(), killed_log_path().c_str()) != 0)
-    return fail(util::errno_text("cannot keep the log as", killed_log_path(), errno));
+  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
+  if (auto s = storage_->put_file(log, key_of(kKilledLogFile)); !s)
+    return fail("cannot keep the log: " + s.error());
   return ok_status();
 }
 
 Status Entry::publish_incoming(const IncomingEntry& incoming) const {
-  if (auto s = util::ensure_dir(dir_); !s) return s;
   if (incoming.graph)
-    if (auto s = place_if_absent(*incoming.graph, graph_path()); !s) return s;
+    if (auto s = storage_->put_file_if_absent(*incoming.graph, key_of(kGraphFile)); !s) return fail(s.error());
   if (incoming.flags)
-    if (auto s = place_if_absent(*incoming.flags, dir_ / kFlagsFile); !s) return s;
+    if (auto s = storage_->put_file_if_absent(*incoming.flags, key_of(kFlagsFile)); !s) return fail(s.error());
   EntryMeta record = record_or_empty();
   record.attempts.insert(record.attempts.end(), incoming.attempts.begin(), incoming.attempts.end());
   std::error_code ec;
@@ -386,27 +365,23 @@ Status Entry::publish_incoming(const IncomingEntry& incoming) const {
   if (incoming.log) {
     record.neff_sha256.reset();
     record.neff_bytes.reset();
-    if (auto s = write_entry_meta(dir_, record); !s) return s;
-    if (auto s = move_file(*incoming.log, log_path()); !s) return s;
+    if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
+    if (auto s = storage_->put_file(*incoming.log, key_of(kLogFile)); !s) return s;
   }
   return touch();
 }
 
 Status Entry::demote() const {
-  if (::unlink((dir_ / kDoneFile).c_str()) != 0 && errno != ENOENT)
-    return fail(util::errno_text("cannot remove", dir_ / kDoneFile, errno));
-  if (::unlink(neff_path().c_str()) != 0 && errno != ENOENT)
-    return fail(util::errno_text("cannot remove", neff_path(), errno));
+  if (auto s = storage_->remove(key_of(kDoneFile)); !s) return s;
+  if (auto s = storage_->remove(key_of(kNeffFile)); !s) return s;
   EntryMeta record = record_or_empty();
   record.neff_sha256.reset();
   record.neff_bytes.reset();
-  return write_entry_meta(dir_, record);
+  return storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record));
 }
 
 Status Entry::clear_failure() const {
-  if (::unlink(log_path().c_str()) != 0 && errno != ENOENT)
-    return fail(util::errno_text("cannot remove", log_path(), errno));
-  return ok_status();
+  return storage_->remove(key_of(kLogFile));
 }
 
 Result<bool> Entry::remove() const {
@@ -414,15 +389,11 @@ Result<bool> Entry::remove() const {
   auto lock = try_lock();
   if (!lock) return fail(lock.error());
   if (!lock->has_value()) return false; // a compile is running: never delete it
-  fs::path trash = cache_.private_dir() / kTrashDir;
-  if (auto s = util::ensure_dir(trash); !s) return fail(s.error());
-  fs::path target = trash / (dir_.filename().string() + "." + random_tag());
-  // The lock file moves with the directory; our release sees that the path
-  // no longer names it and leaves whatever is there now alone.
-  if (::rename(dir_.c_str(), target.c_str()) != 0)
-    return fail(util::errno_text("cannot remove cache entry", dir_, errno));
+  // The lock file goes with the folder; our release sees that the path no
+  // longer names it and leaves whatever is there now alone.
+  auto removed = storage_->remove_tree(key_);
   (*lock)->release();
-  if (auto s = util::remove_tree(target); !s) spdlog::warn("{}", s.error());
+  if (!removed) return fail(removed.error());
   return true;
 }
 

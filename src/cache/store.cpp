@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <optional>
 #include <random>
@@ -13,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/storage/local.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 #include <npc/util/sha256.hpp>
@@ -27,20 +27,6 @@ std::string& tool_name_storage() {
   return name;
 }
 
-// Lists the names in a directory (no "." or ".."); empty when unreadable.
-std::vector<std::string> read_names(const fs::path& dir) {
-  std::vector<std::string> names;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name == "." || name == "..") continue;
-    names.emplace_back(name);
-  }
-  ::closedir(d);
-  return names;
-}
-
 } // namespace
 
 void set_lock_tool_name(std::string name) { tool_name_storage() = std::move(name); }
@@ -50,7 +36,10 @@ Cache::Cache(fs::path root, const util::Clock& clock)
     : Cache(std::move(root), trust_mode_from_environment(), clock) {}
 
 Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
-    : root_(std::move(root)), trust_(trust), clock_(clock) {}
+    : root_(std::move(root)),
+      storage_(std::make_shared<storage::LocalStorage>(root_, root_ / kPrivateDir / kTrashDir)),
+      trust_(trust),
+      clock_(clock) {}
 
 fs::path Cache::private_dir() const { return root_ / kPrivateDir; }
 
@@ -78,9 +67,10 @@ Status Cache::ensure_root() const {
 }
 
 std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) const {
-  fs::path version_dir = root_ / (std::string(kVersionDirPrefix) + compiler_version);
+  std::string version_key = std::string(kVersionDirPrefix) + compiler_version;
+  fs::path version_dir = root_ / version_key;
   std::vector<std::string> modules;
-  for (auto& module : read_names(version_dir)) {
+  for (auto& module : storage_->list(version_key).value_or(std::vector<std::string>{})) {
     std::string g, f;
     if (parse_module_name(module, g, f)) modules.push_back(std::move(module));
   }
@@ -89,7 +79,9 @@ std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) 
   std::vector<std::optional<EntryInfo>> found(modules.size());
   util::parallel_ranges(modules.size(), 2048, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i)
-      if (auto info = entry(version_dir / modules[i]).inspect(); info && info->state != EntryState::absent) found[i] = std::move(*info);
+      if (auto info = Entry(*this, version_dir / modules[i], version_key + "/" + modules[i]).inspect();
+          info && info->state != EntryState::absent)
+        found[i] = std::move(*info);
   });
   std::vector<EntryInfo> entries;
   entries.reserve(modules.size());
@@ -100,7 +92,7 @@ std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) 
 
 std::vector<EntryInfo> Cache::list() const {
   std::vector<EntryInfo> entries;
-  for (const auto& name : read_names(root_)) {
+  for (const auto& name : storage_->list("").value_or(std::vector<std::string>{})) {
     if (!std::string_view(name).starts_with(kVersionDirPrefix)) continue;
     std::string version = name.substr(kVersionDirPrefix.size());
     if (!valid_compiler_version(version)) continue;
@@ -113,7 +105,7 @@ std::vector<EntryInfo> Cache::list() const {
 
 void Cache::empty_trash() const {
   fs::path trash = private_dir() / kTrashDir;
-  for (const auto& name : read_names(trash)) std::ignore = util::remove_tree(trash / name);
+  for (const auto& name : util::list_names(trash).value_or(std::vector<std::string>{})) std::ignore = util::remove_tree(trash / name);
 }
 
 } // namespace npc::cache

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <random>
 #include <sys/stat.h>
@@ -147,6 +148,26 @@ Status ensure_dir(const fs::path& path, unsigned mode) {
     if (auto s = ensure_dir(path.parent_path(), mode); !s) return s;
   }
   return fail(errno_text("cannot create directory", path, ENOENT));
+}
+
+Result<std::vector<std::string>> list_names(const fs::path& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return fail(errno_text("cannot read the directory", dir, errno));
+  std::vector<std::string> names;
+  int err = 0;
+  for (;;) {
+    errno = 0; // readdir tells the end from an error only by errno
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      err = errno;
+      break;
+    }
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  if (err != 0) return fail(errno_text("cannot read the directory", dir, err));
+  return names;
 }
 
 Status remove_tree(const fs::path& path) {

@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/result.hpp>
@@ -115,9 +117,15 @@ struct LockBusy {
 // it, remove the lock with neuron_cache clear-locks)"
 [[nodiscard]] std::string describe_busy(const fs::path& entry_dir, const LockBusy& busy);
 
+// One entry's files go through the storage it lives in (storage/storage.hpp):
+// the cache's own, or for an entry under another root (where the framework
+// put a graph) a local storage over that entry's folder. Locks and
+// snapshots are local for now.
 class Entry {
 public:
   Entry(const Cache& cache, fs::path dir);
+  // An entry at `key` of the cache's storage, `dir` its local path.
+  Entry(const Cache& cache, fs::path dir, std::string key);
 
   [[nodiscard]] const fs::path& dir() const { return dir_; }
   [[nodiscard]] fs::path graph_path() const { return dir_ / kGraphFile; }
@@ -194,8 +202,13 @@ private:
                                     EntryMeta record) const;
   [[nodiscard]] EntryMeta record_or_empty() const;
 
+  // The key of one of this entry's files in storage_.
+  [[nodiscard]] std::string key_of(std::string_view file) const { return key_ + "/" + std::string(file); }
+
   const Cache& cache_;
   fs::path dir_;
+  std::shared_ptr<storage::Storage> storage_;
+  std::string key_;
 };
 
 } // namespace npc::cache

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <npc/cache/entry_lock.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/trust.hpp>
+#include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
 
@@ -27,9 +29,13 @@ public:
   [[nodiscard]] const fs::path& root() const { return root_; }
   [[nodiscard]] const util::Clock& clock() const { return clock_; }
   [[nodiscard]] fs::path entry_dir(const CacheKey& key) const { return root_ / key.relative_path(); }
-  [[nodiscard]] Entry entry(const CacheKey& key) const { return Entry(*this, entry_dir(key)); }
+  [[nodiscard]] Entry entry(const CacheKey& key) const {
+    return Entry(*this, entry_dir(key), key.relative_path().generic_string());
+  }
   [[nodiscard]] Entry entry(fs::path dir) const { return Entry(*this, std::move(dir)); }
   [[nodiscard]] fs::path private_dir() const;
+  // Where the entries' files are (the root, a local directory).
+  [[nodiscard]] const std::shared_ptr<storage::Storage>& storage() const { return storage_; }
 
   // Creates the root (0700, or 2770 for a shared cache) and our private
   // folder; an existing root must pass the trust check.
@@ -51,6 +57,7 @@ public:
 
 private:
   fs::path root_;
+  std::shared_ptr<storage::Storage> storage_;
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(kDefaultStaleLockAge);

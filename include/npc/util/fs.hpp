@@ -72,6 +72,9 @@ private:
 // mkdir -p; fails when the path exists and is not a directory.
 [[nodiscard]] Status ensure_dir(const fs::path& path, unsigned mode = 0777); // less the umask
 
+// The names in a directory, without "." and "..", in no particular order.
+[[nodiscard]] Result<std::vector<std::string>> list_names(const fs::path& dir);
+
 // Removes a file or a directory tree; a missing path is fine.
 [[nodiscard]] Status remove_tree(const fs::path& path);
 

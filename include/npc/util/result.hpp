@@ -32,6 +32,10 @@ public:
 
   [[nodiscard]] const std::string& error() const { return std::get<1>(state_).message; }
 
+  // The value, or `fallback` when there is none (for "nothing there" that
+  // needs no message, such as an unreadable folder of temporary files).
+  T value_or(T fallback) && { return ok() ? std::get<0>(std::move(state_)) : std::move(fallback); }
+
   // The value, or throw an npc::Error carrying the message.
   T value_or_throw(ExitCode code = ExitCode::environment) && {
     if (!ok()) throw Error(error(), code);

@@ -1,0 +1,42 @@
+#pragma once
+// The storage backend of a cache in a local (or network-mounted) directory.
+// Atomicity comes from rename(2) within one filesystem, exclusive creation
+// from link(2), and a removed folder is first renamed into a trash folder so
+// that readers see all of it or none.
+
+#include <filesystem>
+
+#include <npc/storage/storage.hpp>
+
+namespace npc::storage {
+
+class LocalStorage final : public Storage {
+public:
+  // `trash` receives removed folders before they are deleted; it should be on
+  // the same filesystem as `root` (elsewhere a folder is deleted in place).
+  LocalStorage(std::filesystem::path root, std::filesystem::path trash);
+
+  [[nodiscard]] const std::filesystem::path& root() const { return root_; }
+  // The local path of `key`.
+  [[nodiscard]] std::filesystem::path path(std::string_view key) const;
+
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::string describe(std::string_view key) const override;
+  [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
+  [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
+  [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
+  [[nodiscard]] Status write_atomic(std::string_view key, std::string_view bytes) override;
+  [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
+  [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] Status remove(std::string_view key) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
+  [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
+  [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
+
+private:
+  std::filesystem::path root_;
+  std::filesystem::path trash_;
+};
+
+} // namespace npc::storage

@@ -1,0 +1,70 @@
+#pragma once
+// Where a cache's files live. A cache entry (cache/entry.hpp) reads and
+// writes its files through this interface only for what every backend can
+// do: list, stat, read, write atomically, create exclusively, place a local
+// file, remove, and keep an entry's last use. The local directory is one
+// backend (local.hpp); an object store is another.
+//
+// Keys are '/'-separated paths relative to the storage's root
+// ("neuronxcc-2.15.128.0/MODULE_1+abcd/model.neff"); "" is the root.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/util/result.hpp>
+
+namespace npc::storage {
+
+using Time = std::chrono::system_clock::time_point;
+
+struct ObjectInfo {
+  std::uint64_t size = 0;
+  Time modified;
+  bool directory = false;
+};
+
+class Storage {
+public:
+  virtual ~Storage() = default;
+
+  // The root, as users name it (a path, or a URL), for messages.
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // Where `key` is, as users name it.
+  [[nodiscard]] virtual std::string describe(std::string_view key) const = 0;
+
+  // The names directly under `dir`; an absent folder has none.
+  [[nodiscard]] virtual Result<std::vector<std::string>> list(std::string_view dir) const = 0;
+  // Nothing when absent.
+  [[nodiscard]] virtual Result<std::optional<ObjectInfo>> stat(std::string_view key) const = 0;
+  // The whole content; fails past max_bytes.
+  [[nodiscard]] virtual Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const = 0;
+
+  // Readers see the old content or the new one, never a part.
+  [[nodiscard]] virtual Status write_atomic(std::string_view key, std::string_view bytes) = 0;
+  // Writes only when nothing is at `key`: false when something was (it is
+  // left as it is). Of many processes racing, exactly one gets true.
+  [[nodiscard]] virtual Result<bool> create_exclusive(std::string_view key, std::string_view bytes) = 0;
+  // Moves a local file to `key` (replacing what is there), atomically for
+  // readers; the local file is gone afterwards.
+  [[nodiscard]] virtual Status put_file(const std::filesystem::path& local, std::string_view key) = 0;
+  // As put_file, but when something is already at `key` it stays and the
+  // local file is removed: false then.
+  [[nodiscard]] virtual Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) = 0;
+
+  // Removes one file; an absent one is fine.
+  [[nodiscard]] virtual Status remove(std::string_view key) = 0;
+  // Removes a folder and all below it, so that readers see all of it or
+  // none; false when it was absent.
+  [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir) = 0;
+
+  // When an entry (a folder) was last used; eviction takes the oldest.
+  [[nodiscard]] virtual Result<Time> last_use(std::string_view dir) const = 0;
+  [[nodiscard]] virtual Status set_last_use(std::string_view dir, Time when) = 0;
+};
+
+} // namespace npc::storage

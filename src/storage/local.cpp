@@ -1,0 +1,161 @@
+#include <npc/storage/local.hpp>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
+
+namespace npc::storage {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool exists_no_follow(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+Status ensure_parent(const fs::path& path) {
+  return path.has_parent_path() ? util::ensure_dir(path.parent_path()) : ok_status();
+}
+
+// Renames src to dst; across filesystems, copies (atomically for readers of
+// dst) and removes src.
+Status move_file(const fs::path& src, const fs::path& dst) {
+  if (::rename(src.c_str(), dst.c_str()) == 0) return ok_status();
+  if (errno != EXDEV) return fail(util::errno_text("cannot publish", dst, errno));
+  util::UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!in.valid()) return fail(util::errno_text("cannot open", src, errno));
+  util::AtomicFile out(dst);
+  if (auto s = out.open(); !s) return s;
+  if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy to " + dst.string() + ": " + d.error());
+  if (auto s = out.commit(); !s) return s;
+  std::ignore = ::unlink(src.c_str());
+  return ok_status();
+}
+
+std::string unique_suffix() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000000ULL);
+}
+
+} // namespace
+
+LocalStorage::LocalStorage(fs::path root, fs::path trash) : root_(std::move(root)), trash_(std::move(trash)) {}
+
+fs::path LocalStorage::path(std::string_view key) const { return key.empty() ? root_ : root_ / fs::path(key); }
+
+std::string LocalStorage::describe() const { return root_.string(); }
+std::string LocalStorage::describe(std::string_view key) const { return path(key).string(); }
+
+Result<std::vector<std::string>> LocalStorage::list(std::string_view dir) const {
+  auto names = util::list_names(path(dir));
+  if (!names && !exists_no_follow(path(dir))) return std::vector<std::string>{};
+  return names;
+}
+
+Result<std::optional<ObjectInfo>> LocalStorage::stat(std::string_view key) const {
+  fs::path p = path(key);
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::optional<ObjectInfo>{};
+    return fail(util::errno_text("cannot stat", p, errno));
+  }
+  using namespace std::chrono;
+  ObjectInfo info;
+  info.size = static_cast<std::uint64_t>(st.st_size);
+  info.modified = Time(duration_cast<Time::duration>(seconds(st.st_mtim.tv_sec) + nanoseconds(st.st_mtim.tv_nsec)));
+  info.directory = S_ISDIR(st.st_mode);
+  return std::optional<ObjectInfo>(info);
+}
+
+Result<std::string> LocalStorage::read(std::string_view key, std::uint64_t max_bytes) const {
+  fs::path p = path(key);
+  util::UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd.valid()) return fail(util::errno_text("cannot open", p, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", p, errno));
+  if (!S_ISREG(st.st_mode)) return fail(p.string() + " is not a regular file");
+  auto bytes = util::read_fd(fd.get(), max_bytes);
+  if (!bytes) return fail("cannot read " + p.string() + ": " + bytes.error());
+  return bytes;
+}
+
+Status LocalStorage::write_atomic(std::string_view key, std::string_view bytes) {
+  fs::path p = path(key);
+  if (auto s = ensure_parent(p); !s) return s;
+  return util::write_file_atomic(p, bytes);
+}
+
+Result<bool> LocalStorage::create_exclusive(std::string_view key, std::string_view bytes) {
+  fs::path p = path(key);
+  if (exists_no_follow(p)) return false;
+  if (auto s = ensure_parent(p); !s) return fail(s.error());
+  // The temp file is linked into place: link(2) fails with EEXIST for all
+  // but one of many writers, and a reader never sees a partial file.
+  if (auto s = util::write_file_atomic(p, bytes, util::Overwrite::no); !s) {
+    if (exists_no_follow(p)) return false;
+    return fail(s.error());
+  }
+  return true;
+}
+
+Status LocalStorage::put_file(const fs::path& local, std::string_view key) {
+  fs::path p = path(key);
+  if (auto s = ensure_parent(p); !s) return s;
+  return move_file(local, p);
+}
+
+Result<bool> LocalStorage::put_file_if_absent(const fs::path& local, std::string_view key) {
+  fs::path p = path(key);
+  if (auto s = ensure_parent(p); !s) return fail(s.error());
+  if (::link(local.c_str(), p.c_str()) == 0) {
+    std::ignore = ::unlink(local.c_str());
+    return true;
+  }
+  if (errno == EEXIST || exists_no_follow(p)) {
+    std::ignore = ::unlink(local.c_str());
+    return false;
+  }
+  // A filesystem without hard links: rename, which would replace a file
+  // that appeared since the check above (the same content, for a cache).
+  if (auto s = move_file(local, p); !s) return fail(s.error());
+  return true;
+}
+
+Status LocalStorage::remove(std::string_view key) {
+  fs::path p = path(key);
+  if (::unlink(p.c_str()) != 0 && errno != ENOENT) return fail(util::errno_text("cannot remove", p, errno));
+  return ok_status();
+}
+
+Result<bool> LocalStorage::remove_tree(std::string_view dir) {
+  fs::path p = path(dir);
+  if (!exists_no_follow(p)) return false;
+  if (auto s = util::ensure_dir(trash_); s) {
+    fs::path target = trash_ / (p.filename().string() + "." + unique_suffix());
+    if (::rename(p.c_str(), target.c_str()) == 0) {
+      // Gone for readers; deleting the files is cleanup (Cache::empty_trash
+      // finishes what an interrupted removal leaves).
+      if (auto s = util::remove_tree(target); !s) spdlog::warn("{}", s.error());
+      return true;
+    }
+    if (errno == ENOENT) return false; // removed by another process meanwhile
+    if (errno != EXDEV) return fail(util::errno_text("cannot remove", p, errno));
+  }
+  if (auto s = util::remove_tree(p); !s) return fail(s.error());
+  return true;
+}
+
+Result<Time> LocalStorage::last_use(std::string_view dir) const { return util::mtime(path(dir)); }
+
+Status LocalStorage::set_last_use(std::string_view dir, Time when) { return util::set_mtime(path(dir), when); }
+
+} // namespace npc::storage

@@ -1,0 +1,200 @@
+// The local directory backend of the Storage interface: each operation's
+// contract, and the two that many processes race on (create_exclusive,
+// put_file_if_absent) with many processes at once.
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/storage/local.hpp>
+#include <test_support.hpp>
+
+namespace npc::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LocalStorageTest : public test::TempDirTest {
+protected:
+  fs::path root() const { return dir() / "root"; }
+  fs::path trash() const { return dir() / "root" / ".npc" / "trash"; }
+  LocalStorage storage() const { return LocalStorage(root(), trash()); }
+};
+
+// Runs `body(i)` in `n` child processes started together; returns each
+// child's exit code (0..255), or -1 for one that did not exit normally.
+template <typename Body> std::vector<int> in_processes(int n, Body body) {
+  int gate[2];
+  if (::pipe(gate) != 0) return {};
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(gate[1]);
+      char c;
+      std::ignore = ::read(gate[0], &c, 1); // all start when the gate closes
+      ::_exit(body(i));
+    }
+    pids.push_back(pid);
+  }
+  ::close(gate[0]);
+  ::close(gate[1]);
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return codes;
+}
+
+TEST_F(LocalStorageTest, WriteReadStatAndListGoUnderTheRoot) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("v1/MODULE_a+b/model.neff", "neff bytes"));
+  EXPECT_EQ(test::read_text(root() / "v1" / "MODULE_a+b" / "model.neff"), "neff bytes");
+  auto bytes = s.read("v1/MODULE_a+b/model.neff", 1 << 20);
+  ASSERT_TRUE(bytes) << bytes.error();
+  EXPECT_EQ(*bytes, "neff bytes");
+  auto info = s.stat("v1/MODULE_a+b/model.neff");
+  ASSERT_TRUE(info && info->has_value());
+  EXPECT_EQ((*info)->size, 10u);
+  EXPECT_FALSE((*info)->directory);
+  auto folder = s.stat("v1/MODULE_a+b");
+  ASSERT_TRUE(folder && folder->has_value());
+  EXPECT_TRUE((*folder)->directory);
+  auto names = s.list("v1");
+  ASSERT_TRUE(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"MODULE_a+b"});
+  EXPECT_EQ(s.describe("v1/x"), (root() / "v1" / "x").string());
+}
+
+TEST_F(LocalStorageTest, AbsentThingsAreEmptyNotErrors) {
+  auto s = storage();
+  auto names = s.list("nothing/here");
+  ASSERT_TRUE(names) << names.error();
+  EXPECT_TRUE(names->empty());
+  auto info = s.stat("nothing/here");
+  ASSERT_TRUE(info) << info.error();
+  EXPECT_FALSE(info->has_value());
+  EXPECT_TRUE(s.remove("nothing/here"));
+  auto removed = s.remove_tree("nothing");
+  ASSERT_TRUE(removed);
+  EXPECT_FALSE(*removed);
+  EXPECT_FALSE(s.read("nothing/here", 100));
+}
+
+TEST_F(LocalStorageTest, ReadRefusesMoreThanAskedAndWhatIsNotAFile) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("big", std::string(100, 'x')));
+  EXPECT_FALSE(s.read("big", 10));
+  ASSERT_EQ(::mkfifo((root() / "fifo").c_str(), 0600), 0);
+  auto fifo = s.read("fifo", 100); // would block without O_NONBLOCK
+  ASSERT_FALSE(fifo);
+  EXPECT_NE(fifo.error().find("not a regular file"), std::string::npos) << fifo.error();
+}
+
+TEST_F(LocalStorageTest, CreateExclusiveKeepsTheFirstContent) {
+  auto s = storage();
+  auto first = s.create_exclusive("e/graph", "one");
+  ASSERT_TRUE(first) << first.error();
+  EXPECT_TRUE(*first);
+  auto second = s.create_exclusive("e/graph", "two");
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_FALSE(*second);
+  EXPECT_EQ(test::read_text(root() / "e" / "graph"), "one");
+}
+
+TEST_F(LocalStorageTest, OfSixteenProcessesCreatingOneKeyExactlyOneWins) {
+  auto s = storage();
+  auto codes = in_processes(16, [&](int i) {
+    auto made = s.create_exclusive("v/MODULE_x+y/model.hlo_module.pb", "writer " + std::to_string(i));
+    if (!made) return 2;
+    return *made ? 10 + i : 0;
+  });
+  ASSERT_EQ(codes.size(), 16u);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), 2), 0);
+  std::vector<int> winners;
+  for (int c : codes)
+    if (c >= 10) winners.push_back(c - 10);
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(test::read_text(root() / "v" / "MODULE_x+y" / "model.hlo_module.pb"),
+            "writer " + std::to_string(winners[0]));
+  // No temporary file is left by the losers.
+  auto names = s.list("v/MODULE_x+y");
+  ASSERT_TRUE(names);
+  EXPECT_EQ(*names, std::vector<std::string>{"model.hlo_module.pb"});
+}
+
+TEST_F(LocalStorageTest, OfSixteenProcessesPlacingOneFileExactlyOneWinsAndNoLocalFileIsLeft) {
+  auto s = storage();
+  fs::create_directories(dir() / "incoming");
+  for (int i = 0; i < 16; ++i) test::write_text(dir() / "incoming" / std::to_string(i), "copy " + std::to_string(i));
+  auto codes = in_processes(16, [&](int i) {
+    auto placed = s.put_file_if_absent(dir() / "incoming" / std::to_string(i), "e/model.neff");
+    if (!placed) return 2;
+    return *placed ? 10 + i : 0;
+  });
+  ASSERT_EQ(codes.size(), 16u);
+  std::vector<int> winners;
+  for (int c : codes)
+    if (c >= 10) winners.push_back(c - 10);
+  ASSERT_EQ(winners.size(), 1u);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), 0), 15);
+  EXPECT_EQ(test::read_text(root() / "e" / "model.neff"), "copy " + std::to_string(winners[0]));
+  EXPECT_TRUE(fs::is_empty(dir() / "incoming"));
+}
+
+TEST_F(LocalStorageTest, PutFileReplacesAndConsumesTheLocalFile) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("e/model.log", "old"));
+  test::write_text(dir() / "log", "new");
+  ASSERT_TRUE(s.put_file(dir() / "log", "e/model.log"));
+  EXPECT_EQ(test::read_text(root() / "e" / "model.log"), "new");
+  EXPECT_FALSE(fs::exists(dir() / "log"));
+}
+
+TEST_F(LocalStorageTest, RemoveTreeGoesThroughTheTrashAndLeavesNothing) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.neff", "x"));
+  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.done", ""));
+  auto removed = s.remove_tree("v/MODULE_a+b");
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
+  ASSERT_TRUE(fs::is_directory(trash()));
+  EXPECT_TRUE(fs::is_empty(trash()));
+}
+
+TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFails) {
+  auto s = storage();
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/file" + std::to_string(i), "x"));
+  auto codes = in_processes(8, [&](int) {
+    auto removed = s.remove_tree("v/MODULE_a+b");
+    if (!removed) return 2;
+    return *removed ? 1 : 0;
+  });
+  ASSERT_EQ(codes.size(), 8u);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), 1), 1);
+  EXPECT_EQ(std::count(codes.begin(), codes.end(), 0), 7);
+  EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
+}
+
+TEST_F(LocalStorageTest, LastUseIsKeptPerFolder) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("v/e/model.neff", "x"));
+  Time when = std::chrono::system_clock::from_time_t(1700000000);
+  ASSERT_TRUE(s.set_last_use("v/e", when));
+  auto used = s.last_use("v/e");
+  ASSERT_TRUE(used) << used.error();
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*used), 1700000000);
+}
+
+} // namespace
+} // namespace npc::storage
