@@ -41,6 +41,16 @@ util::Environment environment_for(const RunOptions& options) {
   return env;
 }
 
+// What every program a test starts gets: its arguments, environment and
+// working directory; where its output goes is the caller's.
+util::SpawnOptions spawn_options_for(const std::vector<std::string>& argv, const RunOptions& options) {
+  util::SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.environment = environment_for(options);
+  spawn.working_dir = options.cwd;
+  return spawn;
+}
+
 double seconds_of(const timeval& tv) {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
 }
@@ -88,10 +98,7 @@ std::string RunResult::describe() const {
 RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  util::SpawnOptions spawn;
-  spawn.argv = argv;
-  spawn.environment = environment_for(options);
-  spawn.working_dir = options.cwd;
+  util::SpawnOptions spawn = spawn_options_for(argv, options);
   spawn.output = util::OutputTo::fds;
   spawn.stdout_fd = out_pipe[1];
   spawn.stderr_fd = err_pipe[1];
@@ -143,10 +150,7 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options) {
 
 pid_t start_background(const std::vector<std::string>& argv, const RunOptions& options,
                        const fs::path& output_file) {
-  util::SpawnOptions spawn;
-  spawn.argv = argv;
-  spawn.environment = environment_for(options);
-  spawn.working_dir = options.cwd;
+  util::SpawnOptions spawn = spawn_options_for(argv, options);
   spawn.output = util::OutputTo::file;
   spawn.output_file = output_file;
   auto child = util::spawn(spawn);
@@ -165,10 +169,7 @@ Child::Child(const std::vector<std::string>& argv, const RunOptions& options, co
   if (out < 0 || err < 0) {
     ADD_FAILURE() << "cannot create " << out_path_ << " or " << err_path_ << ": " << std::strerror(errno);
   } else {
-    util::SpawnOptions spawn;
-    spawn.argv = argv;
-    spawn.environment = environment_for(options);
-    spawn.working_dir = options.cwd;
+    util::SpawnOptions spawn = spawn_options_for(argv, options);
     spawn.output = util::OutputTo::fds;
     spawn.stdout_fd = out;
     spawn.stderr_fd = err;
