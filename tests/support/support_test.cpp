@@ -36,7 +36,14 @@ TEST_F(SupportTest, ProcessesWithCmdlineFindsALiveProcessAndNotOnceItEnded) {
   const std::string marker = "npc-support-marker-" + std::to_string(::getpid());
   Child child = sleeper(marker);
   ASSERT_GT(child.pid(), 0);
-  EXPECT_TRUE(wait_until([&] { return pids_with(marker) == std::vector<pid_t>{child.pid()}; }, 5s))
+  // Until the shell's sleep has been exec'd, the forked child still carries
+  // the shell's command line (and the marker): wait for the sleep itself.
+  auto sleep_started = [&] {
+    for (const auto& p : processes_with_cmdline("sleep 30"))
+      if (p.ppid == child.pid() && p.cmdline.find(marker) == std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(wait_until([&] { return sleep_started() && pids_with(marker) == std::vector<pid_t>{child.pid()}; }, 5s))
       << "the sleeping shell was not found; found:\n" << describe(processes_with_cmdline(marker));
   auto found = processes_with_cmdline(marker);
   ASSERT_EQ(found.size(), 1u);
