@@ -37,6 +37,23 @@ using cache::kNeffFile;
 
 namespace {
 
+// "entries/", "entries/neuronxcc-<v>/" or "entries/neuronxcc-<v>/MODULE_.../":
+// a folder of the bundle's layout, with nothing in its name that could
+// point elsewhere.
+bool is_layout_folder(std::string_view name) {
+  while (name.ends_with('/')) name.remove_suffix(1);
+  std::size_t depth = 0;
+  for (std::size_t start = 0; start <= name.size();) {
+    std::size_t end = std::min(name.find('/', start), name.size());
+    std::string_view part = name.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (depth == 0 && part != "entries") return false;
+    ++depth;
+    start = end + 1;
+  }
+  return depth >= 1 && depth <= 3;
+}
+
 enum class Plan { wanted, skipped, rejected };
 
 // One entry of the manifest on its way in.
@@ -184,6 +201,9 @@ private:
   // Where a member's data is to be staged; nullopt when it is not, with the
   // reason recorded (none for a member of an entry not wanted).
   std::optional<Destination> destination_of(const MemberHeader& header) {
+    // A bundle re-packed by another tar (GNU tar writes a member for each
+    // folder): the folders of the layout carry nothing; files are checked.
+    if (header.directory && is_layout_folder(header.name)) return std::nullopt;
     auto member = parse_member_name(header.name);
     if (!member) {
       reject_stray(printable(header.name), "unsafe or unknown member name '" + printable(header.name) +

@@ -7,6 +7,7 @@
 
 #include <npc/bundle/printable.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/util/json_text.hpp>
 
 namespace npc::bundle {
 
@@ -28,7 +29,7 @@ std::string serialize_manifest(const BundleManifest& manifest) {
               {"tool_version", manifest.tool_version},
               {"created", manifest.created},
               {"entries", entries}};
-  return doc.dump(1) + "\n";
+  return util::to_json_text(doc, 1) + "\n";
 }
 
 namespace {
@@ -120,8 +121,9 @@ Status check_format(const json& doc) {
 } // namespace
 
 Result<ParsedManifest> parse_manifest(std::string_view json_text) {
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return fail("not a JSON object");
+  auto document = util::parse_json_text(json_text);
+  if (!document || !document->is_object()) return fail("not a JSON object");
+  const json& doc = *document;
   if (auto format = check_format(doc); !format) return fail(format.error());
   ParsedManifest parsed;
   if (auto v = doc.find("tool_version"); v != doc.end() && v->is_string()) parsed.manifest.tool_version = *v;

@@ -90,6 +90,7 @@ std::optional<MemberHeader> BundleReader::next_member() {
   const char* raw = archive_entry_pathname(e);
   header.name = raw != nullptr ? raw : "";
   header.regular = is_regular(e);
+  header.directory = archive_entry_filetype(e) == AE_IFDIR;
   if (archive_entry_size_is_set(e)) header.size = archive_entry_size(e);
   return header;
 }

@@ -11,6 +11,7 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/input_file.hpp>
 #include <npc/util/strings.hpp>
+#include <npc/util/json_text.hpp>
 
 namespace npc::bundle {
 
@@ -21,8 +22,9 @@ using nlohmann::json;
 Result<std::vector<ReportedGraph>> read_launcher_report(const fs::path& report) {
   auto text = util::read_input_file(report);
   if (!text) return fail(text.error());
-  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return fail(report.string() + " is not a JSON object");
+  auto parsed = util::parse_json_text(*text);
+  if (!parsed || !parsed->is_object()) return fail(report.string() + " is not a JSON object");
+  const json& doc = *parsed;
   auto graphs = doc.find("compilation_report");
   if (graphs == doc.end() || !graphs->is_object())
     return fail(report.string() + " has no compilation_report object (is it a neuron_parallel_compile --report file?)");

@@ -4,6 +4,7 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/json_text.hpp>
 
 namespace npc::cache {
 
@@ -36,8 +37,9 @@ template <typename T> bool get_to(const json& object, const char* name, T& out) 
 } // namespace
 
 Result<EntryMeta> parse_entry_meta(std::string_view json_text) {
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return fail("not a JSON object");
+  auto parsed = util::parse_json_text(json_text);
+  if (!parsed || !parsed->is_object()) return fail("not a JSON object");
+  const json& doc = *parsed;
   EntryMeta meta;
   if (auto it = doc.find("neff"); it != doc.end()) {
     if (!it->is_object()) return fail("'neff' is not an object");
@@ -88,7 +90,7 @@ std::string serialize_entry_meta(const EntryMeta& meta) {
                         {"started_unix", r.started_unix}});
   }
   doc["attempts"] = attempts;
-  return doc.dump(1) + "\n";
+  return util::to_json_text(doc, 1) + "\n";
 }
 
 Result<EntryMeta> read_entry_meta(const fs::path& entry_dir) {
@@ -107,8 +109,11 @@ Status write_entry_meta(const fs::path& entry_dir, const EntryMeta& meta) {
 }
 
 Result<std::vector<std::string>> parse_compile_flags(std::string_view json_text) {
-  json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return fail("not valid JSON");
+  // torch-neuronx writes this file too: Python's json.dump escapes a flag's
+  // undecodable bytes as \udcXX, which parse_json_text turns back into them.
+  auto parsed = util::parse_json_text(json_text);
+  if (!parsed) return fail(parsed.error());
+  const json& doc = *parsed;
   if (!doc.is_array()) return fail("not a JSON array of strings");
   std::vector<std::string> flags;
   for (const auto& item : doc) {
@@ -119,7 +124,7 @@ Result<std::vector<std::string>> parse_compile_flags(std::string_view json_text)
 }
 
 std::string serialize_compile_flags(const std::vector<std::string>& flags) {
-  return json(flags).dump() + "\n";
+  return util::to_json_text(json(flags)) + "\n";
 }
 
 Result<std::vector<std::string>> read_compile_flags(const fs::path& entry_dir) {

@@ -12,6 +12,9 @@
 namespace npc::cache {
 
 namespace {
+// A graph with no result yet (killed attempts included: they stay pending).
+bool is_pending(const EntryInfo& e) { return e.state == EntryState::pending; }
+
 // Compared in seconds: a TTL of centuries in nanoseconds overflows.
 bool used_within(util::WallTime now, util::WallTime last_used, std::chrono::seconds ttl) {
   return std::chrono::duration_cast<std::chrono::seconds>(now - last_used) < ttl;
@@ -20,7 +23,8 @@ bool used_within(util::WallTime now, util::WallTime last_used, std::chrono::seco
 
 std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entries,
                                             const EvictionPolicy& policy, util::WallTime now,
-                                            std::size_t* kept_by_ttl, std::size_t* kept_locked) {
+                                            std::size_t* kept_by_ttl, std::size_t* kept_locked,
+                                            std::size_t* kept_pending) {
   std::uint64_t total = 0;
   for (const auto& e : entries) total += e.bytes;
   std::vector<const EntryInfo*> order;
@@ -31,9 +35,16 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
     return a->key < b->key;
   });
   std::vector<const EntryInfo*> victims;
-  std::size_t ttl_count = 0, locked_count = 0;
+  std::size_t ttl_count = 0, locked_count = 0, pending_count = 0;
   for (const EntryInfo* e : order) {
     if (total <= policy.max_bytes) break;
+    // Not by age either: an old pending graph is still work someone extracted
+    // and nobody has compiled; removing it loses that work, and it frees
+    // little (no NEFF). `neuron_cache rm` removes one on purpose.
+    if (is_pending(*e)) {
+      ++pending_count;
+      continue;
+    }
     if (used_within(now, e->last_used, policy.ttl)) {
       ++ttl_count; // and so is everything after it: all used more recently
       continue;
@@ -49,6 +60,7 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
   }
   if (kept_by_ttl) *kept_by_ttl = ttl_count;
   if (kept_locked) *kept_locked = locked_count;
+  if (kept_pending) *kept_pending = pending_count;
   return victims;
 }
 
@@ -87,7 +99,8 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
   for (const auto& e : entries) report.bytes_before += e.bytes;
   report.bytes_after = report.bytes_before;
 
-  auto victims = plan_eviction(entries, policy, now, &report.kept_by_ttl, &report.kept_locked);
+  auto victims = plan_eviction(entries, policy, now, &report.kept_by_ttl, &report.kept_locked,
+                               &report.kept_pending);
   if (dry_run == DryRun::yes) {
     for (const EntryInfo* victim : victims) {
       report.deleted.push_back(*victim);
@@ -96,7 +109,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
   } else {
     // What happened to each victim, written by index from several threads
     // (removing 10,000 entries is 50,000 unlinks, all waiting on the kernel).
-    enum class Fate { vanished, kept_by_ttl, kept_locked, deleted };
+    enum class Fate { vanished, kept_by_ttl, kept_locked, kept_pending, deleted };
     std::vector<Fate> fates(victims.size(), Fate::vanished);
     std::vector<EntryInfo> removed_infos(victims.size());
     util::parallel_ranges(victims.size(), 256, [&](std::size_t begin, std::size_t end) {
@@ -104,6 +117,10 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
         // Look again: it may have been used or locked since the listing.
         auto fresh = cache.entry(victims[i]->dir).inspect();
         if (!fresh || fresh->state == EntryState::absent) continue;
+        if (is_pending(*fresh)) { // its result was dropped since (clear-neffs, a demote)
+          fates[i] = Fate::kept_pending;
+          continue;
+        }
         if (used_within(now, fresh->last_used, policy.ttl)) {
           fates[i] = Fate::kept_by_ttl;
           continue;
@@ -126,6 +143,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
       case Fate::vanished: break;
       case Fate::kept_by_ttl: ++report.kept_by_ttl; break;
       case Fate::kept_locked: ++report.kept_locked; break;
+      case Fate::kept_pending: ++report.kept_pending; break;
       case Fate::deleted:
         report.bytes_after -= std::min(report.bytes_after, removed_infos[i].bytes);
         report.deleted.push_back(std::move(removed_infos[i]));

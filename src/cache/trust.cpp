@@ -10,8 +10,8 @@
 namespace npc::cache {
 
 TrustMode trust_mode_from_environment() {
-  if (util::is_truthy(util::env(kTrustedCacheEnv).value_or(""))) return TrustMode::trusted;
-  if (util::is_truthy(util::env(kSharedCacheEnv).value_or(""))) return TrustMode::shared_by_group;
+  if (util::env_flag(kTrustedCacheEnv)) return TrustMode::trusted;
+  if (util::env_flag(kSharedCacheEnv)) return TrustMode::shared_by_group;
   return TrustMode::private_to_user;
 }
 

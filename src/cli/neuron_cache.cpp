@@ -15,6 +15,7 @@
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
+#include <npc/util/json_text.hpp>
 
 namespace npc::cli {
 
@@ -34,7 +35,7 @@ json entry_json(const EntryInfo& e) {
           {"path", e.dir.string()}};
 }
 
-void print_json(const json& doc, std::ostream& out = std::cout) { out << doc.dump(2) << '\n'; }
+void print_json(const json& doc, std::ostream& out = std::cout) { out << util::to_json_text(doc, 2) << '\n'; }
 
 int cmd_ls(const cache::Cache& cache, bool as_json) {
   auto entries = cache.list();
@@ -115,6 +116,7 @@ int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, 
                 {"deleted", deleted},
                 {"kept_by_ttl", report.kept_by_ttl},
                 {"kept_locked", report.kept_locked},
+                {"kept_pending", report.kept_pending},
                 {"stale_temps_removed", report.stale_temps_removed}});
     return 0;
   }
@@ -128,6 +130,8 @@ int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, 
             << " of a " << util::format_bytes(policy.max_bytes) << " limit";
   if (report.kept_by_ttl > 0) std::cout << "; " << report.kept_by_ttl << " kept (used within the TTL)";
   if (report.kept_locked > 0) std::cout << "; " << report.kept_locked << " kept (being compiled)";
+  if (report.kept_pending > 0)
+    std::cout << "; " << report.kept_pending << " kept (pending: graphs not compiled yet)";
   std::cout << '\n';
   return 0;
 }

@@ -1,6 +1,7 @@
 // neuron_cc_wrapper: the compile entry a framework calls for every graph, and
 // what the launcher's workers run to compile one pending entry.
 
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
 #include <iostream>
@@ -239,9 +240,14 @@ Result<cache::Integrity> deliver_neff(const cache::Entry& entry, const fs::path&
   return integrity;
 }
 
+// The stdout line is torch-neuronx's own, which scripts look for; the error
+// on stderr says what to do, where a failing exit status sends people.
 int print_cached_failure(const cache::Entry& entry) {
   std::cout << "Got a cached failed neff at " << entry.log_path().string()
             << ". Will skip compilation, please set --retry_failed_compilation" << std::endl;
+  spdlog::error("this graph failed to compile earlier and the failure is cached ({}); to compile it again, add "
+                "--retry_failed_compilation to NEURON_CC_FLAGS or run neuron_cache clear-failed",
+                entry.log_path().string());
   return static_cast<int>(ExitCode::failure);
 }
 
@@ -260,6 +266,19 @@ int print_killed(const fs::path& entry_dir, const compile::EntryCompileResult& r
   return static_cast<int>(ExitCode::failure);
 }
 
+// Out of space: the entry stays pending; the message names the full place.
+int print_no_space(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
+  spdlog::error("compilation of {} stopped: {}", entry_dir.string(), result.attempt.exit);
+  return static_cast<int>(ExitCode::environment);
+}
+
+// The entry went while it compiled (neuron_cache rm, --command clean).
+int print_removed(const fs::path& entry_dir) {
+  spdlog::error("the cache entry {} was removed by another process while it compiled; nothing was cached "
+                "(run again to compile it)", entry_dir.string());
+  return static_cast<int>(ExitCode::environment);
+}
+
 int interrupted_status(const compile::EntryCompileResult& result) {
   return exit_status_for_signal(result.run ? result.run->interrupted_by : SIGINT);
 }
@@ -275,15 +294,12 @@ bool serve_hit(const cache::Entry& entry, const fs::path& output) {
   auto integrity = deliver_neff(entry, output);
   if (!integrity) {
     check_output(output); // the output's fault, not the entry's: no compile
-
     spdlog::warn("cannot serve {}: {}; compiling instead", entry.dir().string(), integrity.error());
     return false;
   }
-  if (*integrity == cache::Integrity::mismatch) {
-    spdlog::warn("{}: the cached NEFF does not match its integrity record; compiling it again",
-                 entry.dir().string());
-    return false;
-  }
+  // The compile that follows checks again under the entry's lock (another
+  // process may have repaired it meanwhile) and says so when it recompiles.
+  if (*integrity == cache::Integrity::mismatch) return false;
   std::ignore = entry.touch();
   message_stream(output) << "Using a cached neff at " << entry.neff_path().string()
                          << ". Exiting with a successfully compiled graph." << std::endl;
@@ -378,7 +394,7 @@ std::optional<cache::Entry> done_legacy_entry(const cache::Cache& cache, const K
 int cmd_compile(const std::vector<std::string>& words) {
   CompileCommand command = parse_compile(words, Command::compile);
   Context context = load_context(command.extra_words);
-  bool extract_only = util::is_truthy(util::env("NEURON_EXTRACT_GRAPHS_ONLY").value_or(""));
+  bool extract_only = util::env_flag("NEURON_EXTRACT_GRAPHS_ONLY");
   if (context.settings.cache.no_cache) {
     // The original's wrapper options: --no_cache is ignored with a warning
     // when graphs are extracted for a parallel compile (they go to the cache).
@@ -453,6 +469,8 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::failed: return print_failure(entry_dir, result);
   case compile::EntryOutcome::killed:
   case compile::EntryOutcome::timed_out: return print_killed(entry_dir, result);
+  case compile::EntryOutcome::no_space: return print_no_space(entry_dir, result);
+  case compile::EntryOutcome::removed: return print_removed(entry_dir);
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
@@ -504,7 +522,13 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   cache::Cache cache(dir.parent_path().parent_path());
   cache.set_stale_lock_age(common.stale_lock_age);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw UsageError("no cache entry at " + entry_dir->string());
+  if (!fs::is_directory(dir, ec)) {
+    // The launcher queued it and someone removed it since: its report says
+    // so, and the launcher counts it as removed, not as a failure.
+    report.outcome = compile::EntryOutcome::removed;
+    spdlog::error("no cache entry at {}", entry_dir->string());
+    return static_cast<int>(ExitCode::usage);
+  }
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
                                        settings.cache.compile_workdir, settings.cache.dump_dir};
@@ -525,6 +549,8 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   case compile::EntryOutcome::failed: return print_failure(dir, result);
   case compile::EntryOutcome::killed:
   case compile::EntryOutcome::timed_out: return print_killed(dir, result);
+  case compile::EntryOutcome::no_space: return print_no_space(dir, result);
+  case compile::EntryOutcome::removed: return print_removed(dir);
   case compile::EntryOutcome::already_done:
     std::cout << "Already compiled: " << dir.string() << std::endl;
     return 0;
@@ -587,7 +613,10 @@ int neuron_cc_wrapper_main(int argc, char** argv) {
     if (words.empty()) throw UsageError("a command is required: compile, compile-entry or key (see --help)");
     std::string command = words.front();
     words.erase(words.begin());
-    if (command == "--help" || command == "-h") {
+    // `neuron_cc_wrapper compile --help` asks for help too: never a compiler
+    // flag to pass on (the compiler would print its own help, not compile).
+    auto asks_for_help = [](const std::string& word) { return word == "--help" || word == "-h"; };
+    if (asks_for_help(command) || std::any_of(words.begin(), words.end(), asks_for_help)) {
       std::cout << kUsage;
       return 0;
     }

@@ -1,8 +1,11 @@
 #include <npc/compile/entry_compile.hpp>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <ctime>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -49,7 +52,50 @@ std::uint64_t file_size_or_zero(const fs::path& path) {
   return static_cast<std::uint64_t>(st.st_size);
 }
 
+// The entry's directory is gone: removed (renamed into the trash) by
+// neuron_cache rm or --command clean since the caller chose it.
+bool entry_gone(const fs::path& entry_dir) {
+  struct stat st {};
+  return ::lstat(entry_dir.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+std::optional<std::uint64_t> free_bytes(const fs::path& path) {
+  struct statvfs info {};
+  if (::statvfs(path.c_str(), &info) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+std::string log_tail_text(const fs::path& log) {
+  std::string text;
+  for (const auto& line : util::tail_lines(log, 50)) text += line + "\n";
+  return text;
+}
+
 } // namespace
+
+std::optional<SpaceFault> find_space_fault(const std::vector<fs::path>& places, std::string_view said) {
+  bool reported = said.find(std::strerror(ENOSPC)) != std::string_view::npos ||
+                  said.find(std::strerror(EDQUOT)) != std::string_view::npos;
+  for (const auto& place : places) {
+    auto free = free_bytes(place);
+    if (free && *free < kNearlyFullBytes) return SpaceFault{place, free};
+  }
+  if (reported && !places.empty()) return SpaceFault{places.front(), free_bytes(places.front())};
+  return std::nullopt;
+}
+
+std::string describe_space_fault(const SpaceFault& fault) {
+  const std::string then = "; free space and run again: the graph stays pending, no failure is cached";
+  if (fault.free_bytes && *fault.free_bytes >= kNearlyFullBytes)
+    // Reported, but this filesystem has room now: the full one was another
+    // (the compiler's temporary directory, say) or was freed since.
+    return std::string(std::strerror(ENOSPC)) + " was reported during the compile (the filesystem of " +
+           fault.where.string() + " has " + std::to_string(*fault.free_bytes) +
+           " bytes free now; the compiler's temporary directory, TMPDIR, may be the full one)" + then;
+  std::string free = fault.free_bytes ? std::to_string(*fault.free_bytes) + " bytes free" : "free space unknown";
+  return std::string(std::strerror(ENOSPC)) + ": the filesystem of " + fault.where.string() + " is full (" + free +
+         ")" + then;
+}
 
 std::string describe_failure(const fs::path& entry_dir, const std::string& how,
                              const fs::path& log_path, std::size_t tail_lines) {
@@ -73,6 +119,8 @@ std::string_view to_string(EntryOutcome outcome) {
   case EntryOutcome::killed: return "killed";
   case EntryOutcome::timed_out: return "timed_out";
   case EntryOutcome::locked_elsewhere: return "locked_elsewhere";
+  case EntryOutcome::removed: return "removed";
+  case EntryOutcome::no_space: return "no_space";
   }
   return "?";
 }
@@ -80,7 +128,8 @@ std::string_view to_string(EntryOutcome outcome) {
 std::optional<EntryOutcome> parse_entry_outcome(std::string_view text) {
   for (auto outcome : {EntryOutcome::compiled, EntryOutcome::already_done, EntryOutcome::cached_failure,
                        EntryOutcome::failed, EntryOutcome::interrupted, EntryOutcome::killed,
-                       EntryOutcome::timed_out, EntryOutcome::locked_elsewhere})
+                       EntryOutcome::timed_out, EntryOutcome::locked_elsewhere, EntryOutcome::removed,
+                       EntryOutcome::no_space})
     if (to_string(outcome) == text) return outcome;
   return std::nullopt;
 }
@@ -89,10 +138,18 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
                                  const EntryCompileOptions& options) {
   EntryCompileResult result;
   const cache::Entry entry = cache.entry(entry_dir);
+  auto removed = [&] {
+    result.outcome = EntryOutcome::removed;
+    return result;
+  };
+  if (entry_gone(entry_dir)) return removed();
   auto taken = entry.lock(options.lock_wait, [&](const std::string& holder) {
     spdlog::info("waiting for {} to finish compiling {}", holder, entry_dir.string());
   });
-  if (!taken) throw EnvironmentError(taken.error());
+  if (!taken) {
+    if (entry_gone(entry_dir)) return removed(); // while we waited for its lock
+    throw EnvironmentError(taken.error());
+  }
   if (auto* busy = std::get_if<cache::LockBusy>(&*taken)) {
     if (options.lock_wait.count() == 0) {
       result.outcome = EntryOutcome::locked_elsewhere;
@@ -104,6 +161,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
 
   auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
+  if (info->state == cache::EntryState::absent || (!info->has_graph && entry_gone(entry_dir))) return removed();
   if (info->state == cache::EntryState::done) {
     auto integrity = entry.verify_neff();
     if (integrity && *integrity != cache::Integrity::mismatch) {
@@ -162,10 +220,35 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     result.run = std::move(run);
     return result; // the entry stays pending; nothing is cached
   }
+  // Removed while it compiled (our workdir went with it into the trash):
+  // nothing to publish into, and publishing would bring back half an entry.
+  if (entry_gone(entry_dir)) {
+    result.run = std::move(run);
+    return removed();
+  }
+  // Where a compile can run out of space: the entry's filesystem (graph,
+  // log, NEFF, record) and the working directory's, when it is elsewhere.
+  std::vector<fs::path> space_places = {entry_dir};
+  if (options.compile_workdir) space_places.push_back(workdir.path());
+  // Out of space is the machine's fault, not the graph's: the attempt is
+  // recorded, its log kept as npc-killed.log, the entry left pending.
+  auto left_pending_for_space = [&](const SpaceFault& fault) {
+    result.attempt.outcome = "no_space";
+    result.attempt.exit = describe_space_fault(fault);
+    // What this attempt wrote goes first: the record needs a little room.
+    std::ignore = ::unlink(job.output_neff.c_str());
+    if (entry.record_killed(job.log_file, result.attempt)) result.log_path = entry.killed_log_path();
+    result.outcome = EntryOutcome::no_space;
+    result.run = std::move(run);
+    return result;
+  };
   bool wrote_neff = file_size_or_zero(job.output_neff) > 0;
   if (run.success() && wrote_neff) {
-    if (auto s = entry.publish_success(job.output_neff, result.attempt); !s)
+    if (auto s = entry.publish_success(job.output_neff, result.attempt); !s) {
+      if (entry_gone(entry_dir)) return removed();
+      if (auto fault = find_space_fault(space_places, s.error())) return left_pending_for_space(*fault);
       throw EnvironmentError(s.error());
+    }
     result.outcome = EntryOutcome::compiled;
     result.run = std::move(run);
     return result;
@@ -177,7 +260,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   std::string note = "\n[neuron_cc_wrapper] command: " + util::join_shell_words(run.argv) +
                      "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " (wall time " +
                      util::format_seconds(run.wall_seconds) + ")\n";
-  std::ignore = util::append_line(job.log_file, note);
+  auto noted = util::append_line(job.log_file, note);
   // Killed from outside or by our timeout says nothing about the graph (the
   // host ran out of memory, the machine was loaded): caching it as a failure
   // would refuse the graph in every later run.
@@ -189,8 +272,16 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     result.run = std::move(run);
     return result;
   }
-  if (auto s = entry.publish_failure(job.log_file, result.attempt); !s)
+  // A compiler that could not write its NEFF or its log for want of space
+  // failed because of the machine; its log may not even say so (it was on
+  // the full filesystem).
+  std::string said = log_tail_text(job.log_file) + (noted ? "" : noted.error());
+  if (auto fault = find_space_fault(space_places, said)) return left_pending_for_space(*fault);
+  if (auto s = entry.publish_failure(job.log_file, result.attempt); !s) {
+    if (entry_gone(entry_dir)) return removed();
+    if (auto fault = find_space_fault(space_places, s.error())) return left_pending_for_space(*fault);
     throw EnvironmentError(s.error());
+  }
   result.outcome = EntryOutcome::failed;
   result.log_path = entry.log_path();
   result.run = std::move(run);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/json_text.hpp>
 #include <npc/util/output_file.hpp>
 
 namespace npc::compile {
@@ -31,8 +32,7 @@ Status write_worker_report(const fs::path& path, const WorkerReport& report) {
               {"wall_seconds", report.wall_seconds},
               {"peak_rss_bytes", report.peak_rss_bytes},
               {"log", report.log_path.string()}};
-  // Paths and compiler messages are bytes, not always UTF-8: replaced, not thrown.
-  return util::write_output_file(path, doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+  return util::write_output_file(path, util::to_json_text(doc) + "\n");
 }
 
 Result<std::optional<WorkerReport>> read_worker_report(const fs::path& path) {
@@ -40,8 +40,9 @@ Result<std::optional<WorkerReport>> read_worker_report(const fs::path& path) {
   if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<WorkerReport>{};
   auto text = util::read_file(path);
   if (!text) return fail(text.error());
-  json doc = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) return fail(path.string() + " is not a JSON object");
+  auto parsed = util::parse_json_text(*text);
+  if (!parsed || !parsed->is_object()) return fail(path.string() + " is not a JSON object");
+  const json& doc = *parsed;
   WorkerReport report;
   try {
     std::string outcome = doc.value("outcome", "");

@@ -95,6 +95,11 @@ NeuronCcFlags split_cache_options(const std::vector<std::string>& words, std::st
     const std::string& word = words[i];
     auto eq = word.find('=');
     std::string_view name = std::string_view(word).substr(0, eq);
+    if (name == "--output")
+      // Each compile writes its NEFF where the cache (or the caller) says; a
+      // fixed --output would send every graph's NEFF to one place.
+      throw UsageError(std::string(source) + ": --output is chosen for each compile by this tool; remove '" + word +
+                       "' from the compiler flags");
     const CacheOption* option = find_option(name);
     if (option == nullptr) {
       result.compiler_flags.push_back(word);
@@ -159,10 +164,16 @@ fs::path path_of_url(const std::string& url, std::string_view source) {
   std::string scheme = util::to_lower(url.substr(0, scheme_end));
   if (scheme == "file") {
     std::string path = url.substr(scheme_end + 3);
+    // file://localhost/path names the same as file:///path (RFC 8089).
+    if (util::to_lower(path).starts_with("localhost/")) path = path.substr(std::string_view("localhost").size());
     if (path.empty() || path.front() != '/')
       throw UsageError(std::string(source) + ": '" + url +
                        "' is not an absolute file:// URL (write file:///path/to/cache)");
-    return fs::path(path);
+    auto decoded = util::percent_decode(path);
+    if (!decoded)
+      throw UsageError(std::string(source) + ": '" + url + "': " + decoded.error() +
+                       " (write a space as %20 and a % as %25)");
+    return fs::path(*decoded);
   }
   throw UsageError(std::string(source) + ": the scheme '" + scheme + "://' of '" + url +
                    "' is not supported; use a local or mounted directory path");

@@ -7,6 +7,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/store.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/strings.hpp>
 
@@ -110,6 +111,30 @@ void Collector::add_entry_dir(const fs::path& entry_dir) {
   if (seen_.insert(entry_dir.string()).second) entries_.push_back(entry_dir);
 }
 
+std::size_t Collector::add_pending_written_since(fs::file_time_type since) {
+  std::size_t added = 0;
+  for (const auto& root : roots_) {
+    std::vector<cache::EntryInfo> listed;
+    try {
+      listed = cache::Cache(root).list_version(version_);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot list the cache {} for extracted graphs: {}", root.string(), e.what());
+      continue;
+    }
+    for (const auto& e : listed) {
+      if (e.state != cache::EntryState::pending) continue;
+      std::error_code ec;
+      auto written = fs::last_write_time(e.dir / cache::kGraphFile, ec);
+      if (ec || written < since) continue;
+      if (seen_.insert(e.dir.string()).second) {
+        entries_.push_back(e.dir);
+        ++added;
+      }
+    }
+  }
+  return added;
+}
+
 std::vector<fs::path> Collector::take_entries() {
   seen_ = {};
   return std::exchange(entries_, {});
@@ -119,6 +144,14 @@ std::vector<std::string> read_path_log(const fs::path& path) {
   std::vector<std::string> lines;
   auto text = util::read_file(path);
   if (!text) return lines;
+  std::string_view whole(*text);
+  if (whole.ends_with('\n')) whole.remove_suffix(1);
+  std::error_code ec;
+  if (whole.find('\n') != std::string_view::npos && fs::path(whole).is_absolute() &&
+      fs::is_directory(fs::path(whole), ec)) {
+    lines.emplace_back(whole);
+    return lines;
+  }
   size_t start = 0;
   while (start < text->size()) {
     size_t end = text->find('\n', start);

@@ -60,6 +60,11 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   case Mode::clean: {
     std::string version = current_version(options, cache);
     std::size_t removed = 0, busy = 0;
+    // Everything of this version goes, pending graphs too: clean is the user
+    // emptying the cache, as the original's does (eviction, which nobody asks
+    // for each time, keeps pending graphs). What a compile holds (or any lock
+    // file guards) is kept; a launcher running meanwhile reports the queued
+    // graphs it loses as removed by another process, not as failures.
     for (const auto& e : cache.list_version(version)) {
       auto r = cache.entry(e.dir).remove();
       if (!r) throw EnvironmentError(r.error());

@@ -68,14 +68,14 @@ Options parse_options(int argc, char** argv) {
                  "scan, scan-with-failed, analyze (not available)");
   app.add_option("--num_parallel", options.num_parallel,
                  "Compiles at once (default: ceil(total memory / 64 GiB), more once peaks are learned)")
-      ->check(CLI::Range(1, 4096));
+      ->check(util::whole_number(1, 4096));
   app.add_flag("--static_schedule", options.static_schedule,
                "With --world_size: each launcher takes a contiguous share of the sorted entries, "
                "then helps the 8 before it");
   app.add_option("--node_id", options.node_id, "This launcher's index among --world_size launchers sharing one cache")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(util::whole_number(0, 1 << 20));
   app.add_option("--world_size", options.world_size, "Number of launchers sharing one cache")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(util::whole_number(1, 1 << 20));
   app.add_option("--parallel_compile_workdir", options.workdir,
                  "Where trial logs and compile logs go (default: /tmp/$USER/parallel_compile_workdir)");
   app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");

@@ -32,6 +32,11 @@ void Pool::mark_locked_elsewhere(std::size_t i, double now) {
   progress_[i].eligible_at = now + kRevisitSeconds;
 }
 
+void Pool::mark_removed_elsewhere(std::size_t i) {
+  progress_[i].last_exit = "removed by another process";
+  settle(i, ItemState::removed_elsewhere);
+}
+
 bool Pool::fits(std::size_t i) const {
   if (limits_.memory_budget == 0 || running_ == 0) return true;
   std::uint64_t peak = items_[i].predicted.peak_bytes;
@@ -95,6 +100,10 @@ void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double
   case AttemptEnd::cached_failure:
     p.cached_failure = true;
     return settle(i, ItemState::failed);
+  case AttemptEnd::removed:
+    undo_start(i); // nothing of it is left to compile or to count
+    p.last_exit = "removed by another process";
+    return settle(i, ItemState::removed_elsewhere);
   case AttemptEnd::killed:
     p.compile_seconds += info.wall_seconds;
     ++p.oom_kills;
@@ -150,6 +159,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
   case Found::locked:
     p.eligible_at = now + kRevisitSeconds;
     return;
+  case Found::removed: return mark_removed_elsewhere(i);
   }
 }
 

@@ -71,6 +71,10 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   case compile::EntryOutcome::compiled: return {AttemptEnd::compiled, info};
   case compile::EntryOutcome::already_done: return {AttemptEnd::already_done, info};
   case compile::EntryOutcome::locked_elsewhere: return {AttemptEnd::locked_elsewhere, info};
+  case compile::EntryOutcome::removed: return {AttemptEnd::removed, info};
+  // The entry is left pending (nothing cached); info.exit names the full
+  // filesystem. A failed attempt of this run: the graph is not compiled.
+  case compile::EntryOutcome::no_space: return {AttemptEnd::failed, info};
   case compile::EntryOutcome::cached_failure:
     info.exit = "failed in another process"; // no new attempt: another process's result
     return {AttemptEnd::cached_failure, info};
@@ -102,8 +106,8 @@ Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir) {
   switch (info->state) {
   case cache::EntryState::done: return Pool::Found::done;
   case cache::EntryState::locked: return Pool::Found::locked;
-  case cache::EntryState::failed:
-  case cache::EntryState::absent: return Pool::Found::failed;
+  case cache::EntryState::failed: return Pool::Found::failed;
+  case cache::EntryState::absent: return Pool::Found::removed;
   default: return Pool::Found::pending;
   }
 }
@@ -113,7 +117,7 @@ ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
   s.total = pool.items().size();
   s.failed = pool.count(ItemState::failed);
   s.finished = pool.count(ItemState::compiled) + pool.count(ItemState::cached) +
-               pool.count(ItemState::compiled_elsewhere) + s.failed;
+               pool.count(ItemState::compiled_elsewhere) + pool.count(ItemState::removed_elsewhere) + s.failed;
   s.running = static_cast<std::size_t>(pool.running());
   s.parallel = pool.parallel_limit();
   s.elapsed = elapsed;
@@ -198,6 +202,9 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         progress.event("compiled by another process: " + short_name(item));
         break;
       case AttemptEnd::locked_elsewhere: break;
+      case AttemptEnd::removed:
+        progress.event("removed by another process (not compiled): " + short_name(item));
+        break;
       case AttemptEnd::cached_failure:
         progress.event("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
         break;

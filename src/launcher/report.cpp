@@ -10,6 +10,7 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/json_text.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 
@@ -25,6 +26,7 @@ const char* status_name(const ItemProgress& p) {
   case ItemState::cached: return "cached";
   case ItemState::compiled_elsewhere: return "compiled_elsewhere";
   case ItemState::locked_elsewhere: return "locked_elsewhere";
+  case ItemState::removed_elsewhere: return "removed_elsewhere";
   case ItemState::failed: return p.cached_failure ? "failed_cached" : "failed";
   default: return "not_compiled";
   }
@@ -41,6 +43,7 @@ Counts count(const Pool& pool) {
     case ItemState::cached: ++c.cached; break;
     case ItemState::compiled_elsewhere: ++c.compiled_elsewhere; break;
     case ItemState::locked_elsewhere: ++c.locked_elsewhere; break;
+    case ItemState::removed_elsewhere: ++c.removed_elsewhere; break;
     case ItemState::failed: ++c.failed; break;
     default: break;
     }
@@ -90,6 +93,7 @@ Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& pat
                   {"compiled", c.compiled},
                   {"compiled_elsewhere", c.compiled_elsewhere},
                   {"failed", c.failed},
+                  {"removed_elsewhere", c.removed_elsewhere},
                   {"retried", c.retried},
                   {"parallel", facts.parallel},
                   {"parallel_efficiency", parallel_efficiency(c, facts)},
@@ -120,13 +124,14 @@ Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& pat
   for (std::size_t n = 0; n < graphs.size(); ++n) {
     const auto& [graph, i] = graphs[n];
     buffer += n == 0 ? "{\n    " : ",\n    ";
-    buffer += json(graph).dump() + ": " + nested(graph_record(pool.items()[i], pool.progress()[i]).dump(2), 4);
+    buffer += util::json_string_text(graph) + ": " +
+              nested(util::to_json_text(graph_record(pool.items()[i], pool.progress()[i]), 2), 4);
     if (auto s = flush(false); !s) return s;
   }
   if (!graphs.empty()) buffer += "\n  }";
-  buffer += ",\n  \"compilation_summary\": " + nested(summary.dump(2), 2);
-  buffer += ",\n  \"compilation_time\": " + json(facts.wall_seconds).dump();
-  buffer += ",\n  \"start_time\": " + json(facts.start_time).dump() + "\n}\n";
+  buffer += ",\n  \"compilation_summary\": " + nested(util::to_json_text(summary, 2), 2);
+  buffer += ",\n  \"compilation_time\": " + util::to_json_text(json(facts.wall_seconds));
+  buffer += ",\n  \"start_time\": " + util::to_json_text(json(facts.start_time)) + "\n}\n";
   if (auto s = flush(true); !s) return s;
   return out.commit();
 }
@@ -142,6 +147,8 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
   if (c.compiled_elsewhere > 0) line += ", " + std::to_string(c.compiled_elsewhere) + " compiled by another process";
   if (c.locked_elsewhere > 0)
     line += ", " + std::to_string(c.locked_elsewhere) + " locked by another process (left to it)";
+  if (c.removed_elsewhere > 0)
+    line += ", " + std::to_string(c.removed_elsewhere) + " removed by another process (not compiled)";
   lines.push_back(line);
   lines.push_back("wall time " + util::format_seconds(facts.wall_seconds) + " (compile phase " +
                   util::format_seconds(facts.compile_wall_seconds) + ", " + std::to_string(facts.parallel) +
@@ -197,11 +204,12 @@ std::map<std::string, Outcome> outcomes(const Pool& pool) {
 }
 
 // What Python's json.dumps(document, indent=4) prints: the same layout as
-// dump(4), ASCII only. (A path that is not UTF-8 gets U+FFFD rather than an
-// exception.) Held in memory: three fields a graph stay small even for
+// dump(4), ASCII only; a path's bytes that are not UTF-8 become \udcXX, as
+// Python writes the str os.fsdecode gives for them (util/json_text.hpp).
+// Held in memory: three fields a graph stay small even for
 // 10,000 graphs, unlike write_report's records.
 std::string python_json(const nlohmann::ordered_json& document) {
-  return document.dump(4, ' ', /*ensure_ascii=*/true, nlohmann::ordered_json::error_handler_t::replace);
+  return util::to_json_text(document, 4, util::JsonAscii::escaped);
 }
 
 } // namespace

@@ -175,6 +175,9 @@ int run(const Options& options, const config::Settings& settings) {
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
   check_outputs_writable(options);
+  // Read now: a value that means neither yes nor no is an error before the
+  // trial, not a surprise after it.
+  const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
   double run_start = util::monotonic_seconds();
   RunFacts facts;
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
@@ -193,6 +196,10 @@ int run(const Options& options, const config::Settings& settings) {
     environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
     environment.set("NEURON_PARALLEL_COMPILE", "1");
     environment.set("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", files.path_log.string());
+    // File times lag the clock by up to a timer tick: a graph written just as
+    // the trial started must still count as written by it.
+    constexpr auto kFileTimeSlack = std::chrono::seconds(1);
+    const auto trial_started = fs::file_time_type::clock::now() - kFileTimeSlack;
     TrialResult trial = run_trial(options.command, environment, files.trial_log);
     if (trial.interrupted_by != 0) {
       spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
@@ -201,9 +208,24 @@ int run(const Options& options, const config::Settings& settings) {
     // The roots first: the framework names the one it used there.
     for (const auto& line : read_path_log(files.path_log)) collector.add_path_log_line(line);
     for (const auto& path : trial.reported_paths) collector.add_graph_path(path, "the trial's output");
+    if (trial.unreadable_extraction_lines > 0) {
+      std::string roots;
+      for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
+      std::size_t found = collector.add_pending_written_since(trial_started);
+      spdlog::warn("{} extraction line(s) of the trial's output name no graph path (a newline in the cache "
+                   "path?); took the {} pending graph(s) the trial wrote under {}",
+                   trial.unreadable_extraction_lines, found, roots);
+      if (collector.entries().empty()) {
+        spdlog::error("the trial announced extracted graphs whose paths could not be read, and no pending "
+                      "entry it wrote was found under {}; nothing compiled. Use a cache path without a "
+                      "newline, or run --command compile to compile every pending entry",
+                      roots);
+        return exit_status(ExitCode::failure);
+      }
+    }
     if (!trial.status.success()) {
       facts.trial_status = trial.status.describe();
-      if (!util::is_truthy(util::env("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE").value_or(""))) {
+      if (!compile_despite_trial_failure) {
         spdlog::error("the training command failed ({}); nothing compiled. Set "
                       "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
                       trial.status.describe(), collector.entries().size());
@@ -247,6 +269,7 @@ int run(const Options& options, const config::Settings& settings) {
     if (!info) continue;
     if (info->state == cache::EntryState::done) pool.mark_cached(i);
     else if (info->state == cache::EntryState::locked) pool.mark_locked_elsewhere(i, now);
+    else if (info->state == cache::EntryState::absent) pool.mark_removed_elsewhere(i); // since the trial
     else if (info->state == cache::EntryState::failed && !retry_failed)
       pool.mark_cached_failure(i, entry.log_path());
   }

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/layout.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -29,14 +30,17 @@ struct Stream {
   bool open = true;
 };
 
-void take_lines(Stream& stream, std::string_view chunk, std::vector<std::string>& paths) {
+void take_lines(Stream& stream, std::string_view chunk, TrialResult& result) {
   stream.partial.append(chunk);
   size_t start = 0;
   for (;;) {
     size_t nl = stream.partial.find('\n', start);
     if (nl == std::string::npos) break;
-    std::string path = parse_extraction_line(std::string_view(stream.partial).substr(start, nl - start));
-    if (!path.empty()) paths.push_back(std::move(path));
+    std::string_view line = std::string_view(stream.partial).substr(start, nl - start);
+    std::string path = parse_extraction_line(line);
+    if (line.find(kExtractionPrefix) != std::string_view::npos && !path.ends_with(cache::kGraphFile))
+      ++result.unreadable_extraction_lines;
+    if (!path.empty()) result.reported_paths.push_back(std::move(path));
     start = nl + 1;
   }
   stream.partial.erase(0, start);
@@ -114,7 +118,7 @@ TrialResult run_trial(const std::vector<std::string>& command, const util::Envir
                      util::errno_text("cannot write the trial log", trial_log, errno));
         log.reset();
       }
-      take_lines(s, chunk, result.reported_paths);
+      take_lines(s, chunk, result);
     }
     for (int sig : received) {
       if (sig == SIGCHLD || result.interrupted_by != 0) continue;

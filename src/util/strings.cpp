@@ -1,5 +1,7 @@
 #include <npc/util/strings.hpp>
 
+#include <npc/util/error.hpp>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -73,6 +75,41 @@ std::optional<long long> parse_integer(std::string_view text, long long min, lon
 bool is_truthy(std::string_view value) {
   auto v = to_lower(trim(value));
   return v == "1" || v == "true" || v == "yes" || v == "on";
+}
+
+Result<std::string> percent_decode(std::string_view text) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    bool complete = i + 2 < text.size();
+    int high = complete ? hex(text[i + 1]) : -1;
+    int low = complete ? hex(text[i + 2]) : -1;
+    if (high < 0 || low < 0 || (high == 0 && low == 0)) // %00 would cut a path short
+      return fail("'" + std::string(text.substr(i, 3)) + "' at position " + std::to_string(i + 1) +
+                  " is not a percent escape of a byte");
+    out.push_back(static_cast<char>(high * 16 + low));
+    i += 2;
+  }
+  return out;
+}
+
+bool env_flag(const char* name) {
+  auto value = env(name);
+  if (!value) return false;
+  auto v = to_lower(trim(*value));
+  if (v.empty() || v == "0" || v == "false" || v == "no" || v == "off") return false;
+  if (is_truthy(v)) return true;
+  throw UsageError(std::string(name) + "=" + *value + ": not a yes/no value; set it to 1 (yes) or 0 (no), or unset it");
 }
 
 std::optional<std::string> env(const char* name) {

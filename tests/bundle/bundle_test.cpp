@@ -83,6 +83,37 @@ TEST_F(BundleExportImport, RoundTripIntoAnEmptyCacheCompilesNothing) {
   EXPECT_EQ(again["skipped"], keys.size());
 }
 
+// As after `tar -x` and `tar -c --zstd` with GNU tar: a member for every
+// folder before the files in it. The folders carry nothing; the import is
+// whole and exits 0. A folder named outside the layout is still refused.
+TEST_F(BundleExportImport, FolderMembersOfARepackedBundleAreIgnored) {
+  auto keys = make_bundle();
+  std::vector<Member> repacked;
+  std::set<std::string> folders;
+  for (const auto& m : read_bundle(bundle())) {
+    std::string name = m.name;
+    for (auto slash = name.find('/'); slash != std::string::npos; slash = name.find('/', slash + 1))
+      if (folders.insert(name.substr(0, slash + 1)).second)
+        repacked.push_back(Member(name.substr(0, slash + 1), "", Member::Type::directory));
+    repacked.push_back(m);
+  }
+  ASSERT_GE(folders.size(), 1 + 1 + keys.size()) << "entries/, the version folder and one per entry";
+  write_bundle(bundle(), repacked);
+
+  json imported = cache_json(dst(), {"import", bundle().string()}, 0);
+  EXPECT_EQ(imported["imported"], keys.size());
+  EXPECT_TRUE(imported["rejected"].empty()) << imported.dump();
+  EXPECT_EQ(done_keys(root_of(dst())), keys);
+  expect_verifies(dst());
+
+  repacked.insert(repacked.begin() + 1, Member("entries/../x/", "", Member::Type::directory));
+  write_bundle(bundle(), repacked);
+  json hostile = cache_json(base("dst2"), {"import", bundle().string()}, 1);
+  ASSERT_EQ(hostile["rejected"].size(), 1u) << hostile.dump();
+  EXPECT_EQ(hostile["imported"], keys.size());
+  EXPECT_FALSE(fs::exists(base("dst2") / "x"));
+}
+
 TEST_F(BundleExportImport, FromReportTakesExactlyTheGraphsOfThatRun) {
   fs::path report = dir() / "report.json";
   auto run = tool_in(base("src"), "neuron_parallel_compile",

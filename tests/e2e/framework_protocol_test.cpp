@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <npc/util/file_lock.hpp>
+#include <npc/util/json_text.hpp>
 #include <npc/util/process.hpp>
 
 #include "test_support.hpp"
@@ -29,7 +30,9 @@ constexpr const char* kLock = "model.hlo_module.pb.lock";
 
 class FrameworkProtocol : public CacheTest {
 protected:
-  fs::path script_root() const { return dir() / "script-cache"; }
+  // The cache dir the script sets for itself; tests of odd bytes in paths change it.
+  std::string script_dir_name = "script-cache";
+  fs::path script_root() const { return dir() / script_dir_name; }
   fs::path workdir() const { return dir() / "wd"; }
   std::vector<std::string> train(std::vector<std::string> extra = {}) const {
     std::vector<std::string> args = {(standin_dir() / "standin_train").string(), "--protocol", "torch-neuronx",
@@ -120,6 +123,64 @@ TEST_F(FrameworkProtocol, ExtractedGraphsNoneOfWhichCanBeTakenAreAnError) {
   EXPECT_NE(r.err.find("the trial extracted 1 graph(s) and none could be taken"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("graphs found"), std::string::npos) << r.err;
   EXPECT_EQ(compiles(), 0u);
+}
+
+// The extraction lines are read by lines: a newline in the cache path cuts
+// every one. The graphs are then taken from the root the cache-path log names
+// (a scan of the pending entries the trial wrote), never skipped with exit 0.
+TEST_F(FrameworkProtocol, ANewlineInTheCachePathStillCompilesEveryExtractedGraph) {
+  script_dir_name = "script\ncache";
+  // The root comes quoted in NEURON_CC_FLAGS (a script's unquoted assignment
+  // would split it into two flags before any cache is touched).
+  std::vector<std::string> command = train();
+  auto named = std::find(command.begin(), command.end(), "--script_cache_dir");
+  ASSERT_NE(named, command.end());
+  command.erase(named, named + 2);
+  auto r = launch({"--report", (dir() / "report.json").string()}, command,
+                  {{"NEURON_CC_FLAGS", "--cache_dir='" + script_root().string() + "'"}});
+  // The premise: the framework's lines were cut by the newline.
+  ASSERT_NE(r.out.find("Extracting graphs (" + (dir() / "script\ncache/neuronxcc-").string()), std::string::npos)
+      << r.describe();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("extraction line(s) of the trial's output name no graph path (a newline in the cache "
+                       "path?); took the 4 pending graph(s) the trial wrote under "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("4 graphs found, 0 already cached, 4 compiled, 0 failed"), std::string::npos) << r.err;
+  // (compiles() counts the stand-in's invocation log by lines, which the
+  // newline in each path splits: the done entries and the report count here.)
+  auto found = entries_in(script_root());
+  ASSERT_EQ(found.size(), kGraphs);
+  for (const auto& e : found) EXPECT_TRUE(fs::exists(e / "model.done")) << e;
+  auto report = util::parse_json_text(read_text(dir() / "report.json"));
+  ASSERT_TRUE(report.ok()) << report.error();
+  ASSERT_EQ((*report)["compilation_report"].size(), kGraphs);
+  for (const auto& [graph, item] : (*report)["compilation_report"].items()) {
+    EXPECT_TRUE(graph.starts_with(script_root().string() + "/")) << graph;
+    EXPECT_EQ(item["status"], "compiled") << graph;
+  }
+}
+
+// A cache path that is not UTF-8: compiled, and the report names it
+// losslessly (\udcXX for each such byte, README "Paths and flags in JSON").
+TEST_F(FrameworkProtocol, ACachePathThatIsNotUtf8IsCompiledAndReportedLosslessly) {
+  script_dir_name = "script\xff" "cache";
+  auto r = launch({"--report", (dir() / "report.json").string()}, train());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), kGraphs);
+  auto found = entries_in(script_root());
+  ASSERT_EQ(found.size(), kGraphs);
+  for (const auto& e : found) EXPECT_TRUE(fs::exists(e / "model.done")) << e;
+  std::string text = read_text(dir() / "report.json");
+  EXPECT_NE(text.find("/script\\udcffcache/neuronxcc-"), std::string::npos) << text;
+  auto report = util::parse_json_text(text);
+  ASSERT_TRUE(report.ok()) << report.error();
+  ASSERT_EQ((*report)["compilation_report"].size(), kGraphs);
+  for (const auto& [graph, item] : (*report)["compilation_report"].items()) {
+    EXPECT_TRUE(fs::exists(graph)) << graph;
+    EXPECT_TRUE(graph.starts_with(script_root().string() + "/")) << graph;
+    EXPECT_EQ(item["status"], "compiled") << graph;
+  }
 }
 
 TEST_F(FrameworkProtocol, AnEntryWithTheFrameworksLockIsNotCompiledAndLeftToItsHolder) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <regex>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/util/process.hpp>
@@ -117,13 +118,29 @@ TEST_F(WrapperFaults, HangIsKilledByTheTimeout) {
   EXPECT_TRUE(left.empty()) << "still running:\n" << describe(left);
 }
 
+// The compiler says it ran out of space while writing its NEFF: the truncated
+// output is never published, and running out of space is the machine's
+// fault, not the graph's: the entry stays pending (no model.log), the attempt
+// is recorded as no_space, exit 3, and the next call compiles it without
+// --retry_failed_compilation.
 TEST_F(WrapperFaults, TruncatedOutputIsNeverPublished) {
   auto r = compile({{"STANDIN_CC_FAULT", "truncate"}});
-  EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
-  expect_failed_entry();
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  std::smatch free;
+  ASSERT_TRUE(std::regex_search(r.err, free, std::regex(" has ([0-9]+) bytes free now"))) << r.err;
+  EXPECT_EQ(r.err, "neuron_cc_wrapper: error: compilation of " + entry().string() +
+                       " stopped: No space left on device was reported during the compile (the filesystem of " +
+                       entry().string() + " has " + free[1].str() +
+                       " bytes free now; the compiler's temporary directory, TMPDIR, may be the full one); free "
+                       "space and run again: the graph stays pending, no failure is cached\n");
+  expect_killed_entry();
+  EXPECT_EQ(last_attempt().outcome, "no_space");
   // No temp work dir left in the entry.
   for (const auto& f : fs::directory_iterator(entry())) EXPECT_FALSE(f.path().filename().string().starts_with(".tmp-"));
+  auto again = compile({});
+  EXPECT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_TRUE(fs::exists(entry() / "model.done"));
+  EXPECT_EQ(compiles(), 2u);
 }
 
 TEST_F(WrapperFaults, TransientFaultSucceedsOnRetry) {

@@ -179,6 +179,37 @@ TEST_F(Wrapper, ManyProcessesAppendToThePathLogWithoutLosingLines) {
     EXPECT_NE(text.find((e / "model.hlo_module.pb").string() + "\n"), std::string::npos) << e;
 }
 
+TEST_F(Wrapper, AnAlteredNeffIsRecompiledWithOneWarning) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff").exit_code, 0);
+  ASSERT_EQ(entries().size(), 1u);
+  fs::path entry = entries()[0];
+  write_text(entry / "model.neff", read_text(entry / "model.neff") + "altered");
+  auto again = compile(g, dir() / "b.neff");
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(compiles(), 2u);
+  const std::string warning = "neuron_cc_wrapper: warning: " + entry.string() +
+                              ": the cached NEFF does not match its integrity record; compiling it again\n";
+  auto at = again.err.find(warning);
+  ASSERT_NE(at, std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find(warning, at + 1), std::string::npos) << "said twice:\n" << again.err;
+  EXPECT_EQ(read_text(dir() / "b.neff"), read_text(entry / "model.neff"));
+}
+
+TEST_F(Wrapper, HelpAfterACommandPrintsTheUsage) {
+  auto top = run_tool("neuron_cc_wrapper", {"--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.describe();
+  ASSERT_TRUE(top.out.starts_with("usage:\n")) << top.out;
+  for (const char* command : {"compile", "compile-entry", "key"}) {
+    auto r = run_tool("neuron_cc_wrapper", {command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.describe();
+    EXPECT_EQ(r.out, top.out) << command;
+    EXPECT_EQ(r.err, "") << command;
+  }
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_TRUE(entries().empty());
+}
+
 TEST_F(Wrapper, CachedFailureIsNotRecompiledUnlessAsked) {
   fs::path g = graph("bad.hlo", "HloModule bad\n");
   std::map<std::string, std::string> failing = {{"STANDIN_CC_FAULT", "fail"}};
@@ -199,6 +230,10 @@ TEST_F(Wrapper, CachedFailureIsNotRecompiledUnlessAsked) {
   EXPECT_EQ(compiles(), 1u);
   EXPECT_EQ(second.out, "Got a cached failed neff at " + (entry / "model.log").string() +
                             ". Will skip compilation, please set --retry_failed_compilation\n");
+  EXPECT_EQ(second.err, "neuron_cc_wrapper: error: this graph failed to compile earlier and the failure is cached (" +
+                            (entry / "model.log").string() +
+                            "); to compile it again, add --retry_failed_compilation to NEURON_CC_FLAGS or run "
+                            "neuron_cache clear-failed\n");
 
   auto retried = compile(g, dir() / "a.neff", {"--retry_failed_compilation"});
   ASSERT_EQ(retried.exit_code, 0) << retried.describe();

@@ -9,12 +9,15 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
+
 #include <algorithm>
 #include <functional>
 
 #include <gtest/gtest.h>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/json_text.hpp>
 #include <npc/util/shell_words.hpp>
 #include <npc/util/strings.hpp>
 
@@ -93,6 +96,16 @@ const std::vector<BadInput>& rows() {
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", "--model-type=\"transformer"}},
        nothing, 2, Match::only_line,
        "neuron_cc_wrapper: error: NEURON_CC_FLAGS: unbalanced double quote at position 14"},
+      {"FlagsWithOutput", "`NEURON_CC_FLAGS` naming the compiler's `--output`", "neuron_cc_wrapper",
+       {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", "-O2 --output=/tmp/x.neff"}},
+       nothing, 2, Match::only_line,
+       "neuron_cc_wrapper: error: NEURON_CC_FLAGS: --output is chosen for each compile by this tool; remove "
+       "'--output=/tmp/x.neff' from the compiler flags"},
+      {"CacheUrlBadPercentEscape", "`NEURON_COMPILE_CACHE_URL=file:///x%zz`", "neuron_cc_wrapper",
+       {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", ""}, {"NEURON_COMPILE_CACHE_URL", "file:///x%zz"}},
+       nothing, 2, Match::only_line,
+       "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_URL: 'file:///x%zz': '%zz' at position 3 is not a percent "
+       "escape of a byte (write a space as %20 and a % as %25)"},
       {"FlagsTrailingBackslash", "`NEURON_CC_FLAGS` ending in a backslash", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", "-O2 \\"}}, nothing, 2,
        Match::only_line, "neuron_cc_wrapper: error: NEURON_CC_FLAGS: trailing backslash at position 5"},
@@ -127,6 +140,11 @@ const std::vector<BadInput>& rows() {
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", "-O2 --cache_dir"}}, nothing, 2,
        Match::only_line,
        "neuron_cc_wrapper: error: NEURON_CC_FLAGS: --cache_dir is missing its value (write --cache_dir=VALUE)"},
+      // Flags are bytes: stored losslessly (compile_flags.json has \udcff), never a JSON exception.
+      {"FlagNotUtf8", "a byte 0xff in a compiler flag (stored as `\\udcff`)", "neuron_cc_wrapper",
+       {"compile", "--graph", "<G>", "--output", "<D>/o.neff"},
+       {{"NEURON_CC_FLAGS", "--cache_dir=<D>/c --pipeline=\xff"}}, nothing, 0, Match::stdout_prefix,
+       "Compiled <C>/neuronxcc-<V>/MODULE_"},
       {"FlagsCacheDirEmpty", "`--cache_dir=` (empty)", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC_FLAGS", "--cache_dir="}}, nothing, 2,
        Match::only_line,
@@ -217,6 +235,14 @@ const std::vector<BadInput>& rows() {
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {},
        [](Context& c) { write(c.entry, "x"); }, 3, Match::only_line,
        "neuron_cc_wrapper: error: cannot use <E> as a directory: it exists and is not one"},
+      {"CacheListPathNotUtf8", "`neuron_cache --json ls` over a cache whose path has a byte 0xff", "neuron_cache",
+       {"--cache_dir", "<D>/c\xff", "--json", "ls"}, {},
+       [](Context& c) {
+         auto r = c.run_tool({"compile", "--graph", c.graph.string(), "--output", (c.dir / "o.neff").string()},
+                             {{"NEURON_CC_FLAGS", "--cache_dir=" + c.dir.string() + "/c\xff"}});
+         ASSERT_EQ(r.exit_code, 0) << r.describe();
+       },
+       0, Match::stdout_line, "  \"cache_root\": \"<D>/c\\udcff\","},
       // ---- files inside an entry ----
       {"CompileFlagsNotJson", "`compile_flags.json` that is not JSON", "neuron_cc_wrapper",
        {"compile-entry", "<E>"}, {},
@@ -424,7 +450,16 @@ const std::vector<BadInput>& rows() {
        "neuron_parallel_compile: error: --node_id 2 must be below --world_size 2"},
       {"LauncherZeroParallel", "`--num_parallel 0`", "neuron_parallel_compile", {"--num_parallel", "0", "true"}, {},
        nothing, 2, Match::only_line,
-       "neuron_parallel_compile: error: --num_parallel: Value 0 not in range 1 to 4096 (run with --help for usage)"},
+       "neuron_parallel_compile: error: --num_parallel: 0 is out of range (give 1 to 4096) (run with --help for usage)"},
+      {"LauncherWordParallel", "`--num_parallel abc`", "neuron_parallel_compile", {"--num_parallel", "abc", "true"},
+       {}, nothing, 2, Match::only_line,
+       "neuron_parallel_compile: error: --num_parallel: 'abc' is not a whole number (give 1 to 4096) (run with "
+       "--help for usage)"},
+      {"LauncherIgnoreTrialErrorMaybe", "`NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=maybe`",
+       "neuron_parallel_compile", {"--parallel_compile_workdir", "<D>/w", "false"},
+       {{"NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE", "maybe"}}, nothing, 2, Match::only_line,
+       "neuron_parallel_compile: error: NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=maybe: not a yes/no value; "
+       "set it to 1 (yes) or 0 (no), or unset it"},
       {"LauncherRetriesFromEnvironment", "`NEURON_PARALLEL_COMPILE_MAX_RETRIES=abc`", "neuron_parallel_compile",
        {"true"}, {{"NEURON_PARALLEL_COMPILE_MAX_RETRIES", "abc"}}, nothing, 2, Match::only_line,
        "neuron_parallel_compile: error: NEURON_PARALLEL_COMPILE_MAX_RETRIES has the bad value 'abc': expected a whole "
@@ -659,7 +694,15 @@ std::string display_word(const std::string& word) {
 
 std::string markdown_cell(std::string text) {
   std::string out;
+  // Bytes that are not UTF-8 (a row's 0xff) shown as \xNN, not raw.
+  const bool not_utf8 = util::json_string_text(text).find("\\udc") != std::string::npos;
   for (char c : text) {
+    if (not_utf8 && static_cast<unsigned char>(c) >= 0x80) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
+      out += hex;
+      continue;
+    }
     if (c == '|') out += "\\|";
     else if (c == '\n') out += "<br>";
     else out.push_back(c);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <thread>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <regex>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <npc/util/fs.hpp>
 
@@ -128,9 +130,120 @@ TEST_P(CompilerFaultTest, ClearMessageExitOneConsistentCache) {
 INSTANTIATE_TEST_SUITE_P(Faults, CompilerFaultTest,
                          ::testing::Values(CompilerFault{"fail", "exit code 1"},
                                            CompilerFault{"exit70", "exit code 70"},
-                                           CompilerFault{"segv", "killed by signal SIGSEGV"},
-                                           CompilerFault{"truncate", "exit code 1"}),
+                                           CompilerFault{"segv", "killed by signal SIGSEGV"}),
                          [](const auto& info) { return std::string(info.param.fault); });
+
+// True once some entry of the cache holds a compile's lock: a launcher's
+// worker is compiling it.
+bool some_entry_compiling(const std::vector<fs::path>& entries) {
+  for (const auto& e : entries)
+    if (fs::exists(e / "model.hlo_module.pb.lock")) return true;
+  return false;
+}
+
+// `neuron_cache prune --max-size 1k --ttl 0` while a launcher has graphs
+// queued: the prune evicts what it may (a compiled entry, the premise) but
+// never a pending graph; the launcher compiles all of them.
+TEST_F(FaultTest, PruneDuringALauncherRunKeepsItsQueuedGraphs) {
+  std::vector<Graph> queued(graphs_.begin(), graphs_.begin() + 3);
+  const Graph& old = graphs_[3];
+  ASSERT_EQ(compile(old).exit_code, 0);
+  fs::path old_entry = entry_of(old);
+  ASSERT_TRUE(fs::exists(old_entry / "model.done"));
+  graphs_ = queued;
+  extract_all();
+  std::vector<fs::path> pending;
+  for (const auto& g : queued) pending.push_back(entry_of(g));
+  RunResult launched;
+  std::thread launcher([&] { launched = launch({"--num_parallel", "1"}, {{"STANDIN_CC_BASE_MS", "1500"}}); });
+  bool compiling = npc::test::wait_until([&] { return some_entry_compiling(pending); }, std::chrono::seconds(20));
+  RunResult pruned;
+  if (compiling) pruned = run_tool("neuron_cache", {"--json", "prune", "--max-size", "1k", "--ttl", "0"});
+  launcher.join();
+  ASSERT_TRUE(compiling) << "the launcher never started a compile: " << launched.describe();
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.describe();
+  // The premise: the prune ran while one compiled and two waited, and
+  // removed what it may.
+  auto doc = nlohmann::json::parse(pruned.out);
+  EXPECT_EQ(doc["kept_pending"], 2) << pruned.out;
+  EXPECT_EQ(doc["kept_locked"], 1) << pruned.out;
+  ASSERT_EQ(doc["deleted"].size(), 1u) << pruned.out;
+  EXPECT_NE(doc["deleted"][0].dump().find(old_entry.filename().string()), std::string::npos) << pruned.out;
+  EXPECT_FALSE(fs::exists(old_entry));
+  EXPECT_EQ(launched.exit_code, 0) << launched.describe();
+  EXPECT_NE(launched.err.find("3 graphs found, 0 already cached, 3 compiled, 0 failed"), std::string::npos)
+      << launched.err;
+  for (const auto& e : pending) EXPECT_TRUE(fs::exists(e / "model.done")) << e;
+  expect_consistent("prune during a launcher run");
+}
+
+// `--command clean` while a launcher runs: the entry being compiled is kept,
+// the queued ones are removed; the launcher reports them as removed by
+// another process, not as failures, and exits 0.
+TEST_F(FaultTest, CleanDuringALauncherRunIsReportedAsRemovedNotFailed) {
+  graphs_.resize(3);
+  extract_all();
+  std::vector<fs::path> pending;
+  for (const auto& g : graphs_) pending.push_back(entry_of(g));
+  fs::path report = dir() / "report.json";
+  RunResult launched;
+  std::thread launcher([&] {
+    launched = launch({"--num_parallel", "1", "--report", report.string()}, {{"STANDIN_CC_BASE_MS", "1500"}});
+  });
+  bool compiling = npc::test::wait_until([&] { return some_entry_compiling(pending); }, std::chrono::seconds(20));
+  RunResult cleaned;
+  if (compiling)
+    cleaned = run_tool("neuron_parallel_compile",
+                       {"--command", "clean", "--parallel_compile_workdir", (dir() / "w2").string()});
+  launcher.join();
+  ASSERT_TRUE(compiling) << "the launcher never started a compile: " << launched.describe();
+  ASSERT_EQ(cleaned.exit_code, 0) << cleaned.describe();
+  EXPECT_NE(cleaned.out.find("removed 2 entries of neuronxcc-"), std::string::npos) << cleaned.out;
+  EXPECT_NE(cleaned.out.find("; 1 being compiled were kept"), std::string::npos) << cleaned.out;
+  EXPECT_EQ(launched.exit_code, 0) << launched.describe();
+  EXPECT_NE(launched.err.find("3 graphs found, 0 already cached, 1 compiled, 0 failed, 0 retried, "
+                              "2 removed by another process (not compiled)"),
+            std::string::npos)
+      << launched.err;
+  EXPECT_EQ(launched.err.find("FAILED"), std::string::npos) << launched.err;
+  std::size_t done = 0, gone = 0;
+  for (const auto& e : pending) {
+    if (fs::exists(e / "model.done")) ++done;
+    if (!fs::exists(e)) ++gone;
+  }
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(gone, 2u);
+  std::string text = npc::test::read_text(report);
+  auto doc = nlohmann::json::parse(text);
+  EXPECT_EQ(doc["compilation_summary"]["removed_elsewhere"], 2) << text;
+  EXPECT_EQ(doc["compilation_summary"]["failed"], 0) << text;
+  std::map<std::string, int> statuses;
+  for (const auto& [graph, record] : doc["compilation_report"].items()) ++statuses[record["status"].get<std::string>()];
+  EXPECT_EQ(statuses, (std::map<std::string, int>{{"compiled", 1}, {"removed_elsewhere", 2}})) << text;
+}
+
+// An entry removed while its worker compiles (its directory, the compile's
+// working directory inside it, gone): removed by another process, nothing
+// published, no half entry brought back.
+TEST_F(FaultTest, EntryRemovedWhileItCompilesIsReportedAsRemoved) {
+  graphs_.resize(1);
+  extract_all();
+  fs::path entry = entry_of(graphs_[0]);
+  RunResult launched;
+  std::thread launcher([&] { launched = launch({"--num_parallel", "1"}, {{"STANDIN_CC_BASE_MS", "1500"}}); });
+  bool compiling = npc::test::wait_until([&] { return compiles() > 0; }, std::chrono::seconds(20));
+  std::error_code ec;
+  if (compiling) fs::remove_all(entry, ec);
+  launcher.join();
+  ASSERT_TRUE(compiling) << launched.describe();
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(launched.exit_code, 0) << launched.describe();
+  EXPECT_NE(launched.err.find("1 graphs found, 0 already cached, 0 compiled, 0 failed, 0 retried, "
+                              "1 removed by another process (not compiled)"),
+            std::string::npos)
+      << launched.err;
+  EXPECT_FALSE(fs::exists(entry)) << "publishing brought back part of a removed entry";
+}
 
 // A hanging compiler is killed at --timeout, with its whole process group.
 TEST_F(FaultTest, HangingCompilerIsKilledAtTheTimeout) {
@@ -400,6 +513,47 @@ TEST_F(MountTest, DiskFullUnderTheLauncher) {
   EXPECT_EQ(next.exit_code, 0) << next.describe();
   auto check = check_cache(cache_root(), expected_map(graphs_), true);
   EXPECT_EQ(check.done, 6u) << check.describe();
+  record_figures({{"faults_injected", 1}});
+}
+
+// The cache's filesystem fills during a compile (the graph was extracted
+// with room to spare; the NEFF does not fit): the entry is not cached as
+// failed, the message names the space problem and the full place, and once
+// space is freed a plain rerun (no --retry_failed_compilation) compiles it.
+TEST_F(MountTest, CacheFillingDuringACompileLeavesTheGraphPending) {
+  constexpr std::size_t kDisk = 512 * 1024;
+  mount_tmpfs(dir() / "c", kDisk);
+  std::mt19937_64 rng(13);
+  graphs_ = make_graphs(dir() / "big", "fill", 1, 60000, rng); // NEFF ~30 KB
+  extract_all();
+  fs::path entry = entry_of(graphs_[0]);
+  ASSERT_TRUE(fs::exists(entry / "model.hlo_module.pb"));
+  // Room for the lock and the record, not for the NEFF.
+  struct statvfs before {};
+  ASSERT_EQ(::statvfs((dir() / "c").c_str(), &before), 0);
+  std::size_t free_now = static_cast<std::size_t>(before.f_bavail) * before.f_frsize;
+  ASSERT_GT(free_now, 16u * 1024);
+  npc::test::write_text(dir() / "c" / "filler", std::string(free_now - 16 * 1024, 'x'));
+  auto r = launch({"--num_parallel", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("No space left on device: the filesystem of " + entry.string() + " is full ("),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("free space and run again: the graph stays pending, no failure is cached"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("cached by an earlier compile"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(entry / "model.log")) << "running out of space was cached as a compile failure";
+  EXPECT_FALSE(fs::exists(entry / "model.done"));
+  EXPECT_TRUE(fs::exists(entry / "model.hlo_module.pb"));
+  auto meta = npc::test::read_text(entry / "npc-entry.json");
+  EXPECT_NE(meta.find("\"no_space\""), std::string::npos) << meta;
+  // Space freed: the next plain run compiles it.
+  fs::remove(dir() / "c" / "filler");
+  auto next = launch({});
+  EXPECT_EQ(next.exit_code, 0) << next.describe();
+  EXPECT_NE(next.err.find("1 compiled, 0 failed"), std::string::npos) << next.err;
+  EXPECT_TRUE(fs::exists(entry / "model.done"));
+  expect_consistent("after the disk filled during a compile");
   record_figures({{"faults_injected", 1}});
 }
 

@@ -140,6 +140,38 @@ TEST_F(EvictionTest, EntriesUsedWithinTheTtlAreNeverDeleted) {
   EXPECT_TRUE(fs::exists(new2));
 }
 
+// What a launcher queued (a graph and its flags, no result) survives the
+// tightest prune, while older results around it go.
+TEST_F(EvictionTest, PendingEntriesSurviveATinyLimitAndNoTtl) {
+  fs::path pending = make_entry('a', 100, now() - 90 * kDay);
+  test::write_text(pending / kFlagsFile, "[]");
+  unit::set_time(pending, now() - 90 * kDay);
+  fs::path killed = make_entry('b', 100, now() - 80 * kDay); // a killed attempt left it pending
+  test::write_text(killed / kFlagsFile, "[]");
+  test::write_text(killed / kKilledLogFile, "killed");
+  unit::set_time(killed, now() - 80 * kDay);
+  fs::path done = make_entry('c', 100, now() - 5 * kDay);
+  test::write_text(done / kFlagsFile, "[]");
+  test::write_text(done / kNeffFile, std::string(500, 'n'));
+  test::write_text(done / kDoneFile, "");
+  unit::set_time(done / kNeffFile, now() - 5 * kDay);
+  unit::set_time(done, now() - 5 * kDay);
+  ASSERT_EQ(cache->entry(pending).inspect()->state, EntryState::pending);
+  ASSERT_EQ(cache->entry(killed).inspect()->state, EntryState::pending);
+  ASSERT_EQ(cache->entry(done).inspect()->state, EntryState::done);
+
+  EvictionReport report = evict(*cache, {1, 0s});
+  EXPECT_TRUE(report.ran);
+  // The premise: the pass did evict, the done entry.
+  EXPECT_EQ(keys_of(report.deleted), std::vector<std::string>{key_str('c')});
+  EXPECT_FALSE(fs::exists(done));
+  EXPECT_EQ(report.kept_pending, 2U);
+  EXPECT_TRUE(fs::exists(pending / kGraphFile));
+  EXPECT_TRUE(fs::exists(pending / kFlagsFile));
+  EXPECT_TRUE(fs::exists(killed / kGraphFile));
+  EXPECT_TRUE(fs::exists(killed / kKilledLogFile));
+}
+
 TEST_F(EvictionTest, LockedEntryIsKeptAndTheNextOneDeletedInstead) {
   fs::path x = make_entry('a', 1000, now() - 3 * kDay);
   fs::path y = make_entry('b', 1000, now() - 2 * kDay);
@@ -297,12 +329,28 @@ TEST_F(PlanEvictionTest, LockedEntriesAreSkipped) {
   std::vector<EntryInfo> entries = {info('a', 100, now - 3 * kDay, EntryState::locked),
                                     info('b', 100, now - 2 * kDay, EntryState::pending),
                                     info('c', 100, now - 1 * kDay, EntryState::failed)};
-  std::size_t ttl_kept = 99, locked_kept = 99;
-  auto plan = plan_eviction(entries, {200, 0s}, now, &ttl_kept, &locked_kept);
+  std::size_t ttl_kept = 99, locked_kept = 99, pending_kept = 99;
+  auto plan = plan_eviction(entries, {200, 0s}, now, &ttl_kept, &locked_kept, &pending_kept);
+  // The locked and the pending entry are older, but only the failed one goes.
   ASSERT_EQ(plan.size(), 1U);
-  EXPECT_EQ(plan[0], &entries[1]);
+  EXPECT_EQ(plan[0], &entries[2]);
   EXPECT_EQ(locked_kept, 1U);
+  EXPECT_EQ(pending_kept, 1U);
   EXPECT_EQ(ttl_kept, 0U);
+}
+
+TEST_F(PlanEvictionTest, PendingEntriesAreNeverPlannedEvenWhenTheCacheStaysOverTheLimit) {
+  std::vector<EntryInfo> entries = {info('a', 100, now - 90 * kDay, EntryState::pending),
+                                    info('b', 100, now - 60 * kDay, EntryState::pending),
+                                    info('c', 100, now - 1 * kDay, EntryState::done),
+                                    info('d', 100, now - 2 * kDay, EntryState::incomplete)};
+  std::size_t pending_kept = 99;
+  auto plan = plan_eviction(entries, {0, 0s}, now, nullptr, nullptr, &pending_kept);
+  // Everything else goes, oldest first; the pending graphs stay.
+  ASSERT_EQ(plan.size(), 2U);
+  EXPECT_EQ(plan[0], &entries[3]);
+  EXPECT_EQ(plan[1], &entries[2]);
+  EXPECT_EQ(pending_kept, 2U);
 }
 
 TEST_F(PlanEvictionTest, TtlProtectsRecentEntries) {

@@ -165,6 +165,17 @@ TEST(ParseNeuronCcFlags, UnbalancedQuoteIsAUsageError) {
   EXPECT_EQ(usage_error("\"-O2"), "NEURON_CC_FLAGS: unbalanced double quote at position 1");
 }
 
+TEST(SplitCacheOptions, OutputIsRefusedInBothForms) {
+  EXPECT_EQ(usage_error("-O2 --output=/tmp/x.neff"),
+            "NEURON_CC_FLAGS: --output is chosen for each compile by this tool; remove '--output=/tmp/x.neff' "
+            "from the compiler flags");
+  EXPECT_EQ(usage_error("--output /tmp/x.neff"),
+            "NEURON_CC_FLAGS: --output is chosen for each compile by this tool; remove '--output' from the "
+            "compiler flags");
+  // Only the exact option: a flag that merely starts alike passes through.
+  EXPECT_EQ(parse_neuron_cc_flags("--output-format=json").compiler_flags, (Words{"--output-format=json"}));
+}
+
 TEST(SplitCacheOptions, NamesTheSourceInErrors) {
   EXPECT_EQ(split_cache_options({"--a", "b c", "--cache_size", "2k"}, "x").compiler_flags,
             (Words{"--a", "b c"}));
@@ -264,6 +275,21 @@ TEST(ResolveCacheRoot, CacheDirRemoteUrlIsRefusedNamingIt) {
 
 TEST(ResolveCacheRoot, CacheUrlPlainPathIsTheRoot) {
   EXPECT_EQ(resolve_cache_root({}, std::string("/mnt/shared/cache")), fs::path("/mnt/shared/cache"));
+}
+
+TEST(ResolveCacheRoot, FileUrlIsPercentDecodedAndMayNameLocalhost) {
+  EXPECT_EQ(resolve_cache_root({}, std::string("file:///my%20cache/a%25b")), fs::path("/my cache/a%b"));
+  EXPECT_EQ(resolve_cache_root({}, std::string("file://localhost/x")), fs::path("/x"));
+  EXPECT_EQ(resolve_cache_root({}, std::string("file:///caf%C3%A9")), fs::path("/caf\xC3\xA9"));
+  for (const char* bad : {"file:///a%2", "file:///a%zz", "file:///a%00b"}) {
+    try {
+      auto root = resolve_cache_root({}, std::string(bad));
+      ADD_FAILURE() << bad << " gave " << root;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a percent escape of a byte"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ResolveCacheRoot, CacheUrlFileUrlIsTheRoot) {

@@ -187,9 +187,16 @@ TEST_F(OptionsTest, NodeIdMustBeBelowWorldSize) {
   EXPECT_EQ(parse({"--node_id", "1", "--world_size", "2", "python"}).node_id, 1);
 }
 
-TEST_F(OptionsTest, NumParallelMustBePositive) {
-  EXPECT_FALSE(usage_error({"--num_parallel", "0", "python"}).empty());
-  EXPECT_FALSE(usage_error({"--num_parallel", "two", "python"}).empty());
+TEST_F(OptionsTest, NumParallelMustBeAWholeNumberInRangeAndTheErrorSaysWhich) {
+  EXPECT_EQ(usage_error({"--num_parallel", "0", "python"}),
+            "--num_parallel: 0 is out of range (give 1 to 4096) (run with --help for usage)");
+  EXPECT_EQ(usage_error({"--num_parallel", "two", "python"}),
+            "--num_parallel: 'two' is not a whole number (give 1 to 4096) (run with --help for usage)");
+  EXPECT_EQ(usage_error({"--num_parallel=3x", "python"}),
+            "--num_parallel: '3x' is not a whole number (give 1 to 4096) (run with --help for usage)");
+  EXPECT_EQ(usage_error({"--num_parallel", "99999999999999999999", "python"}),
+            "--num_parallel: 99999999999999999999 is out of range (give 1 to 4096) (run with --help for usage)");
+  EXPECT_EQ(parse({"--num_parallel", "4096", "python"}).num_parallel, 4096);
 }
 
 TEST_F(OptionsTest, MaxRetriesFromTheEnvironment) {

@@ -275,6 +275,28 @@ TEST(Pool, AlreadyDoneDoesNotCountAnAttempt) {
   EXPECT_TRUE(pool.finished());
 }
 
+// An entry removed by another process (neuron_cache rm, --command clean)
+// before or while its worker ran: removed_elsewhere, no attempt counted, not
+// failed, and the pool goes on.
+TEST(Pool, RemovedEntryIsNeitherAnAttemptNorAFailure) {
+  Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {2, 0, 3});
+  pool.mark_removed_elsewhere(2); // gone since the trial
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::removed, ended("neuron_cc_wrapper exit code 2"), 1);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::removed_elsewhere);
+  EXPECT_EQ(pool.progress()[0].attempts, 0);
+  EXPECT_EQ(pool.progress()[0].last_exit, "removed by another process");
+  EXPECT_EQ(pool.progress()[2].state, ItemState::removed_elsewhere);
+  EXPECT_EQ(pool.running(), 0);
+  // A deferred one found gone at its revisit.
+  pool.mark_locked_elsewhere(1, 0);
+  pool.revisit(1, Pool::Found::removed, 2);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::removed_elsewhere);
+  EXPECT_EQ(pool.count(ItemState::removed_elsewhere), 3U);
+  EXPECT_EQ(pool.count(ItemState::failed), 0U);
+  EXPECT_TRUE(pool.finished());
+}
+
 TEST(Pool, CachedStatesAtTheStart) {
   Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {2, 0, 0});
   pool.mark_cached(0);

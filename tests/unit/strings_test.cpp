@@ -6,6 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <tuple>
+
+#include <npc/util/error.hpp>
+
 #include <npc/util/strings.hpp>
 
 namespace npc::util {
@@ -126,6 +131,45 @@ TEST(Strings, UtcFormatting) {
   auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
   EXPECT_EQ(format_utc(when), "2023-11-14T22:13:20Z");
   EXPECT_EQ(to_unix_seconds(when), 1700000000);
+}
+
+TEST(PercentDecode, EscapesBecomeBytesAndTheRestStays) {
+  EXPECT_EQ(percent_decode("a%20b%2Fc%ff").value(), std::string("a b/c\xff"));
+  EXPECT_EQ(percent_decode("plain/path").value(), "plain/path");
+  EXPECT_EQ(percent_decode("%41%62").value(), "Ab");
+  EXPECT_EQ(percent_decode("%4").error(), "'%4' at position 1 is not a percent escape of a byte");
+  EXPECT_EQ(percent_decode("x%g0").error(), "'%g0' at position 2 is not a percent escape of a byte");
+  EXPECT_FALSE(percent_decode("%00"));
+  EXPECT_FALSE(percent_decode("%"));
+}
+
+class EnvFlag : public ::testing::Test {
+protected:
+  void TearDown() override { ::unsetenv(kName); }
+  static constexpr const char* kName = "NPC_TEST_ENV_FLAG";
+  bool flag(const char* value) {
+    ::setenv(kName, value, 1);
+    return env_flag(kName);
+  }
+};
+
+TEST_F(EnvFlag, UnsetAndTheUsualWordsAreRead) {
+  ::unsetenv(kName);
+  EXPECT_FALSE(env_flag(kName));
+  for (const char* no : {"", "0", "false", "No", "OFF", " 0 "}) EXPECT_FALSE(flag(no)) << no;
+  for (const char* yes : {"1", "true", "YES", "on", " 1"}) EXPECT_TRUE(flag(yes)) << yes;
+}
+
+TEST_F(EnvFlag, AnythingElseIsAUsageErrorNamingTheVariableAndValue) {
+  try {
+    std::ignore = flag("maybe");
+    FAIL() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.code(), ExitCode::usage);
+    EXPECT_EQ(std::string(e.what()),
+              "NPC_TEST_ENV_FLAG=maybe: not a yes/no value; set it to 1 (yes) or 0 (no), or unset it");
+  }
+  EXPECT_THROW(std::ignore = flag("2"), UsageError);
 }
 
 } // namespace

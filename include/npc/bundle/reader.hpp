@@ -22,6 +22,7 @@ namespace fs = std::filesystem;
 struct MemberHeader {
   std::string name;                 // as written: may hold anything
   bool regular = false;             // a plain file: no directory, device, symlink or hard link
+  bool directory = false;           // a folder (GNU tar and others write one per folder)
   std::optional<std::int64_t> size; // when the header gives one
 };
 

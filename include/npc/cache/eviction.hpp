@@ -2,7 +2,9 @@
 // Eviction, as torch-neuronx documents it: while the cache is larger than its
 // limit, delete entries least recently used first; an entry used within the
 // TTL is never deleted (even if the cache stays over the limit), nor is one a
-// compile holds locked. One process evicts at a time; the others skip.
+// compile holds locked, nor a pending one: a graph waiting for its compile is
+// small and is someone's extracted work (a launcher may have it queued).
+// One process evicts at a time; the others skip.
 
 #include <chrono>
 #include <cstdint>
@@ -27,6 +29,7 @@ struct EvictionReport {
   std::vector<EntryInfo> deleted; // in deletion order
   std::size_t kept_by_ttl = 0;    // over the limit but used within the TTL
   std::size_t kept_locked = 0;
+  std::size_t kept_pending = 0;   // graphs waiting to be compiled: never evicted
   std::size_t stale_temps_removed = 0;
 };
 
@@ -42,7 +45,8 @@ inline constexpr auto kEvictionInterval = std::chrono::seconds(60);
                                                           const EvictionPolicy& policy,
                                                           util::WallTime now,
                                                           std::size_t* kept_by_ttl = nullptr,
-                                                          std::size_t* kept_locked = nullptr);
+                                                          std::size_t* kept_locked = nullptr,
+                                                          std::size_t* kept_pending = nullptr);
 
 // Runs one eviction pass now (skipped, ran=false, if another process is
 // evicting). Also removes stale temp files and leftover trash.

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+#include <cstdint>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/store.hpp>
@@ -44,7 +46,13 @@ enum class EntryOutcome {
   killed,         // SIGKILL from outside, most often the out-of-memory killer:
                   // the attempt is recorded, the entry left pending, not cached
   timed_out,      // our --timeout ended it: recorded and left pending like a kill
-  locked_elsewhere // lock_wait was zero and another process holds the lock
+  locked_elsewhere, // lock_wait was zero and another process holds the lock
+  removed,        // the entry's directory was gone before or while it compiled
+                  // (neuron_cache rm, --command clean): nothing to publish into
+  no_space        // a filesystem ran out of space (ENOSPC, EDQUOT) during the
+                  // compile or its publishing: an environment fault, so the
+                  // attempt is recorded and the entry left pending, never
+                  // cached as a failure; attempt.exit names the full place
 };
 [[nodiscard]] std::string_view to_string(EntryOutcome outcome);
 [[nodiscard]] std::optional<EntryOutcome> parse_entry_outcome(std::string_view text);
@@ -53,13 +61,32 @@ struct EntryCompileResult {
   EntryOutcome outcome = EntryOutcome::failed;
   std::optional<CompileRun> run;
   cache::AttemptRecord attempt;
-  fs::path log_path; // model.log of a failure, npc-killed.log of a kill
+  fs::path log_path; // model.log of a failure, npc-killed.log of a kill or of no_space
 };
 
 // Throws npc::Error when the entry cannot be compiled at all (no graph,
 // corrupt compile_flags.json, lock wait timed out, compiler not startable).
 [[nodiscard]] EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
                                                const EntryCompileOptions& options);
+
+// Where a compile ran out of space: the path whose filesystem is full, and
+// what was free there when it was looked at.
+struct SpaceFault {
+  fs::path where;
+  std::optional<std::uint64_t> free_bytes;
+};
+// A filesystem with less than this free cannot hold a compile's output (a
+// NEFF is megabytes): a compile that failed with its output or cache on such
+// a filesystem is taken to have failed for want of space, even when the
+// compiler could not say so (its log was on the full filesystem too).
+inline constexpr std::uint64_t kNearlyFullBytes = 64 * 1024;
+// Whether `said` (a log, an error) reports ENOSPC or EDQUOT, or one of
+// `places` is on a nearly full filesystem; the first such place.
+[[nodiscard]] std::optional<SpaceFault> find_space_fault(const std::vector<fs::path>& places,
+                                                         std::string_view said);
+// "No space left on device: the filesystem of <where> is full (N bytes
+// free); free space there and run again ...", one line.
+[[nodiscard]] std::string describe_space_fault(const SpaceFault& fault);
 
 // "<entry>: compiler exit code 70; log <path>" followed by the log's last
 // lines, for the user.

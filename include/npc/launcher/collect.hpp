@@ -37,6 +37,10 @@ public:
   // The roots known so far (canonical), the launcher's own first.
   [[nodiscard]] const std::vector<fs::path>& roots() const { return roots_; }
   void add_entry_dir(const fs::path& entry_dir);
+  // Every pending entry of our compiler version under the known roots whose
+  // graph was written at or after `since`: the graphs a trial extracted, for
+  // when its extraction lines could not be read. Returns how many were new.
+  std::size_t add_pending_written_since(fs::file_time_type since);
 
   [[nodiscard]] const std::vector<fs::path>& entries() const { return entries_; }
   // Hands the entries over and forgets them: with 10,000 graphs, a second
@@ -56,7 +60,10 @@ private:
 };
 
 // The lines of a cache-path log; empty when it does not exist. Current
-// torch-neuronx writes one root URL, the whole file; a line is still a line.
+// torch-neuronx writes one root URL, the whole file: when the whole file
+// (less one final newline) names a directory, it is that one line, even if
+// the path holds a newline. Otherwise (graph paths of older releases, our
+// compile entry's) each line is one.
 [[nodiscard]] std::vector<std::string> read_path_log(const fs::path& path);
 
 } // namespace npc::launcher

@@ -41,8 +41,10 @@ enum class ItemState {
   cached,             // was done at the start
   compiled_elsewhere, // another process finished it while we waited
   failed,             // out of retries, or a cached failure
-  locked_elsewhere    // at the end, still locked by a process we cannot wait
+  locked_elsewhere,   // at the end, still locked by a process we cannot wait
                       // for (the framework, another host): not compiled by us
+  removed_elsewhere   // its entry was removed by another process (neuron_cache
+                      // rm, --command clean): nothing left to compile, not a failure
 };
 
 struct ItemProgress {
@@ -73,7 +75,8 @@ enum class AttemptEnd {
   failed,           // the compiler failed (or timed out)
   killed,           // the compile died by SIGKILL (the OOM killer's signal)
   locked_elsewhere, // another process holds the lock
-  cached_failure    // another process's failure is cached
+  cached_failure,   // another process's failure is cached
+  removed           // the entry was gone before or while the worker ran
 };
 
 struct AttemptInfo {
@@ -100,6 +103,7 @@ public:
   void mark_cached(std::size_t i);
   void mark_cached_failure(std::size_t i, const fs::path& log_path);
   void mark_locked_elsewhere(std::size_t i, double now);
+  void mark_removed_elsewhere(std::size_t i);
 
   // The next item to start now, if any may start.
   [[nodiscard]] std::optional<std::size_t> pick(double now) const;
@@ -108,7 +112,7 @@ public:
 
   // Deferred items due for a look, and what that look found.
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
-  enum class Found { done, failed, pending, locked };
+  enum class Found { done, failed, pending, locked, removed };
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
 
   // Stops waiting for a deferred item: it stays with its lock holder.

@@ -33,7 +33,7 @@ struct RunFacts {
 
 struct Counts {
   std::size_t found = 0, cached = 0, compiled = 0, compiled_elsewhere = 0, failed = 0, retried = 0,
-              locked_elsewhere = 0;
+              locked_elsewhere = 0, removed_elsewhere = 0;
   double compile_seconds = 0; // summed over our attempts
 };
 

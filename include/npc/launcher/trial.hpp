@@ -22,6 +22,10 @@ struct TrialResult {
   util::ExitStatus status;
   int interrupted_by = 0;                 // the signal we received and passed on
   std::vector<std::string> reported_paths; // from "Extracting graphs (...)" lines
+  // Extraction lines that name no graph path: the path was cut, most often
+  // by a newline in the cache path (the output is read by lines). The graphs
+  // they announce are taken from a scan of the roots learned instead.
+  std::size_t unreadable_extraction_lines = 0;
   double wall_seconds = 0;
 };
 

@@ -9,4 +9,8 @@ namespace npc::util {
 
 void parse_command_line(CLI::App& app, int argc, char** argv);
 
+// An option's check: a whole number from `min` to `max`. CLI11's own Range
+// says "Value abc not in range" of a word; this says what is wrong with it.
+[[nodiscard]] CLI::Validator whole_number(long long min, long long max);
+
 } // namespace npc::util

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include <npc/util/result.hpp>
+
 namespace npc::util {
 
 // "1000", "100GB", "1.5G", "512MiB", "64k" -> bytes. Decimal suffixes
@@ -23,6 +25,15 @@ namespace npc::util {
 
 // True for 1/true/yes/on (any case): how NEURON_* switches are read.
 [[nodiscard]] bool is_truthy(std::string_view value);
+
+// "%20" -> " " and so on, as in a URL's path; a '%' not followed by two hex
+// digits is an error naming where it is. Any byte may come out (%00 aside).
+[[nodiscard]] Result<std::string> percent_decode(std::string_view text);
+
+// A yes/no environment variable: unset, empty, 0, false, no, off are no;
+// 1, true, yes, on are yes (any case); anything else is a UsageError naming
+// the variable and its value, so that a typo never silently means no.
+[[nodiscard]] bool env_flag(const char* name);
 
 // Value of an environment variable, or nullopt when unset.
 [[nodiscard]] std::optional<std::string> env(const char* name);
