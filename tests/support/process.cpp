@@ -4,9 +4,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
-#include <fstream>
 #include <poll.h>
 #include <sstream>
 #include <sys/resource.h>
@@ -16,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/util/fs.hpp>
 #include <npc/util/process.hpp>
 
 #include "files.hpp"
@@ -269,9 +268,11 @@ struct StatLine {
 
 // State and parent from /proc/<pid>/stat; nullopt when the process is gone.
 std::optional<StatLine> read_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return std::nullopt;
+  // util::read_file, not a stream: reading the file of a process that has
+  // just ended fails with ESRCH, which libstdc++'s filebuf throws.
+  auto text = util::read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  std::string line = text->substr(0, text->find('\n'));
   // The command name may hold spaces and parentheses: fields follow the last ')'.
   auto close = line.rfind(')');
   if (close == std::string::npos) return std::nullopt;
@@ -287,18 +288,17 @@ bool is_live_state(char state) { return state != 'Z' && state != 'X' && state !=
 // Every process in /proc, with its state, parent and command line; nullopt
 // when /proc cannot be listed.
 std::optional<std::vector<ProcessInfo>> process_table() {
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return std::nullopt;
+  auto names = util::list_names("/proc");
+  if (!names) return std::nullopt;
   std::vector<ProcessInfo> table;
-  while (struct dirent* e = ::readdir(proc)) {
+  for (const auto& name : *names) {
     char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
+    long pid = std::strtol(name.c_str(), &end, 10);
     if (*end != '\0' || pid <= 0) continue;
     auto stat = read_stat(static_cast<pid_t>(pid));
     if (!stat) continue; // ended while we looked
     table.push_back({static_cast<pid_t>(pid), stat->ppid, stat->state, cmdline_of(static_cast<pid_t>(pid))});
   }
-  ::closedir(proc);
   return table;
 }
 
@@ -339,8 +339,8 @@ std::string describe(const std::vector<ProcessInfo>& processes) {
 }
 
 std::string cmdline_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Empty when the process has ended (ESRCH or ENOENT), never an exception.
+  std::string text = util::read_file("/proc/" + std::to_string(pid) + "/cmdline").value_or(std::string());
   while (!text.empty() && text.back() == '\0') text.pop_back();
   std::replace(text.begin(), text.end(), '\0', ' ');
   return text;
