@@ -20,6 +20,12 @@ namespace npc::compile {
 
 namespace {
 
+// Names of what a compile keeps in the entry while it runs (util::kTempPrefix
+// first, so eviction and verify know them as temporary).
+constexpr std::string_view kWorkFolderPrefix = ".tmp-work-";
+constexpr std::string_view kCopiedNeffPrefix = ".tmp-neff-";
+static_assert(kWorkFolderPrefix.starts_with(util::kTempPrefix) && kCopiedNeffPrefix.starts_with(util::kTempPrefix));
+
 cache::AttemptRecord make_attempt(const cache::EntryMeta& before, const CompileRun& run,
                                   std::time_t started) {
   cache::AttemptRecord attempt;
@@ -63,6 +69,16 @@ std::optional<std::uint64_t> free_bytes(const fs::path& path) {
   struct statvfs info {};
   if (::statvfs(path.c_str(), &info) != 0) return std::nullopt;
   return static_cast<std::uint64_t>(info.f_bavail) * info.f_frsize;
+}
+
+// After a result could not be published into the entry: what clears an
+// entry that fails that way on every run (a folder where model.neff belongs,
+// a file made read-only).
+std::string damaged_entry_hint(const fs::path& entry_dir) {
+  const fs::path version_dir = entry_dir.parent_path();
+  return " (if the entry is damaged, `neuron_cache --cache_dir " + version_dir.parent_path().string() + " rm " +
+         (version_dir.filename() / entry_dir.filename()).string() +
+         "` removes it and the next run compiles the graph again)";
 }
 
 std::string log_tail_text(const fs::path& log) {
@@ -162,6 +178,12 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
   if (info->state == cache::EntryState::absent || (!info->has_graph && entry_gone(entry_dir))) return removed();
+  // We hold the lock, and a compile creates its work folder (and its copied
+  // NEFF) only under it: any left in the entry is of a compile that died
+  // (kill -9, the OOM killer), and may hold gigabytes of artifacts.
+  for (const auto& name : info->temp_files)
+    if (name.starts_with(kWorkFolderPrefix) || name.starts_with(kCopiedNeffPrefix))
+      if (auto s = util::remove_tree(entry_dir / name); !s) spdlog::warn("{}", s.error());
   if (info->state == cache::EntryState::done) {
     auto integrity = entry.verify_neff();
     if (integrity && *integrity != cache::Integrity::mismatch) {
@@ -193,7 +215,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     work_parent = *options.compile_workdir;
     if (auto s = util::ensure_dir(work_parent); !s) throw EnvironmentError("--compile_workdir: " + s.error());
   }
-  util::TempDir workdir(work_parent, std::string(util::kTempPrefix) + "work-");
+  util::TempDir workdir(work_parent, kWorkFolderPrefix);
   CompileJob job;
   job.compiler = options.compiler;
   job.graph = entry.graph_path();
@@ -208,7 +230,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
     // Published by rename, so it must first be on the entry's filesystem.
-    fs::path local = entry_dir / (std::string(util::kTempPrefix) + "neff-" + std::to_string(::getpid()));
+    fs::path local = entry_dir / (std::string(kCopiedNeffPrefix) + std::to_string(::getpid()));
     std::error_code ec;
     fs::copy_file(job.output_neff, local, fs::copy_options::overwrite_existing, ec);
     if (ec) throw EnvironmentError("cannot copy the NEFF from --compile_workdir into " + entry_dir.string() + ": " + ec.message());
@@ -247,7 +269,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     if (auto s = entry.publish_success(job.output_neff, result.attempt); !s) {
       if (entry_gone(entry_dir)) return removed();
       if (auto fault = find_space_fault(space_places, s.error())) return left_pending_for_space(*fault);
-      throw EnvironmentError(s.error());
+      throw EnvironmentError(s.error() + damaged_entry_hint(entry_dir));
     }
     result.outcome = EntryOutcome::compiled;
     result.run = std::move(run);
@@ -280,7 +302,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (auto s = entry.publish_failure(job.log_file, result.attempt); !s) {
     if (entry_gone(entry_dir)) return removed();
     if (auto fault = find_space_fault(space_places, s.error())) return left_pending_for_space(*fault);
-    throw EnvironmentError(s.error());
+    throw EnvironmentError(s.error() + damaged_entry_hint(entry_dir));
   }
   result.outcome = EntryOutcome::failed;
   result.log_path = entry.log_path();

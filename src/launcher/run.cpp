@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <iostream>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
+#include <npc/util/process.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 
@@ -168,6 +170,19 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// How many graphs this run compiled that its own eviction then removed: a
+// limit too small for one run's graphs undoes the pre-compile.
+std::size_t compiled_and_evicted(const Pool& pool, const cache::EvictionReport& evicted) {
+  // By version folder and module name: the same entry may be spelled
+  // differently under the roots the collector and the eviction were given.
+  auto key = [](const fs::path& dir) { return dir.parent_path().filename() / dir.filename(); };
+  std::set<fs::path> compiled;
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    if (pool.progress()[i].state == ItemState::compiled) compiled.insert(key(pool.items()[i].entry_dir));
+  return static_cast<std::size_t>(std::count_if(evicted.deleted.begin(), evicted.deleted.end(),
+                                                [&](const cache::EntryInfo& e) { return compiled.contains(key(e.dir)); }));
+}
+
 } // namespace
 
 int run(const Options& options, const config::Settings& settings) {
@@ -175,6 +190,11 @@ int run(const Options& options, const config::Settings& settings) {
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
   check_outputs_writable(options);
+  // A training command that is not there is a mistake in the command line,
+  // found before anything is created or run.
+  if (mode_runs_trial(options.mode) && !options.command.empty())
+    if (auto found = util::find_executable(options.command.front(), util::env("PATH")); !found)
+      throw UsageError("cannot run the training command: " + found.error());
   // Read now: a value that means neither yes nor no is an error before the
   // trial, not a surprise after it.
   const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
@@ -304,6 +324,12 @@ int run(const Options& options, const config::Settings& settings) {
         if (!evicted.deleted.empty())
           spdlog::info("evicted {} least recently used entries of {} to stay under the cache size limit",
                        evicted.deleted.size(), root.string());
+        if (std::size_t lost = compiled_and_evicted(pool, evicted); lost > 0)
+          spdlog::warn("the cache size limit evicted {} of the {} graph(s) this run compiled: the training run "
+                       "will compile them again. Raise --cache_size (now {} bytes) or --cache_ttl (now {:g} days) "
+                       "in NEURON_CC_FLAGS",
+                       lost, count(pool).compiled, settings.cache.size_limit(),
+                       static_cast<double>(settings.cache.ttl().count()) / 86400.0);
       } catch (const std::exception& e) {
         spdlog::warn("cache eviction of {} skipped: {}", root.string(), e.what());
       }

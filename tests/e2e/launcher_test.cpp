@@ -222,11 +222,12 @@ TEST_F(Launcher, TrialKilledBySignalIsAFailedTrial) {
   EXPECT_NE(r.err.find("killed by signal SIGTERM"), std::string::npos) << r.err;
 }
 
-TEST_F(Launcher, MissingCommandIsAClearError) {
+TEST_F(Launcher, MissingCommandIsAClearUsageErrorBeforeAnythingIsCreated) {
   auto r = launch({}, {"no-such-training-command"});
-  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();
   EXPECT_NE(r.err.find("cannot run the training command: no-such-training-command was not found on PATH"),
             std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir() / "wd")) << "the workdir was created for a command that cannot run";
 }
 
 TEST_F(Launcher, NoCacheIsIgnoredWithAWarningAsTheOriginalDoes) {
@@ -235,6 +236,26 @@ TEST_F(Launcher, NoCacheIsIgnoredWithAWarningAsTheOriginalDoes) {
   EXPECT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_NE(r.err.find("NEURON_CC_FLAGS has --no_cache; ignored"), std::string::npos) << r.err;
   EXPECT_EQ(compiles(), 4u);
+}
+
+TEST_F(Launcher, AnEvictionThatUndoesThePrecompileIsAWarning) {
+  env_["NEURON_CC_FLAGS"] += " --cache_size=1k --cache_ttl=0";
+  auto r = launch({}, train(10));
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 4u);
+  std::size_t kept = done_entries();
+  ASSERT_LT(kept, 4u) << "1k holds no compiled graph: the eviction must remove some";
+  EXPECT_NE(r.err.find("warning: the cache size limit evicted " + std::to_string(4 - kept) +
+                       " of the 4 graph(s) this run compiled: the training run will compile them again. Raise "
+                       "--cache_size (now 1000 bytes) or --cache_ttl (now 0 days) in NEURON_CC_FLAGS"),
+            std::string::npos)
+      << r.err;
+
+  // A limit that holds them all says nothing of the kind.
+  env_["NEURON_CC_FLAGS"] += " --cache_size=10G";
+  auto roomy = launch({}, train(10));
+  ASSERT_EQ(roomy.exit_code, 0) << roomy.describe();
+  EXPECT_EQ(roomy.err.find("this run compiled"), std::string::npos) << roomy.err;
 }
 
 TEST_F(Launcher, CollectThenCompileModes) {

@@ -380,6 +380,10 @@ TEST_F(Wrapper, ALockHolderKilledWithSigkillDoesNotBlockTheNext) {
   // flock dies with its holder: the next caller waits for nobody.
   EXPECT_LT(waited, std::chrono::seconds(2));
   EXPECT_EQ(compiles(), 2u);
+  // The killed compile's work folder is gone with the next compile of the entry.
+  ASSERT_EQ(entries().size(), 1u);
+  for (const auto& f : fs::directory_iterator(entries()[0]))
+    EXPECT_FALSE(f.path().filename().string().starts_with(".tmp-")) << f.path();
   // The hung compiler of the killed wrapper (it dies with the wrapper; if it
   // ever did not, end it here rather than leave it hanging).
   for (const auto& p : processes_with_cmdline(cache_root().string())) ::kill(p.pid, SIGKILL);

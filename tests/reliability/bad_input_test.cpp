@@ -294,6 +294,16 @@ const std::vector<BadInput>& rows() {
          fs::resize_file(c.entry / "model.neff", 100);
        },
        1, Match::stdout_line, "BAD neuronxcc-<V>/<M>: NEFF does not match its integrity record"},
+      {"NeffPlaceIsAFolder", "a folder where a pending entry's `model.neff` belongs", "neuron_cc_wrapper",
+       {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {},
+       [](Context& c) {
+         extract(c);
+         fs::create_directories(c.entry / "model.neff");
+         write(c.entry / "model.neff" / "x", "x");
+       },
+       3, Match::only_line,
+       "neuron_cc_wrapper: error: cannot publish <E>/model.neff: Is a directory (if the entry is damaged, "
+       "`neuron_cache --cache_dir <C> rm neuronxcc-<V>/<M>` removes it and the next run compiles the graph again)"},
       {"AlteredNeffServed", "a done entry whose `model.neff` had a byte changed: recompiled, not served",
        "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {},
        [](Context& c) {
@@ -472,11 +482,11 @@ const std::vector<BadInput>& rows() {
        "neuron_parallel_compile: error: --memory-per-compile has the bad value 'lots': expected a size in bytes such "
        "as 8GB, or auto"},
       {"LauncherCommandNotFound", "a training command that does not exist", "neuron_parallel_compile",
-       {"--parallel_compile_workdir", "<D>/w", "nosuch-train-command"}, {}, nothing, 3, Match::stderr_prefix,
+       {"--parallel_compile_workdir", "<D>/w", "nosuch-train-command"}, {}, nothing, 2, Match::stderr_prefix,
        "neuron_parallel_compile: error: cannot run the training command: nosuch-train-command was not found on PATH ("},
       {"LauncherCommandNotExecutable", "a training command without the execute bit", "neuron_parallel_compile",
        {"--parallel_compile_workdir", "<D>/w", "<D>/train.sh"}, {},
-       [](Context& c) { write(c.dir / "train.sh", "#!/bin/sh\necho hi\n"); }, 3, Match::stderr_line,
+       [](Context& c) { write(c.dir / "train.sh", "#!/bin/sh\necho hi\n"); }, 2, Match::stderr_line,
        "neuron_parallel_compile: error: cannot run the training command: <D>/train.sh is not an executable file"},
       {"LauncherCompileModeWithCommand", "`--command compile` followed by a training command",
        "neuron_parallel_compile", {"--command", "compile", "true"}, {}, nothing, 2, Match::only_line,
@@ -609,7 +619,7 @@ const std::vector<BadInput>& bug_rows() {
        "neuron_cache: error: prune: --ttl has the bad value 'soon': expected a non-negative number of days such as 30"},
       {"LauncherCommandNotExecutableOneLine", "a training command without the execute bit (one line)",
        "neuron_parallel_compile", {"--parallel_compile_workdir", "<D>/w", "<D>/train.sh"}, {},
-       [](Context& c) { write(c.dir / "train.sh", "#!/bin/sh\necho hi\n"); }, 3, Match::only_line,
+       [](Context& c) { write(c.dir / "train.sh", "#!/bin/sh\necho hi\n"); }, 2, Match::only_line,
        "neuron_parallel_compile: error: cannot run the training command: <D>/train.sh is not an executable file"},
   };
   return table;
