@@ -267,8 +267,10 @@ Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::s
 // --- the lock ------------------------------------------------------------------------
 
 Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
-                                      const std::function<void(const std::string& holder)>& on_wait) const {
-  if (auto s = util::ensure_dir(dir_); !s) return fail(s.error());
+                                      const std::function<void(const std::string& holder)>& on_wait,
+                                      EntryDir entry_dir) const {
+  if (entry_dir == EntryDir::create)
+    if (auto s = util::ensure_dir(dir_); !s) return fail(s.error());
   thread_local std::mt19937 rng{std::random_device{}()};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = kMinLockBackoff;

@@ -69,12 +69,8 @@ namespace {
 std::size_t remove_stale_temps(const EntryInfo& entry, util::WallTime now) {
   if (entry.temp_files.empty() || entry.state == EntryState::locked) return 0;
   std::size_t removed = 0;
-  for (const auto& name : entry.temp_files) {
-    fs::path path = entry.dir / name;
-    auto when = util::mtime(path);
-    if (!when || now - *when < kStaleTempAge) continue;
-    if (util::remove_tree(path)) ++removed;
-  }
+  for (const auto& temp : remove_dead_temps(entry.dir, entry.temp_files, LockHeld::no, now))
+    if (temp.error.empty()) ++removed;
   return removed;
 }
 

@@ -19,11 +19,40 @@ std::string check_done_entry(const Cache& cache, const EntryInfo& entry, bool& u
   return "";
 }
 
+// Removes the dead temps of each entry that has any, under the entry's lock
+// (an entry someone holds is skipped: its temps may be alive).
+std::vector<LeftoverTemp> remove_leftover_temps(const Cache& cache, const std::vector<EntryInfo>& entries) {
+  std::vector<LeftoverTemp> removed;
+  for (const auto& entry : entries) {
+    if (entry.temp_files.empty() || entry.state == EntryState::locked) continue;
+    auto lock = cache.entry(entry.dir).try_lock();
+    if (!lock || !lock->has_value()) continue;
+    // Listed again under the lock: a compile may have finished meanwhile.
+    auto info = cache.entry(entry.dir).inspect();
+    if (!info) continue;
+    for (auto& temp : remove_dead_temps(entry.dir, info->temp_files, LockHeld::yes, cache.clock().now()))
+      removed.push_back(std::move(temp));
+  }
+  return removed;
+}
+
 } // namespace
 
 VerifyReport verify_cache(const Cache& cache, Repair repair) {
   VerifyReport report;
-  for (auto& entry : cache.list()) {
+  std::vector<EntryInfo> entries = cache.list();
+  if (repair == Repair::yes) {
+    report.leftover_temps = remove_leftover_temps(cache, entries);
+    report.leftovers_removed = true;
+  } else {
+    // What a repair would remove: nobody holds the entry now.
+    for (const auto& entry : entries) {
+      if (entry.temp_files.empty() || entry.state == EntryState::locked) continue;
+      for (auto& path : dead_temps(entry.dir, entry.temp_files, LockHeld::yes, cache.clock().now()))
+        report.leftover_temps.push_back({std::move(path), ""});
+    }
+  }
+  for (auto& entry : entries) {
     if (!entry.has_done) continue;
     ++report.checked;
     bool unverified = false;
@@ -57,11 +86,14 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
 
 ClearLocksReport clear_locks(const Cache& cache, bool force) {
   ClearLocksReport report;
+  std::vector<EntryInfo> entries = cache.list();
+  // Before the lock files: taking an entry's lock for this leaves none behind.
+  report.temps = remove_leftover_temps(cache, entries);
   auto consider = [&](const fs::path& path) {
     if (util::remove_lock_file(path, force)) report.removed.push_back(path);
     else if (util::probe_lock(path) != util::LockState::absent) report.held.push_back(path);
   };
-  for (const auto& entry : cache.list()) {
+  for (const auto& entry : entries) {
     if (entry.has_lock_file) consider(cache.entry(entry.dir).lock_path());
     if (entry.framework_lock.state == FrameworkLockState::absent) continue;
     // "Nothing is compiling now", the user says: every framework lock goes

@@ -136,6 +136,16 @@ int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, 
   return 0;
 }
 
+json leftover_temps_json(const std::vector<cache::LeftoverTemp>& temps, bool removal_tried) {
+  json list = json::array();
+  for (const auto& t : temps) {
+    json item = {{"path", t.path.string()}, {"removed", removal_tried && t.error.empty()}};
+    if (!t.error.empty()) item["error"] = t.error;
+    list.push_back(std::move(item));
+  }
+  return list;
+}
+
 int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
   auto report = cache::verify_cache(cache, repair ? cache::Repair::yes : cache::Repair::no);
   bool all_repaired = true;
@@ -145,14 +155,26 @@ int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
     json bad = json::array();
     for (const auto& p : report.problems)
       bad.push_back({{"key", p.entry.key.str()}, {"problem", p.what}, {"repaired", p.repaired}});
-    print_json({{"checked", report.checked}, {"unverified", report.unverified}, {"bad", bad}});
+    print_json({{"checked", report.checked},
+                {"unverified", report.unverified},
+                {"bad", bad},
+                {"leftover_temps", leftover_temps_json(report.leftover_temps, report.leftovers_removed)}});
     return status;
   }
   for (const auto& p : report.problems)
     std::cout << "BAD " << p.entry.key.str() << ": " << p.what
               << (p.repaired ? " (demoted to pending)" : "") << '\n';
+  for (const auto& t : report.leftover_temps) {
+    if (!report.leftovers_removed) std::cout << "LEFTOVER " << t.path.string() << ": left by a writer that died\n";
+    else if (t.error.empty()) std::cout << "removed " << t.path.string() << '\n';
+    else std::cout << "cannot remove " << t.path.string() << ": " << t.error << '\n';
+  }
   std::cout << report.checked << " done entries checked, " << report.problems.size() << " bad, "
-            << report.unverified << " without an integrity record\n";
+            << report.unverified << " without an integrity record";
+  if (!report.leftover_temps.empty())
+    std::cout << "; " << report.leftover_temps.size() << " leftover temp(s) of dead writers"
+              << (report.leftovers_removed ? " removed" : " (--repair removes them)");
+  std::cout << '\n';
   return status;
 }
 
@@ -162,14 +184,19 @@ int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
     json removed = json::array(), held = json::array();
     for (const auto& p : report.removed) removed.push_back(p.string());
     for (const auto& p : report.held) held.push_back(p.string());
-    print_json({{"removed", removed}, {"held", held}});
+    print_json({{"removed", removed}, {"held", held}, {"leftover_temps", leftover_temps_json(report.temps, true)}});
     return 0;
   }
   for (const auto& p : report.removed) std::cout << "removed " << p.string() << '\n';
+  for (const auto& t : report.temps) {
+    if (t.error.empty()) std::cout << "removed " << t.path.string() << " (left by a compile that died)\n";
+    else std::cout << "cannot remove " << t.path.string() << ": " << t.error << '\n';
+  }
   for (const auto& p : report.held) std::cout << "kept " << p.string() << ": its owner is running\n";
   std::cout << report.removed.size() << " lock files removed";
   if (!report.held.empty())
     std::cout << ", " << report.held.size() << " held by running processes kept (--force removes them)";
+  if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
   std::cout << '\n';
   return 0;
 }

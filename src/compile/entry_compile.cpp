@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/leftover_temps.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/shell_words.hpp>
@@ -20,11 +21,8 @@ namespace npc::compile {
 
 namespace {
 
-// Names of what a compile keeps in the entry while it runs (util::kTempPrefix
-// first, so eviction and verify know them as temporary).
-constexpr std::string_view kWorkFolderPrefix = ".tmp-work-";
-constexpr std::string_view kCopiedNeffPrefix = ".tmp-neff-";
-static_assert(kWorkFolderPrefix.starts_with(util::kTempPrefix) && kCopiedNeffPrefix.starts_with(util::kTempPrefix));
+using cache::kCompileNeffPrefix;
+using cache::kCompileWorkPrefix;
 
 cache::AttemptRecord make_attempt(const cache::EntryMeta& before, const CompileRun& run,
                                   std::time_t started) {
@@ -159,9 +157,12 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     return result;
   };
   if (entry_gone(entry_dir)) return removed();
-  auto taken = entry.lock(options.lock_wait, [&](const std::string& holder) {
-    spdlog::info("waiting for {} to finish compiling {}", holder, entry_dir.string());
-  });
+  auto taken = entry.lock(
+      options.lock_wait,
+      [&](const std::string& holder) {
+        spdlog::info("waiting for {} to finish compiling {}", holder, entry_dir.string());
+      },
+      cache::Entry::EntryDir::must_exist);
   if (!taken) {
     if (entry_gone(entry_dir)) return removed(); // while we waited for its lock
     throw EnvironmentError(taken.error());
@@ -178,12 +179,11 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
   if (info->state == cache::EntryState::absent || (!info->has_graph && entry_gone(entry_dir))) return removed();
-  // We hold the lock, and a compile creates its work folder (and its copied
-  // NEFF) only under it: any left in the entry is of a compile that died
-  // (kill -9, the OOM killer), and may hold gigabytes of artifacts.
-  for (const auto& name : info->temp_files)
-    if (name.starts_with(kWorkFolderPrefix) || name.starts_with(kCopiedNeffPrefix))
-      if (auto s = util::remove_tree(entry_dir / name); !s) spdlog::warn("{}", s.error());
+  // We hold the lock: a work folder left in the entry is of a compile that
+  // died, and may hold gigabytes of artifacts.
+  for (const auto& temp : cache::remove_dead_temps(entry_dir, info->temp_files, cache::LockHeld::yes,
+                                                   std::chrono::system_clock::now()))
+    if (!temp.error.empty()) spdlog::warn("{}", temp.error);
   if (info->state == cache::EntryState::done) {
     auto integrity = entry.verify_neff();
     if (integrity && *integrity != cache::Integrity::mismatch) {
@@ -215,7 +215,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     work_parent = *options.compile_workdir;
     if (auto s = util::ensure_dir(work_parent); !s) throw EnvironmentError("--compile_workdir: " + s.error());
   }
-  util::TempDir workdir(work_parent, kWorkFolderPrefix);
+  util::TempDir workdir(work_parent, kCompileWorkPrefix);
   CompileJob job;
   job.compiler = options.compiler;
   job.graph = entry.graph_path();
@@ -230,7 +230,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
     // Published by rename, so it must first be on the entry's filesystem.
-    fs::path local = entry_dir / (std::string(kCopiedNeffPrefix) + std::to_string(::getpid()));
+    fs::path local = entry_dir / (std::string(kCompileNeffPrefix) + std::to_string(::getpid()));
     std::error_code ec;
     fs::copy_file(job.output_neff, local, fs::copy_options::overwrite_existing, ec);
     if (ec) throw EnvironmentError("cannot copy the NEFF from --compile_workdir into " + entry_dir.string() + ": " + ec.message());

@@ -52,6 +52,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
     for (const auto& p : report.held) std::cout << "kept " << p.string() << ": its owner is running\n";
     std::cout << report.removed.size() << " stale lock files removed";
     if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
+    if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
     std::cout << '\n';
     return 0;
   }

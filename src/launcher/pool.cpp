@@ -44,6 +44,7 @@ bool Pool::fits(std::size_t i) const {
 }
 
 std::optional<std::size_t> Pool::pick(double now) const {
+  if (!out_of_space_.empty()) return std::nullopt;
   auto ready = [&](const ItemProgress& p) {
     return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
   };
@@ -79,6 +80,22 @@ void Pool::undo_start(std::size_t i) {
 void Pool::settle(std::size_t i, ItemState state) { progress_[i].state = state; }
 
 void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now) {
+  finish_attempt(i, end, info, now);
+  give_up_waiting_items();
+}
+
+void Pool::give_up_waiting_items() {
+  if (out_of_space_.empty()) return;
+  for (std::size_t i = 0; i < progress_.size(); ++i) {
+    auto& p = progress_[i];
+    if (p.state != ItemState::queued && p.state != ItemState::retry_wait) continue;
+    p.last_exit = p.attempts == 0 ? "not compiled: " + out_of_space_
+                                  : p.last_exit + "; not retried: " + out_of_space_;
+    settle(i, ItemState::failed);
+  }
+}
+
+void Pool::finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now) {
   auto& p = progress_[i];
   --running_;
   memory_in_use_ -= std::min(memory_in_use_, items_[i].predicted.peak_bytes);
@@ -125,6 +142,10 @@ void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double
       return;
     }
     return settle(i, ItemState::failed);
+  case AttemptEnd::no_space:
+    p.compile_seconds += info.wall_seconds;
+    out_of_space_ = info.exit;
+    return settle(i, ItemState::failed);
   case AttemptEnd::failed:
     p.compile_seconds += info.wall_seconds;
     if (p.attempts <= limits_.max_retries) {
@@ -155,7 +176,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
     return settle(i, ItemState::failed);
   case Found::pending: // its holder is gone: ours to compile now
     p.state = ItemState::queued;
-    return;
+    return give_up_waiting_items();
   case Found::locked:
     p.eligible_at = now + kRevisitSeconds;
     return;

@@ -73,8 +73,8 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   case compile::EntryOutcome::locked_elsewhere: return {AttemptEnd::locked_elsewhere, info};
   case compile::EntryOutcome::removed: return {AttemptEnd::removed, info};
   // The entry is left pending (nothing cached); info.exit names the full
-  // filesystem. A failed attempt of this run: the graph is not compiled.
-  case compile::EntryOutcome::no_space: return {AttemptEnd::failed, info};
+  // filesystem. The graph is not compiled, nor any not started by then.
+  case compile::EntryOutcome::no_space: return {AttemptEnd::no_space, info};
   case compile::EntryOutcome::cached_failure:
     info.exit = "failed in another process"; // no new attempt: another process's result
     return {AttemptEnd::cached_failure, info};
@@ -207,6 +207,10 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         break;
       case AttemptEnd::cached_failure:
         progress.event("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
+        break;
+      case AttemptEnd::no_space:
+        progress.event("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
+                       "not compiled stay pending for a rerun once space is freed");
         break;
       case AttemptEnd::killed:
       case AttemptEnd::failed:

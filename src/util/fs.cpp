@@ -74,8 +74,15 @@ AtomicFile::~AtomicFile() {
 }
 
 Status AtomicFile::open() {
+  // Watched before it exists: a signal between its creation and the
+  // watch would leave it behind.
+  cleanup_ = TempCleanup(temp_path_);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode_);
-  if (fd_ < 0) return fail(errno_text("cannot create", temp_path_, errno));
+  if (fd_ < 0) {
+    int err = errno;
+    cleanup_.release(); // EEXIST: not ours to remove
+    return fail(errno_text("cannot create", temp_path_, err));
+  }
   return ok_status();
 }
 
@@ -102,6 +109,7 @@ Status AtomicFile::commit(Overwrite overwrite) {
     return fail(errno_text("cannot publish", final_path_, errno));
   }
   committed_ = true;
+  cleanup_.release();
   return ok_status();
 }
 
@@ -202,10 +210,21 @@ Status set_mtime(const fs::path& path, FileTime when) {
 TempDir::TempDir(const fs::path& parent, std::string_view prefix) {
   // Absolute, so that it still names the same place for a child that starts
   // in another working directory.
-  std::string pattern = (fs::absolute(parent) / (std::string(prefix) + "XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr)
-    throw EnvironmentError(errno_text("cannot create a temporary directory in", parent, errno));
-  path_ = pattern;
+  fs::path base = fs::absolute(parent);
+  // Named here rather than by mkdtemp so that it is watched before it
+  // exists: a signal between its creation and the watch would leave it.
+  for (int attempt = 0;; ++attempt) {
+    fs::path candidate = base / (std::string(prefix) + random_suffix());
+    cleanup_ = TempCleanup(candidate);
+    if (::mkdir(candidate.c_str(), 0700) == 0) {
+      path_ = std::move(candidate);
+      return;
+    }
+    int err = errno;
+    cleanup_.release(); // EEXIST: not ours to remove
+    if (err != EEXIST || attempt >= 100)
+      throw EnvironmentError(errno_text("cannot create a temporary directory in", parent, err));
+  }
 }
 
 TempDir::~TempDir() {

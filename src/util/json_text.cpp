@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include <npc/util/utf8.hpp>
+
 namespace npc::util {
 
 namespace {
@@ -12,26 +14,6 @@ constexpr std::string_view kMarker = "\xEF\xA3\xBF";
 constexpr std::string_view kMarkerEscape = "\\uf8ff";
 constexpr std::string_view kLiteralMarkerSuffix = "--";
 constexpr char kHexDigits[] = "0123456789abcdef";
-
-bool in_range(unsigned char c, unsigned lo, unsigned hi) { return c >= lo && c <= hi; }
-
-// Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF) starting at text[i], or 0 when the byte
-// there does not start one.
-std::size_t utf8_length(std::string_view text, std::size_t i) {
-  auto at = [&](std::size_t k) -> unsigned char { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0; };
-  unsigned char b0 = at(0);
-  if (b0 < 0x80) return 1;
-  auto cont = [&](std::size_t k) { return in_range(at(k), 0x80, 0xBF); };
-  if (in_range(b0, 0xC2, 0xDF)) return cont(1) ? 2 : 0;
-  if (b0 == 0xE0) return in_range(at(1), 0xA0, 0xBF) && cont(2) ? 3 : 0;
-  if (b0 == 0xED) return in_range(at(1), 0x80, 0x9F) && cont(2) ? 3 : 0;
-  if (in_range(b0, 0xE1, 0xEF)) return cont(1) && cont(2) ? 3 : 0;
-  if (b0 == 0xF0) return in_range(at(1), 0x90, 0xBF) && cont(2) && cont(3) ? 4 : 0;
-  if (in_range(b0, 0xF1, 0xF3)) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  if (b0 == 0xF4) return in_range(at(1), 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -61,7 +43,7 @@ void append_private_byte(std::string& out, unsigned char byte) {
 // A raw (not escaped) byte sequence inside a JSON string at text[i], appended
 // in the private form; returns how many bytes it took.
 std::size_t append_raw_private(std::string& out, std::string_view text, std::size_t i) {
-  std::size_t length = utf8_length(text, i);
+  std::size_t length = utf8_sequence_length(text, i);
   if (length == 0) {
     append_private_byte(out, static_cast<unsigned char>(text[i]));
     return 1;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/util/strings.hpp>
+#include <npc/util/utf8.hpp>
 
 namespace npc::util {
 
@@ -34,6 +35,23 @@ public:
   }
 };
 
+// "%&" is the message as a terminal may show it (util::printable_text): a
+// path or a line of the training script's or compiler's output that we quote
+// must not recolour the screen or overwrite a line of ours. Line breaks stay:
+// an error may carry the last lines of a compiler's log under it.
+class PrintablePayload final : public spdlog::custom_flag_formatter {
+public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string_view payload(msg.payload.data(), msg.payload.size());
+    std::string shown = printable_text(payload, LineBreaks::keep);
+    dest.append(shown.data(), shown.data() + shown.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<PrintablePayload>();
+  }
+};
+
 spdlog::level::level_enum to_spdlog(LogLevel level) {
   switch (level) {
   case LogLevel::debug: return spdlog::level::debug;
@@ -47,7 +65,8 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
 void apply_pattern(LogLevel level) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<SeverityPrefix>('*');
-  formatter->set_pattern(level == LogLevel::debug ? "%n [%H:%M:%S.%e pid %P] %*%v" : "%n: %*%v");
+  formatter->add_flag<PrintablePayload>('&');
+  formatter->set_pattern(level == LogLevel::debug ? "%n [%H:%M:%S.%e pid %P] %*%&" : "%n: %*%&");
   spdlog::set_formatter(std::move(formatter));
 }
 

@@ -2,7 +2,12 @@
 // exactness of --from-report, and bundles that are tampered with, truncated,
 // hostile, from another compiler version, or imported while compiles run.
 
+#include <csignal>
+#include <cstring>
 #include <set>
+#include <thread>
+
+#include <npc/cache/store.hpp>
 
 #include "bundle_fixture.hpp"
 
@@ -278,6 +283,51 @@ TEST_F(BundleExportImport, SymlinkedLocalEntryIsNotWrittenThrough) {
   EXPECT_EQ(imported["skipped_entries"][0]["key"], keys.front());
   EXPECT_NE(imported["skipped_entries"][0]["reason"].get<std::string>().find("symlink"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(elsewhere));
+}
+
+// SIGTERM or ^C while an export writes: the bundle is published by temp +
+// rename beside the output, and the temp must not stay there.
+TEST_F(BundleExportImport, AnExportEndedBySignalLeavesNoTempBesideTheOutput) {
+  cache::Cache cache(root_of(base("src")));
+  ASSERT_TRUE(cache.ensure_root().ok());
+  fs::path entry = cache.entry_dir(cache::CacheKey{kStandinVersion, "00000000000000000001", "00000001"});
+  ASSERT_TRUE(cache.entry(entry).store_graph("graph", {"-O2"}).ok());
+  // Incompressible and large, so the export is still writing when signalled.
+  std::string neff(96U << 20U, '\0');
+  std::uint64_t x = 88172645463325252ULL;
+  for (std::size_t i = 0; i + 8 <= neff.size(); i += 8) {
+    x ^= x << 13U, x ^= x >> 7U, x ^= x << 17U;
+    std::memcpy(&neff[i], &x, 8);
+  }
+  write_text(dir() / "big.neff", neff);
+  {
+    auto lock = cache.entry(entry).lock(std::chrono::seconds(5));
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<cache::EntryLock>(*lock));
+    cache::AttemptRecord record;
+    record.attempt = 1;
+    record.outcome = "success";
+    ASSERT_TRUE(cache.entry(entry).publish_success(dir() / "big.neff", record).ok());
+  }
+  fs::path out_dir = dir() / "out";
+  fs::create_directories(out_dir);
+
+  for (int signal_number : {SIGTERM, SIGINT}) {
+    RunOptions run = options(env_for(base("src")));
+    Child exporter({tool_path("neuron_cache"), "export", "--all", "-o", (out_dir / "b.tar.zst").string()}, run,
+                   dir() / ("export-" + std::to_string(signal_number)));
+    bool saw_temp = false;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+         !saw_temp && exporter.running() && std::chrono::steady_clock::now() < until;) {
+      for (const auto& name : names_in(out_dir)) saw_temp = saw_temp || name.starts_with(".tmp-");
+      if (!saw_temp) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(saw_temp) << "the export ended before its temp file was seen";
+    exporter.kill(signal_number);
+    RunResult r = exporter.wait();
+    ASSERT_TRUE(r.signaled) << r.describe();
+    EXPECT_EQ(r.signal, signal_number);
+    EXPECT_EQ(names_in(out_dir), std::vector<std::string>{}) << "left beside the output";
+  }
 }
 
 TEST_F(BundleExportImport, SizesAreCappedByTheManifest) {

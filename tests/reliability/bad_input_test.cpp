@@ -20,6 +20,7 @@
 #include <npc/util/json_text.hpp>
 #include <npc/util/shell_words.hpp>
 #include <npc/util/strings.hpp>
+#include <npc/util/utf8.hpp>
 
 #include "reliability.hpp"
 
@@ -443,6 +444,13 @@ const std::vector<BadInput>& rows() {
        {}, nothing, 1, Match::stderr_line,
        "neuron_parallel_compile: warning: refusing graph '<C>/.npc/last-eviction' (from the trial's output): not a "
        "model.hlo_module.pb file"},
+      {"TrialPathWithEscapeSequence", "a trial output line whose path holds a terminal escape sequence",
+       "neuron_parallel_compile",
+       {"--parallel_compile_workdir", "<D>/w", "--", "/bin/echo",
+        "Extracting graphs (/tmp/\x1b[2J\x1b[31mevil\r) for ahead-of-time parallel compilation."},
+       {}, nothing, 1, Match::stderr_line,
+       "neuron_parallel_compile: warning: refusing graph '/tmp/\\x1b[2J\\x1b[31mevil\\r' (from the trial's "
+       "output): outside the cache <C>"},
       // ---- the launcher's command line ----
       {"LauncherUnknownOption", "an unknown option before the command", "neuron_parallel_compile",
        {"--frobnicate", "true"}, {}, nothing, 2, Match::only_line,
@@ -702,17 +710,11 @@ std::string display_word(const std::string& word) {
   return util::quote_shell_word(bare) == bare ? word : util::quote_shell_word(word);
 }
 
-std::string markdown_cell(std::string text) {
+std::string markdown_cell(const std::string& text) {
   std::string out;
-  // Bytes that are not UTF-8 (a row's 0xff) shown as \xNN, not raw.
-  const bool not_utf8 = util::json_string_text(text).find("\\udc") != std::string::npos;
-  for (char c : text) {
-    if (not_utf8 && static_cast<unsigned char>(c) >= 0x80) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
-      out += hex;
-      continue;
-    }
+  // Control characters and bytes that are not UTF-8 (a row's 0xff, an
+  // escape sequence) shown as \xNN, not raw.
+  for (char c : util::printable_text(text, util::LineBreaks::keep)) {
     if (c == '|') out += "\\|";
     else if (c == '\n') out += "<br>";
     else out.push_back(c);

@@ -194,6 +194,83 @@ TEST_F(MaintenanceTest, ClearLocksHandlesTheEvictionLock) {
   EXPECT_EQ(held.held, std::vector<fs::path>{eviction_lock});
 }
 
+// A compile killed by SIGKILL leaves its work folder (gigabytes, for a real
+// model) in the entry; clear-locks and verify --repair clear it when nobody
+// holds the entry, and leave a fresh atomic-write temp (maybe alive) alone.
+TEST_F(MaintenanceTest, ClearLocksRemovesWorkFoldersOfDeadCompiles) {
+  fs::path dead = pending_entry('a');
+  fs::path held = pending_entry('b');
+  for (const fs::path& d : {dead, held}) {
+    ASSERT_TRUE(util::ensure_dir(d / ".tmp-work-abc123" / "sub").ok());
+    test::write_text(d / ".tmp-work-abc123" / "sub" / "artifact", "xxxx");
+    test::write_text(d / ".tmp-neff-4242", "partial neff");
+  }
+  test::write_text(dead / ".tmp-model.done.1.fresh", "");
+  ASSERT_TRUE(util::set_mtime(dead / ".tmp-model.done.1.fresh", clock.now()).ok());
+  auto lock = cache->entry(held).try_lock();
+  ASSERT_TRUE(lock.ok() && lock->has_value());
+
+  ClearLocksReport report = clear_locks(*cache, /*force=*/false);
+  std::vector<fs::path> removed;
+  for (const auto& t : report.temps) {
+    EXPECT_EQ(t.error, "");
+    removed.push_back(t.path);
+  }
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<fs::path>{dead / ".tmp-neff-4242", dead / ".tmp-work-abc123"}));
+  EXPECT_FALSE(fs::exists(dead / ".tmp-work-abc123"));
+  EXPECT_TRUE(fs::exists(dead / ".tmp-model.done.1.fresh"));
+  EXPECT_TRUE(fs::exists(held / ".tmp-work-abc123" / "sub" / "artifact"));
+  EXPECT_TRUE(fs::exists(held / ".tmp-neff-4242"));
+  // Taking the entry's lock for this left no lock file behind.
+  EXPECT_FALSE(fs::exists(dead / kLockFile));
+  EXPECT_EQ(state_of(dead), EntryState::pending);
+}
+
+TEST_F(MaintenanceTest, VerifyReportsDeadTempsAndRepairRemovesThem) {
+  fs::path d = done_entry('a');
+  ASSERT_TRUE(util::ensure_dir(d / ".tmp-work-x").ok());
+  // An atomic-write temp is dead only when old.
+  test::write_text(d / ".tmp-npc-entry.json.1.old", "{");
+  ASSERT_TRUE(util::set_mtime(d / ".tmp-npc-entry.json.1.old", clock.now() - kStaleTempAge - 1s).ok());
+
+  VerifyReport look = verify_cache(*cache, Repair::no);
+  EXPECT_TRUE(look.problems.empty());
+  EXPECT_FALSE(look.leftovers_removed);
+  std::vector<fs::path> found;
+  for (const auto& t : look.leftover_temps) found.push_back(t.path);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<fs::path>{d / ".tmp-npc-entry.json.1.old", d / ".tmp-work-x"}));
+  EXPECT_TRUE(fs::exists(d / ".tmp-work-x"));
+
+  VerifyReport repaired = verify_cache(*cache, Repair::yes);
+  EXPECT_TRUE(repaired.leftovers_removed);
+  EXPECT_EQ(repaired.leftover_temps.size(), 2U);
+  EXPECT_FALSE(fs::exists(d / ".tmp-work-x"));
+  EXPECT_FALSE(fs::exists(d / ".tmp-npc-entry.json.1.old"));
+  EXPECT_EQ(state_of(d), EntryState::done);
+  EXPECT_TRUE(verify_cache(*cache, Repair::no).leftover_temps.empty());
+}
+
+// A launcher's worker locking an entry that `neuron_cache rm` just removed
+// must not bring its folder back (it would read as a graph-less entry, not
+// as removed by another process).
+TEST_F(MaintenanceTest, LockingAnEntryThatMustExistDoesNotBringItBack) {
+  fs::path d = pending_entry('a');
+  auto removed = cache->entry(d).remove();
+  ASSERT_TRUE(removed.ok()) << removed.error();
+  ASSERT_FALSE(fs::exists(d));
+
+  auto taken = cache->entry(d).lock(0ms, {}, Entry::EntryDir::must_exist);
+  EXPECT_FALSE(taken.ok());
+  EXPECT_FALSE(fs::exists(d));
+
+  auto made = cache->entry(d).lock(0ms);
+  ASSERT_TRUE(made.ok()) << made.error();
+  EXPECT_TRUE(std::holds_alternative<EntryLock>(*made));
+  EXPECT_TRUE(fs::is_directory(d));
+}
+
 TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
   fs::path failed = failed_entry('a');
   fs::path compiling = failed_entry('b');

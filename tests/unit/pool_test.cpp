@@ -133,6 +133,45 @@ TEST(Pool, FailedIsRetriedWithBackoffThenFails) {
   EXPECT_EQ(pool.pick(100), std::nullopt);
 }
 
+// A full disk stays full: the compile that hit it is not retried, nothing new
+// starts, and what waited fails saying why; a compile already running ends
+// as it ends (and is not retried either).
+TEST(Pool, NoSpaceIsNotRetriedAndStopsNewStarts) {
+  Pool pool({item("a", 40), item("b", 30), item("c", 20), item("d", 10)}, {2, 0, 3});
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  pool.start(0, 0);
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(1));
+  pool.start(1, 0);
+  pool.finish(1, AttemptEnd::failed, ended("exit code 70"), 5); // a retry waits
+  ASSERT_EQ(pool.progress()[1].state, ItemState::retry_wait);
+  const std::string full = "No space left on device: the filesystem of /cache is full (12 KB free)";
+  pool.finish(0, AttemptEnd::no_space, ended(full, 8), 8);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[0].attempts, 1);
+  EXPECT_EQ(pool.progress()[0].last_exit, full);
+  EXPECT_FALSE(pool.progress()[0].cached_failure);
+  for (std::size_t i : {1U, 2U, 3U}) EXPECT_EQ(pool.progress()[i].state, ItemState::failed) << i;
+  EXPECT_EQ(pool.progress()[1].last_exit, "exit code 70; not retried: " + full);
+  EXPECT_EQ(pool.progress()[2].last_exit, "not compiled: " + full);
+  EXPECT_EQ(pool.progress()[3].last_exit, "not compiled: " + full);
+  EXPECT_EQ(pool.progress()[2].attempts, 0);
+  EXPECT_EQ(pool.pick(100), std::nullopt);
+  EXPECT_TRUE(pool.finished());
+  EXPECT_EQ(pool.count(ItemState::failed), 4U);
+}
+
+TEST(Pool, AfterNoSpaceARunningCompileThatFailsIsNotRetried) {
+  Pool pool({item("a", 40), item("b", 30)}, {2, 0, 3});
+  pool.start(0, 0);
+  pool.start(1, 0);
+  pool.finish(0, AttemptEnd::no_space, ended("No space left on device"), 1);
+  EXPECT_FALSE(pool.finished());
+  pool.finish(1, AttemptEnd::failed, ended("exit code 70"), 2);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[1].last_exit, "exit code 70; not retried: No space left on device");
+  EXPECT_TRUE(pool.finished());
+}
+
 TEST(Pool, BackoffGrowsAndIsBounded) {
   Pool pool({item("a", 10)}, {1, 0, 10});
   double now = 0;

@@ -169,11 +169,17 @@ public:
   // Takes the entry's lock (both parts, see entry_lock.hpp), waiting with a
   // short random backoff up to `timeout` (zero: one attempt). `on_wait` is
   // called once, when the first attempt finds it held. An error is a cache
-  // that cannot be written; LockBusy is a holder that kept it.
+  // that cannot be written, or with EntryDir::must_exist an entry that is
+  // gone; LockBusy is a holder that kept it.
+  // must_exist is for taking a lock on an entry someone else made: creating
+  // its folder again would bring back, empty, an entry another process just
+  // removed (neuron_cache rm, --command clean) and hide that it did.
+  enum class EntryDir { create, must_exist };
   using LockOrBusy = std::variant<EntryLock, LockBusy>;
   [[nodiscard]] Result<LockOrBusy>
   lock(std::chrono::milliseconds timeout,
-       const std::function<void(const std::string& holder)>& on_wait = {}) const;
+       const std::function<void(const std::string& holder)>& on_wait = {},
+       EntryDir entry_dir = EntryDir::create) const;
   // One attempt; nullopt when another process holds the entry.
   [[nodiscard]] Result<std::optional<EntryLock>> try_lock() const;
 

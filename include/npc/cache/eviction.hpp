@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <npc/cache/leftover_temps.hpp>
 #include <npc/cache/store.hpp>
 
 namespace npc::cache {
@@ -33,8 +34,6 @@ struct EvictionReport {
   std::size_t stale_temps_removed = 0;
 };
 
-// A temp file this old in an entry nobody holds is left by a dead writer.
-inline constexpr auto kStaleTempAge = std::chrono::minutes(10);
 // After a write, a full eviction scan runs at most this often: a scan of a
 // large cache costs about a second, a write happens per graph.
 inline constexpr auto kEvictionInterval = std::chrono::seconds(60);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <npc/cache/leftover_temps.hpp>
 #include <npc/cache/store.hpp>
 
 namespace npc::cache {
@@ -20,21 +21,29 @@ struct VerifyReport {
   std::size_t checked = 0;    // done entries looked at
   std::size_t unverified = 0; // done entries with no integrity record (another tool's)
   std::vector<Problem> problems;
+  // Work folders and temp files of writers that died: wasted space, not a
+  // fault of what the cache serves (they do not make verify fail). With
+  // Repair::yes they are removed (error empty) under the entry's lock.
+  std::vector<LeftoverTemp> leftover_temps;
+  bool leftovers_removed = false;
 };
 
 // Hashes every done entry's NEFF against its record. With Repair::yes a bad
-// entry is demoted to pending (under its lock) so the next run recompiles it.
+// entry is demoted to pending (under its lock) so the next run recompiles it,
+// and dead temps are removed.
 [[nodiscard]] VerifyReport verify_cache(const Cache& cache, Repair repair);
 
 struct ClearLocksReport {
   std::vector<fs::path> removed;
   std::vector<fs::path> held; // kept: a live process holds them
+  std::vector<LeftoverTemp> temps; // dead temps of entries nobody holds, removed
 };
 
 // Removes lock files nobody holds: our npc-compile.lock files no process
 // holds, and every model.hlo_module.pb.lock but those whose owner facts
 // prove a live process on this host (the framework's carry none: the user
 // running clear-locks says nothing compiles now). With force, every one.
+// Also removes what dead compiles left in the entries (leftover_temps.hpp).
 [[nodiscard]] ClearLocksReport clear_locks(const Cache& cache, bool force);
 
 // Forgets every cached failure (model.log of entries with no result), so those

@@ -11,6 +11,10 @@
 // (what the OOM killer sends) lowers the parallelism by one and is retried;
 // one killed kMaxOomRetries + 1 times gets a last attempt alone: no new
 // compile starts until the running ones end, then it runs by itself.
+// Space: a compile that ran out of disk space is not retried, and nothing
+// new starts after it; every graph not compiled by then is failed with the
+// reason (a full filesystem stays full, and each compile would run to its
+// end before failing the same way). Their entries stay pending for a rerun.
 
 #include <cstdint>
 #include <filesystem>
@@ -76,7 +80,9 @@ enum class AttemptEnd {
   killed,           // the compile died by SIGKILL (the OOM killer's signal)
   locked_elsewhere, // another process holds the lock
   cached_failure,   // another process's failure is cached
-  removed           // the entry was gone before or while the worker ran
+  removed,          // the entry was gone before or while the worker ran
+  no_space          // the compile ran out of disk space: nothing cached, the
+                    // entry left pending, and no compile starts after it
 };
 
 struct AttemptInfo {
@@ -138,6 +144,9 @@ public:
 private:
   [[nodiscard]] bool fits(std::size_t i) const;
   void settle(std::size_t i, ItemState state);
+  void finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
+  // After a space fault: what waits to start will not, and fails saying why.
+  void give_up_waiting_items();
   void undo_start(std::size_t i); // an attempt that turned out not to be one
 
   std::vector<WorkItem> items_;
@@ -146,6 +155,7 @@ private:
   PoolLimits limits_;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;
+  std::string out_of_space_; // how the space fault was reported; empty: none
 };
 
 } // namespace npc::launcher

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <npc/util/result.hpp>
+#include <npc/util/temp_cleanup.hpp>
 
 namespace npc::util {
 
@@ -53,6 +54,7 @@ private:
   unsigned mode_;
   int fd_ = -1;
   bool committed_ = false;
+  TempCleanup cleanup_; // the temp goes if a signal ends us before commit
 };
 
 [[nodiscard]] Status write_file_atomic(const fs::path& path, std::string_view data,
@@ -81,7 +83,7 @@ private:
 [[nodiscard]] Result<FileTime> mtime(const fs::path& path);
 [[nodiscard]] Status set_mtime(const fs::path& path, FileTime when);
 
-// A fresh directory "<parent>/<prefix>XXXXXX", removed by the destructor
+// A fresh directory "<parent>/<prefix><8 random characters>", removed by the destructor
 // unless keep() was called.
 class TempDir {
 public:
@@ -90,11 +92,15 @@ public:
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   [[nodiscard]] const fs::path& path() const { return path_; }
-  void keep() { keep_ = true; }
+  void keep() {
+    keep_ = true;
+    cleanup_.release();
+  }
 
 private:
   fs::path path_;
   bool keep_ = false;
+  TempCleanup cleanup_;
 };
 
 // Closes a file descriptor on scope exit.
