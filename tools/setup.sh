@@ -19,7 +19,14 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev libssl-dev
   libgtest-dev libgmock-dev
   libarchive-dev libzstd-dev
+  libcurl4-openssl-dev
+  help2man dpkg-dev file lintian
 )
+# The S3 tests run a real S3 server (s3rver, from npm) and the S3 benchmark
+# compares with rclone; neither is needed by the programs themselves.
+test_packages=(rclone)
+if ! command -v npm >/dev/null 2>&1; then test_packages+=(nodejs npm); fi
+packages+=("${test_packages[@]}")
 build=1
 for arg in "$@"; do
   case $arg in
@@ -49,6 +56,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${apt_get[@]}" update -qq
   "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# s3rver for the S3 tests, into .deps/ (outside every build directory, so
+# the sanitizer builds share it). Pinned: the tests know its behaviour.
+s3rver_version=3.7.1
+s3rver_dir=.deps/s3rver
+if [ "$(cat "$s3rver_dir/version" 2>/dev/null)" != "$s3rver_version" ]; then
+  echo "setup: installing s3rver $s3rver_version from npm into $s3rver_dir"
+  rm -rf "$s3rver_dir"
+  mkdir -p "$s3rver_dir"
+  npm install --silent --no-audit --no-fund --prefix "$s3rver_dir" "s3rver@$s3rver_version" >/dev/null
+  echo "$s3rver_version" > "$s3rver_dir/version"
 fi
 
 [ "$build" = 1 ] || exit 0

@@ -1,0 +1,43 @@
+#pragma once
+// Where S3 is and who we are to it, from the standard AWS environment
+// variables and the shared ~/.aws/credentials and ~/.aws/config files, read
+// the way the AWS CLI reads them. EC2 instance-role credentials (IMDSv2)
+// are not read yet: on an instance without keys, set them or a profile.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <npc/util/result.hpp>
+
+namespace npc::storage {
+
+struct S3Credentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token; // "" when the keys are long-lived
+};
+
+struct S3Config {
+  S3Credentials credentials;
+  std::string region = "us-east-1";
+  // "" for AWS itself (virtual-hosted https://BUCKET.s3.REGION.amazonaws.com);
+  // otherwise the base URL of an S3-compatible server, addressed path-style.
+  std::string endpoint;
+};
+
+// A variable of the environment, or nothing when unset. Injected so that a
+// test reads its own values without touching the process environment.
+using EnvLookup = std::function<std::optional<std::string>(std::string_view name)>;
+[[nodiscard]] EnvLookup process_environment();
+
+// Credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
+// else the profile AWS_PROFILE (default "default") in the credentials file
+// (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials), else in the config
+// file (AWS_CONFIG_FILE or ~/.aws/config). Region: AWS_REGION,
+// AWS_DEFAULT_REGION, the profile's region, us-east-1. Endpoint:
+// AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url.
+[[nodiscard]] Result<S3Config> load_s3_config(const EnvLookup& env);
+
+} // namespace npc::storage

@@ -1,0 +1,555 @@
+#include <npc/storage/s3_client.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <random>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <curl/curl.h>
+
+#include <npc/storage/s3_url.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
+
+namespace npc::storage {
+
+namespace {
+
+// SHA-256 of no bytes: the payload hash of a request without a body.
+constexpr const char* kEmptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+// An error body worth keeping for a message is small; S3's are < 1 KiB.
+constexpr std::size_t kMaxErrorBody = 64 * 1024;
+// A copy answers with a short XML document (which may hold an error).
+constexpr std::uint64_t kMaxCopyResponse = 1024 * 1024;
+
+enum class SinkKind { memory, file, none };
+
+// One request's moving parts, shared with the libcurl callbacks.
+struct Transfer {
+  CURL* curl = nullptr;
+  // Upload.
+  std::string_view body;
+  int body_fd = -1;
+  std::uint64_t body_offset = 0;
+  // Download: the 2xx body goes to the sink, any other to error_body.
+  SinkKind sink = SinkKind::none;
+  std::uint64_t max_bytes = 0;
+  int sink_fd = -1;
+  std::string data;
+  std::string error_body;
+  bool too_large = false;
+  int write_errno = 0;
+  std::map<std::string, std::string> headers; // names lower-case
+};
+
+bool success_status(CURL* curl) {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  return status >= 200 && status < 300;
+}
+
+std::size_t on_write(char* ptr, std::size_t size, std::size_t count, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  std::size_t n = size * count;
+  if (!success_status(t.curl) || t.sink == SinkKind::none) {
+    if (t.error_body.size() < kMaxErrorBody) t.error_body.append(ptr, std::min(n, kMaxErrorBody - t.error_body.size()));
+    return n;
+  }
+  if (t.sink == SinkKind::memory) {
+    if (t.data.size() + n > t.max_bytes) {
+      t.too_large = true;
+      return 0;
+    }
+    t.data.append(ptr, n);
+    return n;
+  }
+  for (std::size_t done = 0; done < n;) {
+    ssize_t w = ::write(t.sink_fd, ptr + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      t.write_errno = errno;
+      return 0;
+    }
+    done += static_cast<std::size_t>(w);
+  }
+  return n;
+}
+
+std::size_t on_header(char* ptr, std::size_t size, std::size_t count, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  std::size_t n = size * count;
+  std::string_view line(ptr, n);
+  if (line.substr(0, 5) == "HTTP/") { // a new response (after 100 Continue, say)
+    t.headers.clear();
+    return n;
+  }
+  std::size_t colon = line.find(':');
+  if (colon == std::string_view::npos) return n;
+  std::string name(line.substr(0, colon));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+  t.headers[name] = std::string(value);
+  return n;
+}
+
+std::size_t on_read(char* buffer, std::size_t size, std::size_t count, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  std::size_t n = size * count;
+  if (t.body_fd < 0) {
+    std::size_t left = t.body.size() - t.body_offset;
+    std::size_t take = std::min(n, left);
+    std::memcpy(buffer, t.body.data() + t.body_offset, take);
+    t.body_offset += take;
+    return take;
+  }
+  for (;;) {
+    ssize_t r = ::read(t.body_fd, buffer, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return CURL_READFUNC_ABORT;
+    t.body_offset += static_cast<std::uint64_t>(r);
+    return static_cast<std::size_t>(r);
+  }
+}
+
+// libcurl rewinds the body when it must send it again (a redirect, a
+// connection that closed under it).
+int on_seek(void* user, curl_off_t offset, int origin) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (origin != SEEK_SET || offset < 0) return CURL_SEEKFUNC_CANTSEEK;
+  if (t.body_fd >= 0 && ::lseek(t.body_fd, offset, SEEK_SET) < 0) return CURL_SEEKFUNC_FAIL;
+  t.body_offset = static_cast<std::uint64_t>(offset);
+  return CURL_SEEKFUNC_OK;
+}
+
+bool transient(CURLcode code) {
+  switch (code) {
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_OPERATION_TIMEDOUT:
+  case CURLE_SEND_ERROR:
+  case CURLE_RECV_ERROR:
+  case CURLE_GOT_NOTHING:
+  case CURLE_PARTIAL_FILE:
+  case CURLE_HTTP2:
+  case CURLE_HTTP2_STREAM:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool retryable_status(long status, const std::string& code) {
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504 ||
+         code == "SlowDown" || code == "InternalError" || code == "RequestTimeout";
+}
+
+struct CurlSlist {
+  curl_slist* list = nullptr;
+  ~CurlSlist() { curl_slist_free_all(list); }
+  void add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
+};
+
+std::string s3_target(std::string_view bucket, std::string_view key) {
+  return "s3://" + std::string(bucket) + "/" + std::string(key);
+}
+
+std::string query_of(const std::vector<std::pair<std::string, std::string>>& sorted_params) {
+  // Sorted by name and encoded once: that is the canonical query string
+  // SigV4 signs, and libcurl signs the query exactly as given.
+  std::string query;
+  for (const auto& [name, value] : sorted_params) {
+    if (!query.empty()) query += '&';
+    query += s3_uri_encode(name, EncodeSlash::yes) + "=" + s3_uri_encode(value, EncodeSlash::yes);
+  }
+  return query;
+}
+
+bool valid_metadata(const S3Metadata& metadata, std::string& bad) {
+  for (const auto& [name, value] : metadata) {
+    bool ok = !name.empty();
+    for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_');
+    for (char c : value) ok = ok && c >= 0x20 && c < 0x7f;
+    if (!ok) {
+      bad = name;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+struct S3Client::Request {
+  Request(std::string action_, std::string method_, std::string_view bucket_, std::string_view key_)
+      : action(std::move(action_)), method(std::move(method_)), bucket(bucket_), key(key_) {}
+  std::string action; // S3's name for it, for messages: "PutObject"
+  std::string method;
+  std::string bucket;
+  std::string key;
+  std::string query;
+  std::vector<std::string> headers;
+  std::string payload_hash = kEmptyPayloadHash;
+  bool upload = false;
+  std::string_view body;
+  int body_fd = -1;
+  std::uint64_t body_size = 0;
+  SinkKind sink = SinkKind::none;
+  std::uint64_t max_bytes = 0;
+  int sink_fd = -1;
+};
+
+struct S3Client::Response {
+  long status = 0;
+  std::string body; // the 2xx body in memory, else the error body
+  std::map<std::string, std::string> headers;
+};
+
+namespace {
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+bool virtual_hosted(const S3Config& config, std::string_view bucket) {
+  // A dotted bucket name would not match the wildcard TLS certificate.
+  return config.endpoint.empty() && bucket.find('.') == std::string_view::npos;
+}
+
+std::string bucket_base(const S3Config& config, std::string_view bucket) {
+  if (!config.endpoint.empty()) return config.endpoint + "/" + std::string(bucket);
+  if (virtual_hosted(config, bucket)) return "https://" + std::string(bucket) + ".s3." + config.region + ".amazonaws.com";
+  return "https://s3." + config.region + ".amazonaws.com/" + std::string(bucket);
+}
+
+std::string endpoint_name(const S3Config& config, std::string_view bucket) {
+  if (!config.endpoint.empty()) return config.endpoint;
+  if (virtual_hosted(config, bucket)) return "https://" + std::string(bucket) + ".s3." + config.region + ".amazonaws.com";
+  return "https://s3." + config.region + ".amazonaws.com";
+}
+
+} // namespace
+
+Result<std::unique_ptr<S3Client>> S3Client::create(S3Config config, S3ClientOptions options) {
+  static CurlGlobal global;
+  if (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty())
+    return fail("S3 client needs an access key id and a secret access key");
+  if (!config.endpoint.empty() && config.endpoint.find("://") == std::string::npos)
+    return fail("S3 endpoint '" + config.endpoint + "' has no scheme (write http://HOST:PORT or https://HOST)");
+  while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return fail("cannot start libcurl (curl_easy_init failed)");
+  return std::unique_ptr<S3Client>(new S3Client(std::move(config), options, curl));
+}
+
+S3Client::S3Client(S3Config config, S3ClientOptions options, void* curl)
+    : config_(std::move(config)), options_(options), curl_(curl) {}
+
+S3Client::~S3Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+std::string S3Client::object_url(std::string_view bucket, std::string_view key) const {
+  return bucket_base(config_, bucket) + "/" + s3_uri_encode(key, EncodeSlash::no);
+}
+
+Result<S3Client::Response> S3Client::perform(Request& request) {
+  auto* curl = static_cast<CURL*>(curl_);
+  std::string url = request.key.empty() && request.method != "PUT" ? bucket_base(config_, request.bucket)
+                                                                    : object_url(request.bucket, request.key);
+  if (!request.query.empty()) url += "?" + request.query;
+  std::string sigv4 = "aws:amz:" + config_.region + ":s3";
+
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const auto started = std::chrono::steady_clock::now();
+  for (int attempt = 1;; ++attempt) {
+    last_attempts_ = attempt;
+    // reset keeps the open connection, the DNS and TLS session caches.
+    curl_easy_reset(curl);
+    Transfer t;
+    t.curl = curl;
+    t.body = request.body;
+    t.body_fd = request.body_fd;
+    t.sink = request.sink;
+    t.max_bytes = request.max_bytes;
+    t.sink_fd = request.sink_fd;
+    if (t.body_fd >= 0 && ::lseek(t.body_fd, 0, SEEK_SET) < 0)
+      return fail(std::string("cannot rewind the file to upload: ") + std::strerror(errno));
+    if (t.sink_fd >= 0 && (::ftruncate(t.sink_fd, 0) != 0 || ::lseek(t.sink_fd, 0, SEEK_SET) < 0))
+      return fail(std::string("cannot truncate the download file: ") + std::strerror(errno));
+
+    CurlSlist headers;
+    headers.add("x-amz-content-sha256: " + request.payload_hash);
+    if (!config_.credentials.session_token.empty())
+      headers.add("x-amz-security-token: " + config_.credentials.session_token);
+    for (const auto& h : request.headers) headers.add(h);
+
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    // Keys such as "a/../b" are names in S3, not paths to normalize.
+    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+    if (request.upload) {
+      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &t);
+      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &t);
+    } else if (request.method == "HEAD") {
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else if (request.method != "GET") {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+
+    CURLcode code = curl_easy_perform(curl);
+    std::string failure;
+    bool retry = false;
+    Response response;
+    if (code == CURLE_OK) {
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+      response.headers = std::move(t.headers);
+      bool ok = response.status >= 200 && response.status < 300;
+      response.body = ok && t.sink == SinkKind::memory ? std::move(t.data) : std::move(t.error_body);
+      if (ok || !retryable_status(response.status, parse_s3_error(response.body).code)) return response;
+      retry = true;
+    } else if (t.too_large) {
+      return fail(s3_target(request.bucket, request.key) + " is larger than " + std::to_string(request.max_bytes) +
+                  " bytes");
+    } else if (t.write_errno != 0) {
+      return fail("cannot write the download of " + s3_target(request.bucket, request.key) + ": " +
+                  std::strerror(t.write_errno));
+    } else {
+      long os_errno = 0;
+      curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+      std::string reason = code == CURLE_COULDNT_CONNECT && os_errno != 0 ? std::strerror(static_cast<int>(os_errno))
+                           : error_buffer[0] != '\0'                      ? std::string(error_buffer)
+                                                                          : curl_easy_strerror(code);
+      failure = "cannot reach S3 endpoint " + endpoint_name(config_, request.bucket) + ": " + reason;
+      retry = transient(code);
+    }
+
+    auto cap = std::min<std::int64_t>(options_.max_backoff.count(),
+                                      options_.base_backoff.count() << std::min(attempt - 1, 20));
+    auto backoff = std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(cap, 0))(rng));
+    bool out_of_time = std::chrono::steady_clock::now() + backoff - started > options_.max_retry_time;
+    if (!retry || attempt >= options_.max_attempts || out_of_time) {
+      if (code == CURLE_OK) return response; // the caller words the HTTP error
+      return fail(failure + (attempt > 1 ? " (after " + std::to_string(attempt) + " attempts)" : ""));
+    }
+    std::this_thread::sleep_for(backoff);
+  }
+}
+
+namespace {
+
+std::string http_error(const std::string& action, const std::string& bucket, const std::string& target,
+                       const std::string& endpoint, long status, const std::string& body, int attempts) {
+  S3ErrorBody error = parse_s3_error(body);
+  std::string code = error.code.empty() ? std::to_string(status) : std::to_string(status) + " " + error.code;
+  std::string tail = attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : "";
+  if (status == 403)
+    return "S3 denied " + action + " on " + target + " (" + code + "): check the credentials' permissions" + tail;
+  if (status == 404 && error.code == "NoSuchBucket")
+    return "S3 bucket " + bucket + " does not exist at " + endpoint + " (404 NoSuchBucket)";
+  return "S3 " + action + " on " + target + " failed (" + code + (error.message.empty() ? "" : ": " + error.message) +
+         ")" + tail;
+}
+
+} // namespace
+
+#define NPC_S3_FAIL(request, response)                                                                                 \
+  fail(http_error((request).action, (request).bucket, s3_target((request).bucket, (request).key),                       \
+                  endpoint_name(config_, (request).bucket), (response).status, (response).body, last_attempts_))
+
+namespace {
+
+std::vector<std::string> put_headers(const S3PutOptions& options) {
+  std::vector<std::string> headers{"Content-Type: application/octet-stream"};
+  for (const auto& [name, value] : options.metadata) headers.push_back("x-amz-meta-" + name + ": " + value);
+  if (options.if_exists == IfExists::keep) headers.emplace_back("If-None-Match: *");
+  return headers;
+}
+
+} // namespace
+
+Result<PutOutcome> S3Client::put_object(std::string_view bucket, std::string_view key, std::string_view bytes,
+                                        const S3PutOptions& options) {
+  std::string bad;
+  if (!valid_metadata(options.metadata, bad))
+    return fail("S3 metadata '" + bad + "' for " + s3_target(bucket, key) +
+                " must be a lower-case name (a-z 0-9 - _) with a printable ASCII value");
+  Request request("PutObject", "PUT", bucket, key);
+  request.headers = put_headers(options);
+  request.payload_hash = util::sha256_hex(bytes);
+  request.upload = true;
+  request.body = bytes;
+  request.body_size = bytes.size();
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status == 412 && options.if_exists == IfExists::keep) return PutOutcome::already_exists;
+  if (response->status != 200) return NPC_S3_FAIL(request, *response);
+  return PutOutcome::written;
+}
+
+Result<PutOutcome> S3Client::put_file(std::string_view bucket, std::string_view key, const std::filesystem::path& local,
+                                      const S3PutOptions& options) {
+  std::string bad;
+  if (!valid_metadata(options.metadata, bad))
+    return fail("S3 metadata '" + bad + "' for " + s3_target(bucket, key) +
+                " must be a lower-case name (a-z 0-9 - _) with a printable ASCII value");
+  util::UniqueFd fd(::open(local.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(util::errno_text("cannot open", local, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", local, errno));
+  // Hashing first would read the file twice; TLS already guards the bytes
+  // in transit, so the payload is left unsigned.
+  Request request("PutObject", "PUT", bucket, key);
+  request.headers = put_headers(options);
+  request.payload_hash = "UNSIGNED-PAYLOAD";
+  request.upload = true;
+  request.body_fd = fd.get();
+  request.body_size = static_cast<std::uint64_t>(st.st_size);
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status == 412 && options.if_exists == IfExists::keep) return PutOutcome::already_exists;
+  if (response->status != 200) return NPC_S3_FAIL(request, *response);
+  return PutOutcome::written;
+}
+
+Result<std::optional<std::string>> S3Client::get_object(std::string_view bucket, std::string_view key,
+                                                        std::uint64_t max_bytes) {
+  Request request("GetObject", "GET", bucket, key);
+  request.sink = SinkKind::memory;
+  request.max_bytes = max_bytes;
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status == 404 && parse_s3_error(response->body).code != "NoSuchBucket")
+    return std::optional<std::string>{};
+  if (response->status != 200) return NPC_S3_FAIL(request, *response);
+  return std::optional<std::string>(std::move(response->body));
+}
+
+Result<bool> S3Client::get_file(std::string_view bucket, std::string_view key, const std::filesystem::path& local) {
+  util::AtomicFile out(local);
+  if (auto s = out.open(); !s) return fail(s.error());
+  Request request("GetObject", "GET", bucket, key);
+  request.sink = SinkKind::file;
+  request.sink_fd = out.fd();
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status == 404 && parse_s3_error(response->body).code != "NoSuchBucket") return false;
+  if (response->status != 200) return NPC_S3_FAIL(request, *response);
+  if (auto s = out.commit(); !s) return fail(s.error());
+  return true;
+}
+
+Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucket, std::string_view key) {
+  Request request("HeadObject", "HEAD", bucket, key);
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  // A HEAD answer has no body: a missing bucket looks like a missing key.
+  if (response->status == 404) return std::optional<S3ObjectHead>{};
+  if (response->status != 200) return NPC_S3_FAIL(request, *response);
+  S3ObjectHead head;
+  const auto& h = response->headers;
+  if (auto it = h.find("content-length"); it != h.end()) head.size = std::stoull(it->second);
+  if (auto it = h.find("last-modified"); it != h.end()) {
+    std::time_t when = curl_getdate(it->second.c_str(), nullptr);
+    if (when >= 0) head.modified = std::chrono::system_clock::from_time_t(when);
+  }
+  if (auto it = h.find("etag"); it != h.end()) head.etag = it->second;
+  constexpr std::string_view kMetaPrefix = "x-amz-meta-";
+  for (const auto& [name, value] : h)
+    if (name.substr(0, kMetaPrefix.size()) == kMetaPrefix) head.metadata[name.substr(kMetaPrefix.size())] = value;
+  return std::optional<S3ObjectHead>(std::move(head));
+}
+
+Result<S3ListPage> S3Client::list_objects_v2(std::string_view bucket, const S3ListRequest& list) {
+  std::vector<std::pair<std::string, std::string>> params;
+  if (!list.continuation_token.empty()) params.emplace_back("continuation-token", list.continuation_token);
+  if (!list.delimiter.empty()) params.emplace_back("delimiter", list.delimiter);
+  params.emplace_back("list-type", "2");
+  params.emplace_back("max-keys", std::to_string(list.max_keys));
+  if (!list.prefix.empty()) params.emplace_back("prefix", list.prefix);
+  Request request("ListObjectsV2", "GET", bucket, "");
+  request.query = query_of(params);
+  request.sink = SinkKind::memory;
+  // A page of 1000 keys of 1 KiB each, with its XML, stays well below this.
+  request.max_bytes = 16 * 1024 * 1024;
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status != 200) {
+    request.key = list.prefix;
+    return NPC_S3_FAIL(request, *response);
+  }
+  return parse_list_objects_v2(response->body);
+}
+
+Result<S3ListPage> S3Client::list_all(std::string_view bucket, S3ListRequest request) {
+  S3ListPage all;
+  request.continuation_token.clear();
+  for (;;) {
+    auto page = list_objects_v2(bucket, request);
+    if (!page) return page;
+    for (auto& o : page->objects) all.objects.push_back(std::move(o));
+    for (auto& p : page->common_prefixes) all.common_prefixes.push_back(std::move(p));
+    if (!page->continuation_token) return all;
+    request.continuation_token = std::move(*page->continuation_token);
+  }
+}
+
+Status S3Client::delete_object(std::string_view bucket, std::string_view key) {
+  Request request("DeleteObject", "DELETE", bucket, key);
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  if (response->status != 204 && response->status != 200) return NPC_S3_FAIL(request, *response);
+  return ok_status();
+}
+
+Status S3Client::copy_object(std::string_view bucket, std::string_view source_key, std::string_view key,
+                             const std::optional<S3Metadata>& metadata) {
+  std::vector<std::string> headers{"x-amz-copy-source: /" + std::string(bucket) + "/" +
+                                   s3_uri_encode(source_key, EncodeSlash::no)};
+  if (metadata) {
+    std::string bad;
+    if (!valid_metadata(*metadata, bad))
+      return fail("S3 metadata '" + bad + "' for " + s3_target(bucket, key) +
+                  " must be a lower-case name (a-z 0-9 - _) with a printable ASCII value");
+    headers.emplace_back("x-amz-metadata-directive: REPLACE");
+    headers.emplace_back("Content-Type: application/octet-stream");
+    for (const auto& [name, value] : *metadata) headers.push_back("x-amz-meta-" + name + ": " + value);
+  }
+  Request request("CopyObject", "PUT", bucket, key);
+  request.headers = std::move(headers);
+  request.upload = true;
+  request.sink = SinkKind::memory;
+  request.max_bytes = kMaxCopyResponse;
+  auto response = perform(request);
+  if (!response) return fail(response.error());
+  // A copy can fail after S3 has sent 200: the error is then in the body.
+  S3ErrorBody error = parse_s3_error(response->body);
+  if (response->status != 200 || !error.code.empty()) return NPC_S3_FAIL(request, *response);
+  return ok_status();
+}
+
+#undef NPC_S3_FAIL
+
+} // namespace npc::storage
