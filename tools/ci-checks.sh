@@ -1,35 +1,49 @@
 #!/usr/bin/env bash
-# The checks CI runs after the test suite, each a build of its own:
+# The checks CI runs after the test suite:
 #
+#   deb   the .deb of the normal build directory (cpack -G DEB), which
+#         lintian must pass without errors or warnings (about a minute)
 #   asan  the whole suite built with AddressSanitizer + UBSan (preset asan)
 #   tsan  the whole suite built with ThreadSanitizer (preset tsan)
 #   fuzz  the whole tree built with clang -Wall -Wextra -Werror and the
 #         libFuzzer targets, each run for a short time (tests/fuzz/run.sh)
 #
-#   tools/ci-checks.sh              all three, in that order
+#   tools/ci-checks.sh              all four, in that order
 #   tools/ci-checks.sh asan fuzz    some of them
 #
-# Each is a full build on a 2-core machine (about 10 to 15 minutes) plus its
-# run. CI gives the whole job a time budget: NPC_CI_DEADLINE (seconds since
-# the epoch) is when everything must be over. A check whose usual length
-# (NPC_CHECK_MINUTES_<NAME>, defaults below) would end after it is skipped,
-# and one still running at the deadline is stopped; both say so loudly and
-# do not fail the job, since they say nothing about the code. A check that
-# finds a problem fails the job. Without NPC_CI_DEADLINE there is no budget.
+# asan, tsan and fuzz are each a full build on a 2-core machine (about 10 to
+# 15 minutes) plus its run. CI gives the whole job a time budget:
+# NPC_CI_DEADLINE (seconds since the epoch) is when everything must be over.
+# A check whose usual length (NPC_CHECK_MINUTES_<NAME>, defaults below)
+# would end after it is skipped, and one still running at the deadline is
+# stopped; both say so loudly and do not fail the job, since they say nothing
+# about the code. A check that finds a problem fails the job. Without NPC_CI_DEADLINE there is no budget.
 #
 # Exit status: 0 when every check that ran passed, 1 otherwise, 2 for usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-declare -A minutes=([asan]=${NPC_CHECK_MINUTES_ASAN:-30} [tsan]=${NPC_CHECK_MINUTES_TSAN:-30}
+declare -A minutes=([deb]=${NPC_CHECK_MINUTES_DEB:-2}
+                    [asan]=${NPC_CHECK_MINUTES_ASAN:-30} [tsan]=${NPC_CHECK_MINUTES_TSAN:-30}
                     [fuzz]=${NPC_CHECK_MINUTES_FUZZ:-15})
 checks=("$@")
-[ ${#checks[@]} -gt 0 ] || checks=(asan tsan fuzz)
+[ ${#checks[@]} -gt 0 ] || checks=(deb asan tsan fuzz)
 for c in "${checks[@]}"; do
-  [ -n "${minutes[$c]+set}" ] || { echo "ci-checks: unknown check '$c' (asan, tsan or fuzz)" >&2; exit 2; }
+  [ -n "${minutes[$c]+set}" ] || { echo "ci-checks: unknown check '$c' (deb, asan, tsan or fuzz)" >&2; exit 2; }
 done
 
 jobs=$(nproc)
+run_deb() {
+  # The build tools/test.sh made; only what the package holds is brought up
+  # to date, and the package goes to a temp dir, not into the build.
+  local build=${BUILD_DIR:-build}
+  out=$(mktemp -d) # not local: the EXIT trap runs after the function returns
+  trap 'rm -rf "$out"' EXIT
+  cmake --build "$build" --target neuron_parallel_compile neuron_cache neuron_cc_wrapper \
+    npc_program_docs npc_debian_docs
+  (cd "$build" && cpack -G DEB -B "$out" >/dev/null)
+  lintian --fail-on error,warning "$out"/*.deb
+}
 run_asan() {
   cmake --preset asan >/dev/null
   cmake --build --preset asan

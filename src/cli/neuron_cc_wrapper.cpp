@@ -21,6 +21,7 @@
 #include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
+#include <npc/util/bash_completion.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/input_file.hpp>
@@ -81,6 +82,42 @@ exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
 configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
 another process is compiling the entry, 128+N stopped by signal N.
 )";
+
+// The commands and options of kUsage as a CLI::App, for the completion
+// script only: the commands are parsed by hand (compiler flags pass through
+// unknown). tests/install checks that every option kUsage names is here.
+std::unique_ptr<CLI::App> completion_command_line() {
+  auto app = std::make_unique<CLI::App>("", "neuron_cc_wrapper");
+  app->set_version_flag("--version", "");
+  auto add_common = [](CLI::App& command) {
+    command.add_option("--compiler")->type_name("PATH");
+    command.add_option("--timeout")->type_name("SECONDS");
+    command.add_option("--lock-timeout")->type_name("SECONDS");
+    command.add_option("--secondary-cache")->type_name("DIR");
+    // NEURON_CC_FLAGS's cache options, also taken from the command line.
+    command.add_option("--cache_dir")->type_name("DIR");
+    command.add_flag("--no_cache");
+    command.add_option("--cache_size")->type_name("BYTES");
+    command.add_option("--cache_ttl")->type_name("DAYS");
+    command.add_flag("--retry_failed_compilation");
+    command.add_option("--log_level")->type_name("LEVEL");
+  };
+  auto* compile = app->add_subcommand("compile");
+  compile->add_option("--graph")->type_name("FILE");
+  compile->add_option("--output")->type_name("NEFF");
+  compile->add_option("--cache-key")->type_name("NAME");
+  add_common(*compile);
+  auto* compile_entry = app->add_subcommand("compile-entry");
+  compile_entry->add_option("DIR");
+  compile_entry->add_flag("--no-evict");
+  compile_entry->add_flag("--no-wait");
+  compile_entry->add_option("--result-file")->type_name("FILE");
+  add_common(*compile_entry);
+  auto* key = app->add_subcommand("key");
+  key->add_option("--graph")->type_name("FILE");
+  add_common(*key);
+  return app;
+}
 
 struct CommonOptions {
   std::optional<std::string> compiler;
@@ -609,6 +646,8 @@ int cmd_key(const std::vector<std::string>& words) {
 int neuron_cc_wrapper_main(int argc, char** argv) {
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
+    // Only a lone option can ask for the script: no App is built per compile.
+    if (argc == 2) util::print_bash_completion_if_asked(*completion_command_line(), argc, argv);
     std::vector<std::string> words(argv + 1, argv + argc);
     if (words.empty()) throw UsageError("a command is required: compile, compile-entry or key (see --help)");
     std::string command = words.front();

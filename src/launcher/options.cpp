@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <npc/util/bash_completion.hpp>
 #include <npc/util/command_line.hpp>
 #include <npc/util/log.hpp>
 #include <npc/util/error.hpp>
@@ -77,9 +78,10 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--world_size", options.world_size, "Number of launchers sharing one cache")
       ->check(util::whole_number(1, 1 << 20));
   app.add_option("--parallel_compile_workdir", options.workdir,
-                 "Where trial logs and compile logs go (default: /tmp/$USER/parallel_compile_workdir)");
+                 "Where trial logs and compile logs go (default: /tmp/$USER/parallel_compile_workdir)")
+      ->type_name("DIR");
   app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");
-  app.add_option("--report", options.report, "Write a JSON report of the run to FILE");
+  app.add_option("--report", options.report, "Write a JSON report of the run to FILE")->type_name("FILE");
   app.add_option("--max-retries", max_retries,
                  "Retries of a failed compile (default: $NEURON_PARALLEL_COMPILE_MAX_RETRIES, else 0)");
   app.add_option("--compile-timeout", timeout, "Kill a compile that runs longer than SECONDS");
@@ -90,9 +92,12 @@ Options parse_options(int argc, char** argv) {
                  "Expected peak memory of one compile in BYTES, or auto (learned from this cache)");
   app.add_option("--memory-budget", memory_budget,
                  "Memory the compiles may use together, in BYTES (default: MemAvailable)");
-  app.add_option("--compiler", options.compiler, "The Neuron compiler (default: $NEURON_CC, else neuronx-cc on PATH)");
+  app.add_option("--compiler", options.compiler, "The Neuron compiler (default: $NEURON_CC, else neuronx-cc on PATH)")
+      ->type_name("PATH");
   app.add_flag("--dry-run", options.dry_run, "List what would be compiled, compile nothing");
 
+  // Before the split: to find_command_start the hidden option is unknown.
+  util::print_bash_completion_if_asked(app, argc, argv, util::AfterOptions::command);
   std::vector<std::string> words(argv + 1, argv + argc);
   bool separator = false;
   size_t split = find_command_start(app, words, separator);

@@ -4,11 +4,13 @@
 #include <string>
 #include <tuple>
 
+#include <npc/util/bash_completion.hpp>
 #include <npc/util/error.hpp>
 
 namespace npc::util {
 
 void parse_command_line(CLI::App& app, int argc, char** argv) {
+  print_bash_completion_if_asked(app, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
