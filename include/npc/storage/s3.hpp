@@ -1,0 +1,85 @@
+#pragma once
+// The storage backend of a cache in an S3 bucket, under a key prefix:
+// s3://bucket/prefix holds one object per file, named as libneuronxla names
+// them (<prefix>/neuronxcc-<version>/MODULE_.../<file>), so a cache written
+// here is also a cache torch-neuronx can read.
+//
+// S3 has objects, not folders: a "folder" is a key prefix ending in '/' with
+// objects under it, and exists exactly while it has some. What follows from
+// that, operation by operation, is in s3.cpp; in short:
+//  - writes are atomic per object (a single PUT), never across objects;
+//  - create_exclusive and put_file_if_absent use If-None-Match: *, which
+//    AWS S3 honours (of racing creators exactly one wins) and some
+//    S3-compatible servers ignore (there they are best effort: two racing
+//    creators can both win, the last one's bytes staying);
+//  - remove_tree cannot remove a folder at once: it removes model.done
+//    first, then the rest, so readers may see a partial entry that is not
+//    done, never a done entry without its NEFF; of many processes removing
+//    one folder at once, several may report true;
+//  - an entry's last use is kept in an object of its own, npc-last-use.
+//
+// One S3Storage may be shared between threads: its calls are serialised
+// over its one connection. Threads that must not wait on each other open a
+// storage each.
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <npc/storage/s3_client.hpp>
+#include <npc/storage/s3_config.hpp>
+#include <npc/storage/s3_url.hpp>
+#include <npc/storage/storage.hpp>
+
+namespace npc::storage {
+
+// Ours, in an entry's folder: its last use, as the unix seconds of the
+// time, so that a time other than now is kept exactly ("npc-" files are
+// ignored by torch-neuronx, as cache/layout.hpp says).
+inline constexpr std::string_view kS3LastUseFile = "npc-last-use";
+// Removed first by remove_tree: without it an entry is not done, so a
+// reader never takes an entry whose other files are going.
+inline constexpr std::string_view kS3DoneFile = "model.done";
+
+class S3Storage final : public Storage {
+public:
+  // `url` is s3://bucket or s3://bucket/prefix; where S3 is and who we are
+  // comes from `env` (see s3_config.hpp).
+  [[nodiscard]] static Result<std::unique_ptr<S3Storage>> open(std::string_view url,
+                                                               const EnvLookup& env = process_environment(),
+                                                               S3ClientOptions options = {});
+  // A trailing '/' of the prefix is dropped: "p/" and "p" are one folder.
+  S3Storage(std::unique_ptr<S3Client> client, S3Location location);
+
+  [[nodiscard]] const S3Location& location() const { return location_; }
+  // The object name of `key`: <prefix>/<key> ("" is the prefix itself).
+  [[nodiscard]] std::string object_key(std::string_view key) const;
+
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::string describe(std::string_view key) const override;
+  [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
+  [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
+  [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
+  [[nodiscard]] Status write_atomic(std::string_view key, std::string_view bytes) override;
+  [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
+  [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] Status remove(std::string_view key) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
+  [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
+  [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
+
+private:
+  // The listing prefix of a folder: "<prefix>/<dir>/", or "" for the root
+  // of a storage without a prefix.
+  [[nodiscard]] std::string folder_prefix(std::string_view dir) const;
+  [[nodiscard]] Result<S3ListPage> list_under(std::string_view dir, std::string delimiter) const;
+
+  std::unique_ptr<S3Client> client_;
+  S3Location location_;
+  // The client holds one connection and is not thread-safe.
+  mutable std::mutex mutex_;
+};
+
+} // namespace npc::storage

@@ -1,0 +1,240 @@
+#include <npc/storage/s3.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/util/fs.hpp>
+
+namespace npc::storage {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The marker holds a decimal number of seconds; anything longer is not ours.
+constexpr std::uint64_t kMaxLastUseBytes = 64;
+
+std::string join(std::string_view dir, std::string_view name) {
+  if (dir.empty()) return std::string(name);
+  return std::string(dir) + "/" + std::string(name);
+}
+
+std::string_view last_segment(std::string_view key) {
+  std::size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? key : key.substr(slash + 1);
+}
+
+std::optional<Time> parse_unix_seconds(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  long long seconds = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return Time(std::chrono::seconds(seconds));
+}
+
+// The caller keeps a local file it could not place, to try again; once the
+// object is in S3 the file is only a leftover, not worth failing for.
+void remove_placed(const fs::path& local) {
+  if (::unlink(local.c_str()) != 0 && errno != ENOENT) spdlog::warn("{}", util::errno_text("cannot remove", local, errno));
+}
+
+} // namespace
+
+Result<std::unique_ptr<S3Storage>> S3Storage::open(std::string_view url, const EnvLookup& env, S3ClientOptions options) {
+  auto location = parse_s3_url(url);
+  if (!location) return fail(location.error());
+  auto config = load_s3_config(env);
+  if (!config) return fail(config.error());
+  auto client = S3Client::create(std::move(*config), options);
+  if (!client) return fail(client.error());
+  return std::make_unique<S3Storage>(std::move(*client), std::move(*location));
+}
+
+S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location)
+    : client_(std::move(client)), location_(std::move(location)) {
+  while (!location_.prefix.empty() && location_.prefix.back() == '/') location_.prefix.pop_back();
+}
+
+std::string S3Storage::object_key(std::string_view key) const {
+  if (location_.prefix.empty()) return std::string(key);
+  if (key.empty()) return location_.prefix;
+  return location_.prefix + "/" + std::string(key);
+}
+
+std::string S3Storage::folder_prefix(std::string_view dir) const {
+  std::string key = object_key(dir);
+  // The '/' keeps MODULE_1 from taking in MODULE_10's objects.
+  return key.empty() ? key : key + "/";
+}
+
+std::string S3Storage::describe() const {
+  return "s3://" + location_.bucket + (location_.prefix.empty() ? "" : "/" + location_.prefix);
+}
+
+std::string S3Storage::describe(std::string_view key) const {
+  return "s3://" + location_.bucket + "/" + object_key(key);
+}
+
+Result<S3ListPage> S3Storage::list_under(std::string_view dir, std::string delimiter) const {
+  return client_->list_all(location_.bucket, {.prefix = folder_prefix(dir), .delimiter = std::move(delimiter)});
+}
+
+Result<std::vector<std::string>> S3Storage::list(std::string_view dir) const {
+  std::lock_guard lock(mutex_);
+  // With the delimiter S3 folds everything deeper into one common prefix
+  // per subfolder, so a version folder with thousands of entries of many
+  // files each lists in a page per 1000 entries, not per 1000 files.
+  auto page = list_under(dir, "/");
+  if (!page) return fail(page.error());
+  std::size_t skip = folder_prefix(dir).size();
+  std::vector<std::string> names;
+  for (const auto& object : page->objects) {
+    // "dir/" itself is the empty object some consoles make for a folder.
+    if (object.key.size() > skip) names.push_back(object.key.substr(skip));
+  }
+  for (const auto& prefix : page->common_prefixes) {
+    if (prefix.size() > skip + 1) names.push_back(prefix.substr(skip, prefix.size() - skip - 1));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<std::optional<ObjectInfo>> S3Storage::stat(std::string_view key) const {
+  std::lock_guard lock(mutex_);
+  // An object and a folder of the same name can both exist in S3 (a key
+  // "a" beside "a/b"); the object wins, as it is what read() would return.
+  // The root is only ever a folder (an object named like the prefix is not it).
+  if (!key.empty()) {
+    auto head = client_->head_object(location_.bucket, object_key(key));
+    if (!head) return fail(head.error());
+    if (*head) return std::optional<ObjectInfo>(ObjectInfo{(*head)->size, (*head)->modified, false});
+  }
+  // A folder exists while something is under it: one key is enough to know.
+  auto page = client_->list_objects_v2(location_.bucket, {.prefix = folder_prefix(key), .max_keys = 1});
+  if (!page) return fail(page.error());
+  if (page->objects.empty()) return std::optional<ObjectInfo>{};
+  // A folder has no time of its own; that of the object found is as good
+  // as any (callers ask last_use() for an entry's age).
+  return std::optional<ObjectInfo>(ObjectInfo{0, page->objects.front().modified, true});
+}
+
+Result<std::string> S3Storage::read(std::string_view key, std::uint64_t max_bytes) const {
+  std::lock_guard lock(mutex_);
+  auto bytes = client_->get_object(location_.bucket, object_key(key), max_bytes);
+  if (!bytes) return fail(bytes.error());
+  if (!*bytes) return fail("cannot read " + describe(key) + ": no such object");
+  return std::move(**bytes);
+}
+
+Status S3Storage::write_atomic(std::string_view key, std::string_view bytes) {
+  std::lock_guard lock(mutex_);
+  // S3 makes a PUT visible whole or not at all: no temp name is needed.
+  auto put = client_->put_object(location_.bucket, object_key(key), bytes);
+  if (!put) return fail(put.error());
+  return ok_status();
+}
+
+Result<bool> S3Storage::create_exclusive(std::string_view key, std::string_view bytes) {
+  std::lock_guard lock(mutex_);
+  // The HEAD first: on a server that ignores If-None-Match, a creator that
+  // comes after the first one (the usual case, not a race) then leaves the
+  // first content as it is. The conditional PUT then decides real races on
+  // AWS S3; where the header is ignored, racers that all passed the HEAD
+  // all "win" and the last PUT's bytes stay (whole: a PUT is atomic).
+  auto head = client_->head_object(location_.bucket, object_key(key));
+  if (!head) return fail(head.error());
+  if (*head) return false;
+  auto put = client_->put_object(location_.bucket, object_key(key), bytes, {.if_exists = IfExists::keep});
+  if (!put) return fail(put.error());
+  return *put == PutOutcome::written;
+}
+
+Status S3Storage::put_file(const fs::path& local, std::string_view key) {
+  std::lock_guard lock(mutex_);
+  // Streamed from disk (a NEFF can be hundreds of MiB); the upload is
+  // visible only once complete, so readers see the old object or the new.
+  auto put = client_->put_file(location_.bucket, object_key(key), local);
+  if (!put) return fail(put.error());
+  remove_placed(local);
+  return ok_status();
+}
+
+Result<bool> S3Storage::put_file_if_absent(const fs::path& local, std::string_view key) {
+  std::lock_guard lock(mutex_);
+  // As create_exclusive, and the HEAD also saves uploading a large file
+  // that would be refused (or, where If-None-Match is ignored, replace an
+  // existing object with the same result of a compile).
+  auto head = client_->head_object(location_.bucket, object_key(key));
+  if (!head) return fail(head.error());
+  if (*head) {
+    remove_placed(local);
+    return false;
+  }
+  auto put = client_->put_file(location_.bucket, object_key(key), local, {.if_exists = IfExists::keep});
+  if (!put) return fail(put.error());
+  remove_placed(local);
+  return *put == PutOutcome::written;
+}
+
+Status S3Storage::remove(std::string_view key) {
+  std::lock_guard lock(mutex_);
+  return client_->delete_object(location_.bucket, object_key(key));
+}
+
+Result<bool> S3Storage::remove_tree(std::string_view dir) {
+  std::lock_guard lock(mutex_);
+  std::string prefix = folder_prefix(dir);
+  if (prefix.empty())
+    return fail("refusing to remove every object of bucket " + location_.bucket + " (give the storage a prefix)");
+  // S3 removes one object at a time: no order makes a folder vanish at
+  // once. model.done goes first, so an entry stops being done before its
+  // NEFF and the rest go; a reader meanwhile sees an entry that is not done
+  // (and compiles it, or waits), never a done entry without its NEFF.
+  auto page = client_->list_all(location_.bucket, {.prefix = prefix});
+  if (!page) return fail(page.error());
+  if (page->objects.empty()) return false;
+  std::stable_partition(page->objects.begin(), page->objects.end(),
+                        [](const S3ListedObject& o) { return last_segment(o.key) == kS3DoneFile; });
+  for (const auto& object : page->objects) {
+    if (auto s = client_->delete_object(location_.bucket, object.key); !s) return fail(s.error());
+  }
+  return true;
+}
+
+Result<Time> S3Storage::last_use(std::string_view dir) const {
+  std::lock_guard lock(mutex_);
+  // S3 cannot set an object's LastModified, and an entry read by others
+  // (torch-neuronx reading S3 directly) leaves no trace at all: the last use
+  // is what we record on our hits, in a marker object. Its content, not its
+  // LastModified, is the time, so that set_last_use(t) gives back exactly t.
+  auto marker = client_->get_object(location_.bucket, object_key(join(dir, kS3LastUseFile)), kMaxLastUseBytes);
+  if (!marker) return fail(marker.error());
+  if (*marker) {
+    if (auto when = parse_unix_seconds(**marker)) return *when;
+  }
+  // Never used by us (or the marker is not ours): the entry was last
+  // touched when its newest object was written.
+  auto page = list_under(dir, "");
+  if (!page) return fail(page.error());
+  if (page->objects.empty()) return fail("cannot read the last use of " + describe(dir) + ": no such folder");
+  auto newest = std::max_element(page->objects.begin(), page->objects.end(),
+                                 [](const auto& a, const auto& b) { return a.modified < b.modified; });
+  return newest->modified;
+}
+
+Status S3Storage::set_last_use(std::string_view dir, Time when) {
+  std::lock_guard lock(mutex_);
+  // One PUT with no check that the folder exists: a hit has just read it,
+  // and a marker left by a hit racing a removal is a folder without a graph,
+  // which eviction removes like any other.
+  auto seconds = std::chrono::floor<std::chrono::seconds>(when.time_since_epoch()).count();
+  auto put = client_->put_object(location_.bucket, object_key(join(dir, kS3LastUseFile)), std::to_string(seconds));
+  if (!put) return fail(put.error());
+  return ok_status();
+}
+
+} // namespace npc::storage
