@@ -7,10 +7,12 @@
 
 #include <npc/bundle/bundle.hpp>
 #include <npc/cache/eviction.hpp>
+#include <npc/cache/explain.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
+#include <npc/compile/compiler.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
@@ -322,6 +324,136 @@ int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings,
   return report.exit_code();
 }
 
+// --- explain: which entries hold a graph, and why a run would miss them -----
+
+// The compiler's version as the wrapper finds it; nullopt (with the reason
+// said) when it cannot be found, and then only the flags are compared.
+std::optional<std::string> current_compiler_version(const cache::Cache& cache,
+                                                    const std::optional<std::string>& compiler) {
+  try {
+    fs::path path = compile::locate_compiler(compiler);
+    std::error_code ec;
+    // Looking must not create the cache's private folder.
+    fs::path memo = fs::is_directory(cache.private_dir(), ec) ? cache.private_dir() / cache::kCompilerVersionsDir
+                                                              : fs::path();
+    return compile::compiler_version(path, memo);
+  } catch (const EnvironmentError& e) {
+    spdlog::warn("{}; comparing flags only", e.what());
+    return std::nullopt;
+  }
+}
+
+std::string joined(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const auto& part : parts) out += (out.empty() ? "" : std::string(separator)) + part;
+  return out;
+}
+
+std::string words_or_none(const std::vector<std::string>& words) {
+  return words.empty() ? std::string("(none)") : joined(words, " ");
+}
+
+// "same flags" / "flags added: -O2; flags removed: -O1" / "compiler version X, current Y".
+std::string differences(const cache::GraphMatch& m, const cache::CurrentSettings& current) {
+  std::vector<std::string> parts;
+  if (!m.flags) {
+    parts.emplace_back("flags unknown (compile_flags.json unreadable)");
+  } else if (m.flags_diff.same) {
+    parts.emplace_back("same flags");
+  } else if (m.flags_diff.order_only()) {
+    parts.emplace_back("same flags, different order");
+  } else {
+    if (!m.flags_diff.added.empty()) parts.push_back("flags added: " + joined(m.flags_diff.added, " "));
+    if (!m.flags_diff.removed.empty()) parts.push_back("flags removed: " + joined(m.flags_diff.removed, " "));
+  }
+  const std::string& version = m.entry.key.compiler_version;
+  if (!current.compiler_version) parts.push_back("compiler version " + version + ", current unknown");
+  else if (*m.same_version) parts.emplace_back("same compiler version");
+  else parts.push_back("compiler version " + version + ", current " + *current.compiler_version);
+  return joined(parts, "; ");
+}
+
+std::string verdict_line(const cache::Explanation& x) {
+  std::string run = x.current_key ? "a run with the current flags and compiler (key " + x.current_key->str() + ")"
+                                  : "a run with the current flags (compiler version unknown)";
+  switch (x.verdict) {
+  case cache::Verdict::hit:
+    return run + " will hit: entry " + x.matches[*x.deciding].entry.key.str() + " is done";
+  case cache::Verdict::not_done: {
+    const auto& e = x.matches[*x.deciding].entry;
+    return run + " will not hit: entry " + e.key.str() + " has this graph with these flags but is " +
+           std::string(cache::to_string(e.state));
+  }
+  case cache::Verdict::miss:
+    break;
+  }
+  return run + " will miss: no entry has this graph with these flags" +
+         (x.current_key ? " and this version" : "");
+}
+
+std::string_view verdict_name(cache::Verdict verdict) {
+  switch (verdict) {
+  case cache::Verdict::hit: return "hit";
+  case cache::Verdict::not_done: return "not_done";
+  case cache::Verdict::miss: return "miss";
+  }
+  return "miss";
+}
+
+json explain_json(const cache::Explanation& x) {
+  json matches = json::array();
+  for (const auto& m : x.matches)
+    matches.push_back({{"key", m.entry.key.str()},
+                       {"path", m.entry.dir.string()},
+                       {"state", cache::to_string(m.entry.state)},
+                       {"version", m.entry.key.compiler_version},
+                       {"flags", m.flags ? json(*m.flags) : json(nullptr)},
+                       {"flags_added", m.flags_diff.added},
+                       {"flags_removed", m.flags_diff.removed},
+                       {"same_flags", m.flags ? json(m.flags_diff.same) : json(nullptr)},
+                       {"same_order", m.flags ? json(!m.flags_diff.order_only()) : json(nullptr)},
+                       {"same_version", m.same_version ? json(*m.same_version) : json(nullptr)}});
+  return {{"target", x.graph.string()},
+          {"graph_bytes", x.graph_bytes},
+          {"current",
+           {{"version", x.current.compiler_version ? json(*x.current.compiler_version) : json(nullptr)},
+            {"flags", x.current.flags},
+            {"key", x.current_key ? json(x.current_key->str()) : json(nullptr)}}},
+          {"matches", matches},
+          {"outcome", verdict_name(x.verdict)},
+          {"verdict", verdict_line(x)}};
+}
+
+int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::string& target,
+                const std::optional<std::string>& compiler, bool as_json) {
+  std::error_code ec;
+  if (!fs::is_directory(cache.root(), ec))
+    throw EnvironmentError("cache " + cache.root().string() +
+                           " is not a directory (name the cache with --cache_dir or NEURON_CC_FLAGS)");
+  auto graph = cache::explain_target_graph(cache, target);
+  if (!graph)
+    throw UsageError("explain: '" + target + "' is no graph file, entry directory or key of the cache " +
+                     cache.root().string() +
+                     " (give a model.hlo_module.pb, an entry directory, or neuronxcc-<version>/MODULE_<hash>+<hash>)");
+  cache::CurrentSettings current{current_compiler_version(cache, compiler), settings.compiler_flags};
+  auto x = cache::explain_graph(cache.list(), *graph, current);
+  if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
+  if (as_json) {
+    print_json(explain_json(*x));
+    return 0;
+  }
+  std::cout << "graph: " << x->graph.string() << " (" << x->graph_bytes << " bytes)\n"
+            << "current: compiler version " << current.compiler_version.value_or("unknown") << ", flags "
+            << words_or_none(current.flags) << '\n';
+  std::cout << x->matches.size() << " entr" << (x->matches.size() == 1 ? "y has" : "ies have") << " this graph"
+            << (x->matches.empty() ? "" : ":") << '\n';
+  for (const auto& m : x->matches)
+    std::cout << "  " << m.entry.key.str() << ": " << cache::to_string(m.entry.state) << "; "
+              << differences(m, current) << '\n';
+  std::cout << verdict_line(*x) << '\n';
+  return 0;
+}
+
 } // namespace
 
 int neuron_cache_main(int argc, char** argv) {
@@ -354,6 +486,15 @@ int neuron_cache_main(int argc, char** argv) {
     auto* rm = app.add_subcommand("rm", "Remove entries");
     std::vector<std::string> keys;
     rm->add_option("KEY", keys, "neuronxcc-<version>/MODULE_<hash>+<hash>")->required();
+    auto* explain = app.add_subcommand(
+        "explain", "Which entries hold the same graph bytes, and what differs from the current flags and compiler");
+    std::string explain_target;
+    std::optional<std::string> explain_compiler;
+    explain->add_option("TARGET", explain_target,
+                        "A graph file, an entry directory, or neuronxcc-<version>/MODULE_<hash>+<hash>")
+        ->required();
+    explain->add_option("--compiler", explain_compiler, "The compiler (default: $NEURON_CC, else neuronx-cc on PATH)")
+        ->type_name("PATH");
     // bundles
     auto* export_cmd = app.add_subcommand("export", "Write chosen done entries to one bundle (tar + zstd) with a manifest");
     std::string export_output, export_report, export_used_since, import_lock_timeout;
@@ -399,6 +540,7 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_locks) return cmd_clear_locks(cache, force, as_json);
     if (*clear_failed) return cmd_clear_failed(cache, as_json);
     if (*rm) return cmd_rm(cache, keys, as_json);
+    if (*explain) return cmd_explain(cache, settings, explain_target, explain_compiler, as_json);
     if (*export_cmd)
       return cmd_export(cache, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/eviction.hpp>
+#include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/collect.hpp>
@@ -183,6 +184,26 @@ std::size_t compiled_and_evicted(const Pool& pool, const cache::EvictionReport& 
                                                 [&](const cache::EntryInfo& e) { return compiled.contains(key(e.dir)); }));
 }
 
+// A graph compiled although its bytes were cached under other flags or
+// another compiler usually means the settings changed between runs, and the
+// training run will miss too if they change again: say so, once.
+void hint_graphs_seen_elsewhere(const Pool& pool, const std::vector<fs::path>& roots) {
+  std::vector<fs::path> compiled;
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    if (pool.progress()[i].state == ItemState::compiled) compiled.push_back(pool.items()[i].entry_dir);
+  if (compiled.empty()) return;
+  std::vector<cache::EntryInfo> entries;
+  for (const auto& root : roots) {
+    auto listed = cache::Cache(root).list();
+    entries.insert(entries.end(), std::make_move_iterator(listed.begin()), std::make_move_iterator(listed.end()));
+  }
+  auto seen = cache::compiled_graphs_seen_elsewhere(std::move(entries), compiled);
+  if (seen.graphs == 0) return;
+  spdlog::info("note: {} graph(s) compiled in this run already had entries under other compiler flags or another "
+               "compiler version; `neuron_cache explain {}` shows what differs",
+               seen.graphs, seen.example->string());
+}
+
 } // namespace
 
 int run(const Options& options, const config::Settings& settings) {
@@ -337,6 +358,11 @@ int run(const Options& options, const config::Settings& settings) {
   }
   for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
   for (const auto& line : original_summary_lines(pool)) spdlog::info("{}", line);
+  try {
+    hint_graphs_seen_elsewhere(pool, roots);
+  } catch (const std::exception& e) {
+    spdlog::debug("no look for the compiled graphs under other settings: {}", e.what());
+  }
   if (options.report) {
     if (auto s = write_report(pool, facts, *options.report); !s)
       throw EnvironmentError("--report: " + s.error());

@@ -1,0 +1,90 @@
+#pragma once
+// Why a run would compile a graph again: the entries that hold the same graph
+// bytes (same_graph.hpp), and how each differs from the current compiler
+// flags and compiler version. The words are the CLI's (neuron_cache explain);
+// this file gives the facts.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/cache/entry.hpp>
+#include <npc/cache/key.hpp>
+#include <npc/util/result.hpp>
+
+namespace npc::cache {
+
+namespace fs = std::filesystem;
+
+class Cache;
+
+// Flags as words. The key hashes the flags joined by spaces, so order counts
+// for a hit, while the words added and removed are counted as multisets.
+struct FlagsDiff {
+  std::vector<std::string> added;   // in the current flags, not in the entry's (sorted)
+  std::vector<std::string> removed; // in the entry's, not in the current flags (sorted)
+  bool same = false;                // they join to the same text: the same key
+  [[nodiscard]] bool order_only() const { return !same && added.empty() && removed.empty(); }
+};
+[[nodiscard]] FlagsDiff diff_flags(const std::vector<std::string>& entry_flags,
+                                   const std::vector<std::string>& current_flags);
+
+struct CurrentSettings {
+  std::optional<std::string> compiler_version; // nullopt: the compiler cannot be found
+  std::vector<std::string> flags;              // compiler flags only, as the wrapper keys them
+};
+
+struct GraphMatch {
+  EntryInfo entry;
+  std::optional<std::vector<std::string>> flags; // nullopt: compile_flags.json unreadable
+  FlagsDiff flags_diff;                          // against no flags when `flags` is unknown
+  std::optional<bool> same_version;              // nullopt: the current version is unknown
+  // What a run with the current settings would use (the version is not
+  // looked at when it is unknown).
+  [[nodiscard]] bool same_settings() const {
+    return flags && flags_diff.same && same_version.value_or(true);
+  }
+};
+
+enum class Verdict {
+  hit,      // an entry with the same settings is done
+  not_done, // there is one, but pending, failed, locked or incomplete
+  miss      // no entry has this graph under the current settings
+};
+
+struct Explanation {
+  fs::path graph;
+  std::uint64_t graph_bytes = 0;
+  std::string graph_sha256;
+  CurrentSettings current;
+  std::optional<CacheKey> current_key; // the wrapper's key; nullopt when the version is unknown
+  std::vector<GraphMatch> matches;     // in key order
+  Verdict verdict = Verdict::miss;
+  std::optional<std::size_t> deciding; // the match the verdict is about (hit, not_done)
+};
+
+// Compares `graph` with the graphs of `entries` (a cache's listing).
+// Fails when the graph cannot be read.
+[[nodiscard]] Result<Explanation> explain_graph(std::vector<EntryInfo> entries, const fs::path& graph,
+                                                const CurrentSettings& current);
+
+// The graph file a TARGET names: a graph file itself, an entry directory
+// holding one, or a key "neuronxcc-<v>/MODULE_<g>+<f>" of `cache`; nullopt
+// when it names none of these.
+[[nodiscard]] std::optional<fs::path> explain_target_graph(const Cache& cache, std::string_view target);
+
+// For the end of a launcher run: how many of the entries it compiled hold a
+// graph that another entry (another flags hash or compiler version) already
+// held, byte for byte. Only graphs whose size some other entry has are hashed.
+struct SeenElsewhere {
+  std::size_t graphs = 0;
+  std::optional<fs::path> example; // one such compiled entry's directory
+};
+[[nodiscard]] SeenElsewhere compiled_graphs_seen_elsewhere(std::vector<EntryInfo> entries,
+                                                           const std::vector<fs::path>& compiled_dirs);
+
+} // namespace npc::cache
