@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <fcntl.h>
-#include <random>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,11 +15,6 @@ namespace {
 
 // Owner facts are one short line; anything longer is not ours to parse.
 constexpr std::size_t kMaxOwnerRecord = 512;
-
-std::string unique_suffix() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000000ULL);
-}
 
 std::optional<util::LockHolder> read_owner(const fs::path& path) {
   util::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
@@ -78,7 +72,7 @@ bool break_framework_lock(const fs::path& path, const FrameworkLockFacts& judged
   // Moved aside first: if another process replaced the stale lock with a
   // fresh one since we judged it, what moved is not what we judged, and it
   // goes back.
-  fs::path aside = path.parent_path() / (std::string(util::kTempPrefix) + "stale-lock." + unique_suffix());
+  fs::path aside = path.parent_path() / (std::string(util::kTempPrefix) + "stale-lock." + util::unique_suffix());
   if (::rename(path.c_str(), aside.c_str()) != 0) return false;
   struct stat moved {};
   // A rename changes the ctime; the inode (reused at once after a removal)

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <fcntl.h>
-#include <random>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,11 +38,6 @@ Status move_file(const fs::path& src, const fs::path& dst) {
   if (auto s = out.commit(); !s) return s;
   std::ignore = ::unlink(src.c_str());
   return ok_status();
-}
-
-std::string unique_suffix() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000000ULL);
 }
 
 } // namespace
@@ -140,7 +134,7 @@ Result<bool> LocalStorage::remove_tree(std::string_view dir) {
   fs::path p = path(dir);
   if (!exists_no_follow(p)) return false;
   if (auto s = util::ensure_dir(trash_); s) {
-    fs::path target = trash_ / (p.filename().string() + "." + unique_suffix());
+    fs::path target = trash_ / (p.filename().string() + "." + util::unique_suffix());
     if (::rename(p.c_str(), target.c_str()) == 0) {
       // Gone for readers; deleting the files is cleanup (Cache::empty_trash
       // finishes what an interrupted removal leaves).

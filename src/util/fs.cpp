@@ -61,11 +61,13 @@ static std::string random_suffix() {
   return s;
 }
 
+std::string unique_suffix() { return std::to_string(::getpid()) + "." + random_suffix(); }
+
 AtomicFile::AtomicFile(fs::path final_path, unsigned mode)
     : final_path_(std::move(final_path)), mode_(mode) {
   temp_path_ = final_path_.parent_path() /
                (std::string(kTempPrefix) + final_path_.filename().string() + "." +
-                std::to_string(::getpid()) + "." + random_suffix());
+                unique_suffix());
 }
 
 AtomicFile::~AtomicFile() {

@@ -26,10 +26,17 @@ bool names_an_open_file(const fs::path& path) {
 // 0 when a file could be created (and was removed) in `dir`, else the errno.
 // A real file, not access(): root passes access() on a read-only
 // filesystem's directory, and only creating a file tells a full inode table.
+// Watched before it exists (TempCleanup): a signal while it exists must not
+// leave it beside the user's file.
 int probe_directory(const fs::path& dir) {
-  std::string probe = (dir / (std::string(kTempPrefix) + "probe-XXXXXX")).string();
-  UniqueFd fd(::mkstemp(probe.data()));
-  if (!fd.valid()) return errno;
+  fs::path probe = dir / (std::string(kTempPrefix) + "probe-" + unique_suffix());
+  TempCleanup cleanup(probe);
+  UniqueFd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) {
+    int err = errno;
+    cleanup.release(); // EEXIST: not ours to remove
+    return err;
+  }
   std::ignore = ::unlink(probe.c_str());
   return 0;
 }

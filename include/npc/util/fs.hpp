@@ -83,6 +83,10 @@ private:
 [[nodiscard]] Result<FileTime> mtime(const fs::path& path);
 [[nodiscard]] Status set_mtime(const fs::path& path, FileTime when);
 
+// "<pid>.<8 random characters>": a name no other process or thread picks at
+// the same time, for temps and for files moved aside.
+[[nodiscard]] std::string unique_suffix();
+
 // A fresh directory "<parent>/<prefix><8 random characters>", removed by the destructor
 // unless keep() was called.
 class TempDir {
