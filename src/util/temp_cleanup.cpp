@@ -24,12 +24,13 @@ constexpr int kMaxDepth = 24;
 
 enum SlotState : int { kFree = 0, kFilling = 1, kArmed = 2 };
 
-struct Slot {
-  std::atomic<int> state{kFree};
-  char path[PATH_MAX];
-};
-
-Slot g_slots[kSlots];
+// Zero-initialized at compile time (kFree is 0), so they cost a process
+// nothing at start: no initializer runs, and their pages are touched only
+// when a slot is used. (A struct with a default member initializer here made
+// g++ emit a start-up loop over all of them: 64 page faults per process,
+// about 7% of a cache hit.)
+std::atomic<int> g_slot_state[kSlots];
+char g_slot_path[kSlots][PATH_MAX];
 
 constexpr int kWatchedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -64,8 +65,8 @@ bool remove_at(int dirfd, const char* name, int depth) {
 
 extern "C" void remove_temps_and_die(int signal) {
   int saved_errno = errno;
-  for (auto& slot : g_slots)
-    if (slot.state.load(std::memory_order_acquire) == kArmed) remove_at(AT_FDCWD, slot.path, 0);
+  for (int i = 0; i < kSlots; ++i)
+    if (g_slot_state[i].load(std::memory_order_acquire) == kArmed) remove_at(AT_FDCWD, g_slot_path[i], 0);
   errno = saved_errno;
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
@@ -98,9 +99,9 @@ TempCleanup::TempCleanup(const std::filesystem::path& path) {
   if (absolute.size() >= PATH_MAX) return;
   for (int i = 0; i < kSlots; ++i) {
     int expected = kFree;
-    if (!g_slots[i].state.compare_exchange_strong(expected, kFilling, std::memory_order_acquire)) continue;
-    std::memcpy(g_slots[i].path, absolute.c_str(), absolute.size() + 1);
-    g_slots[i].state.store(kArmed, std::memory_order_release);
+    if (!g_slot_state[i].compare_exchange_strong(expected, kFilling, std::memory_order_acquire)) continue;
+    std::memcpy(g_slot_path[i], absolute.c_str(), absolute.size() + 1);
+    g_slot_state[i].store(kArmed, std::memory_order_release);
     slot_ = i;
     return;
   }
@@ -119,7 +120,7 @@ TempCleanup& TempCleanup::operator=(TempCleanup&& other) noexcept {
 
 void TempCleanup::release() {
   if (slot_ < 0) return;
-  g_slots[slot_].state.store(kFree, std::memory_order_release);
+  g_slot_state[slot_].store(kFree, std::memory_order_release);
   slot_ = -1;
 }
 
