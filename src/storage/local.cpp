@@ -82,6 +82,23 @@ Result<std::string> LocalStorage::read(std::string_view key, std::uint64_t max_b
   return bytes;
 }
 
+Result<bool> LocalStorage::get_file(std::string_view key, const fs::path& local) const {
+  fs::path p = path(key);
+  util::UniqueFd in(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!in.valid()) {
+    if (errno == ENOENT) return false;
+    return fail(util::errno_text("cannot open", p, errno));
+  }
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) return fail(util::errno_text("cannot stat", p, errno));
+  if (!S_ISREG(st.st_mode)) return fail(p.string() + " is not a regular file");
+  util::AtomicFile out(local);
+  if (auto s = out.open(); !s) return fail(s.error());
+  if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy " + p.string() + ": " + d.error());
+  if (auto s = out.commit(); !s) return fail(s.error());
+  return true;
+}
+
 Status LocalStorage::write_atomic(std::string_view key, std::string_view bytes) {
   fs::path p = path(key);
   if (auto s = ensure_parent(p); !s) return s;

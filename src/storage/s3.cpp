@@ -130,6 +130,11 @@ Result<std::string> S3Storage::read(std::string_view key, std::uint64_t max_byte
   return std::move(**bytes);
 }
 
+Result<bool> S3Storage::get_file(std::string_view key, const fs::path& local) const {
+  std::lock_guard lock(mutex_);
+  return client_->get_file(location_.bucket, object_key(key), local);
+}
+
 Status S3Storage::write_atomic(std::string_view key, std::string_view bytes) {
   std::lock_guard lock(mutex_);
   // S3 makes a PUT visible whole or not at all: no temp name is needed.

@@ -61,6 +61,7 @@ public:
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
   [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
+  [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;
   [[nodiscard]] Status write_atomic(std::string_view key, std::string_view bytes) override;
   [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
   [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;

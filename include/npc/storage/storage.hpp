@@ -43,6 +43,9 @@ public:
   [[nodiscard]] virtual Result<std::optional<ObjectInfo>> stat(std::string_view key) const = 0;
   // The whole content; fails past max_bytes.
   [[nodiscard]] virtual Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const = 0;
+  // Copies `key` to the local file `local`, written under a temp name and
+  // renamed, so nothing partial is ever at `local`: false when absent.
+  [[nodiscard]] virtual Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const = 0;
 
   // Readers see the old content or the new one, never a part.
   [[nodiscard]] virtual Status write_atomic(std::string_view key, std::string_view bytes) = 0;

@@ -1,0 +1,89 @@
+#pragma once
+// A cache kept in an object store (s3://bucket/prefix, in libneuronxla's
+// layout: <prefix>/neuronxcc-<version>/MODULE_.../<file>, one object per
+// file) is used through a local mirror: an ordinary local cache (store.hpp)
+// where graphs are compiled, NEFFs verified and hits served. The remote is
+// what every node shares; the mirror is this machine's copy of the part it
+// used. Nothing here keeps the two in step on its own: callers fetch what
+// they need and push what they made.
+//
+//   fetch_result  a remote done entry (model.done there) into the mirror:
+//                 the NEFF downloaded, checked against the remote's integrity
+//                 record (size and SHA-256, when npc-entry.json is there; an
+//                 entry written by another tool has none), and published
+//                 into the mirror entry by its success sequence, under the
+//                 mirror entry's lock. A remote cached failure (model.log
+//                 without model.done) is copied as one.
+//   fetch_graph   a remote entry's graph and flags into the mirror, for a
+//                 compile there (what the launcher does with the graphs a
+//                 trial run extracted to S3).
+//   push          a mirror entry's result to the remote in the order that
+//                 keeps every reader safe: graph and flags when absent, then
+//                 the NEFF, npc-entry.json, and model.done last; for a
+//                 failure npc-entry.json, then model.log. A reader that sees
+//                 model.done finds the whole NEFF under it; an upload killed
+//                 midway leaves an entry that is not done.
+//
+// Requests (S3): fetch_result of a miss is 1 LIST of the entry's folder;
+// of a done entry 1 LIST and 2 to 5 GETs (record, NEFF, graph and flags when
+// the mirror lacks them). push of a done entry is 1 LIST, a HEAD and a PUT
+// for each of graph and flags the remote lacks, 3 PUTs (NEFF, record, marker)
+// and a DELETE for a marker or model.log already there.
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <npc/cache/key.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/storage/storage.hpp>
+
+namespace npc::cache {
+
+enum class RemoteOutcome {
+  miss,           // neither done nor failed there
+  copied,         // a done entry, verified and published into the mirror
+  failure_copied, // a cached failure, copied into the mirror
+  already_done,   // the mirror entry was done by the time we held its lock
+  rejected,       // done there but unusable (the NEFF fails its record)
+  busy            // another process holds the mirror entry's lock
+};
+
+struct RemoteResult {
+  RemoteOutcome outcome = RemoteOutcome::miss;
+  std::string detail; // why, for rejected and busy
+};
+
+class RemoteCache {
+public:
+  RemoteCache(std::shared_ptr<storage::Storage> remote, const Cache& mirror)
+      : remote_(std::move(remote)), mirror_(mirror) {}
+
+  [[nodiscard]] const std::shared_ptr<storage::Storage>& storage() const { return remote_; }
+  [[nodiscard]] const Cache& mirror() const { return mirror_; }
+  // The remote entry as users name it: s3://bucket/prefix/neuronxcc-.../MODULE_...
+  [[nodiscard]] std::string describe(const CacheKey& key) const;
+
+  // See above. Waits up to `lock_wait` for the mirror entry's lock. Errors
+  // are the remote's (unreachable, denied) or the mirror's (not writable).
+  [[nodiscard]] Result<RemoteResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait) const;
+  // False when the remote has no graph for `key`.
+  [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key) const;
+  // The mirror entry must be done or failed; anything else pushes nothing.
+  [[nodiscard]] Status push(const CacheKey& key) const;
+  // The graph and flags of a new entry, straight to the remote (first writer
+  // wins, as Entry::store_graph): what extraction does with an S3 cache.
+  [[nodiscard]] Status store_graph(const CacheKey& key, std::string_view graph_bytes,
+                                   const std::vector<std::string>& flags) const;
+
+private:
+  [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;
+
+  std::shared_ptr<storage::Storage> remote_;
+  const Cache& mirror_;
+};
+
+} // namespace npc::cache

@@ -1,0 +1,229 @@
+#include <npc/cache/remote.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/sha256.hpp>
+
+namespace npc::cache {
+
+namespace {
+
+// npc-entry.json is a few KiB.
+constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool exists_regular(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A file of the mirror, opened in a snapshot, under a new name in `dir` for
+// an upload that consumes it: a second link to the same file where the
+// kernel allows it (no copy of a big NEFF), else a copy.
+Result<fs::path> upload_copy(int fd, const fs::path& dir, std::string_view name) {
+  fs::path path = dir / name;
+  std::string proc = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return path;
+  util::UniqueFd out(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!out.valid()) return fail(util::errno_text("cannot create", path, errno));
+  if (::lseek(fd, 0, SEEK_SET) != 0) return fail(util::errno_text("cannot read", path, errno));
+  if (auto d = util::sha256_fd(fd, out.get()); !d) return fail("cannot copy to " + path.string() + ": " + d.error());
+  return path;
+}
+
+// The remote's integrity record, when it has one and it reads.
+Result<std::optional<EntryMeta>> download_record(const storage::Storage& remote, const std::string& key) {
+  auto text = remote.read(key, kMaxRecordBytes);
+  if (!text) return fail(text.error());
+  auto meta = parse_entry_meta(*text);
+  if (!meta) return fail("its npc-entry.json is corrupt: " + meta.error());
+  return std::optional<EntryMeta>(std::move(*meta));
+}
+
+} // namespace
+
+std::string RemoteCache::key_of(const CacheKey& key, std::string_view file) const {
+  std::string k = key.relative_path().generic_string();
+  if (!file.empty()) k += "/" + std::string(file);
+  return k;
+}
+
+std::string RemoteCache::describe(const CacheKey& key) const { return remote_->describe(key_of(key, "")); }
+
+Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait) const {
+  // One listing tells a miss (the usual case) from a result.
+  auto names = remote_->list(key_of(key, ""));
+  if (!names) return fail(names.error());
+  const bool done = contains(*names, kDoneFile) && contains(*names, kNeffFile);
+  const bool failed = !done && !contains(*names, kDoneFile) && contains(*names, kLogFile);
+  if (!done && !failed) return RemoteResult{};
+
+  const Entry entry = mirror_.entry(key);
+  if (auto trusted = entry.check_trust(); !trusted) return RemoteResult{RemoteOutcome::rejected, trusted.error()};
+  auto taken = entry.lock(lock_wait);
+  if (!taken) return fail(taken.error());
+  if (auto* busy = std::get_if<LockBusy>(&*taken))
+    return RemoteResult{RemoteOutcome::busy, describe_busy(entry.dir(), *busy)};
+  EntryLock lock = std::move(std::get<EntryLock>(*taken));
+  auto info = entry.inspect();
+  if (!info) return fail(info.error());
+  if (info->state == EntryState::done) return RemoteResult{RemoteOutcome::already_done, ""};
+
+  // Staged inside the mirror entry (a temp name its lock holder owns), then
+  // published by rename.
+  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
+  IncomingEntry incoming;
+  std::optional<EntryMeta> record;
+  if (contains(*names, kMetaFile)) {
+    auto got = download_record(*remote_, key_of(key, kMetaFile));
+    if (!got) return RemoteResult{RemoteOutcome::rejected, got.error()};
+    record = std::move(*got);
+  }
+  if (done) {
+    fs::path neff = work.path() / kNeffFile;
+    auto got = remote_->get_file(key_of(key, kNeffFile), neff);
+    if (!got) return fail(got.error());
+    if (!*got) return RemoteResult{}; // demoted or removed since the listing
+    auto digest = util::sha256_file(neff);
+    if (!digest) return fail(digest.error());
+    if (record && record->neff_sha256) {
+      // Republished between our reads of record and NEFF: the record is
+      // read again once before the NEFF is called bad.
+      bool matches = *record->neff_sha256 == digest->sha256;
+      if (!matches) {
+        auto again = download_record(*remote_, key_of(key, kMetaFile));
+        if (again && *again && (*again)->neff_sha256 == digest->sha256) {
+          record = std::move(*again);
+          matches = true;
+        }
+      }
+      if (!matches || (record->neff_bytes && *record->neff_bytes != digest->size))
+        return RemoteResult{RemoteOutcome::rejected, describe(key) + ": its NEFF does not match its integrity record"};
+    } else {
+      spdlog::debug("{} has no integrity record; recording the hash of the download", describe(key));
+    }
+    incoming.neff = neff;
+    incoming.neff_sha256 = digest->sha256;
+    incoming.neff_bytes = digest->size;
+  } else {
+    fs::path log = work.path() / kLogFile;
+    auto got = remote_->get_file(key_of(key, kLogFile), log);
+    if (!got) return fail(got.error());
+    if (!*got) return RemoteResult{};
+    incoming.log = log;
+  }
+  if (record) incoming.attempts = record->attempts;
+  for (auto name : {kGraphFile, kFlagsFile}) {
+    if (!contains(*names, name) || exists_regular(entry.dir() / name)) continue;
+    fs::path path = work.path() / name;
+    auto got = remote_->get_file(key_of(key, name), path);
+    if (!got) return fail(got.error());
+    if (*got) (name == kGraphFile ? incoming.graph : incoming.flags) = path;
+  }
+  if (auto s = entry.publish_incoming(incoming); !s) return fail(s.error());
+  return RemoteResult{done ? RemoteOutcome::copied : RemoteOutcome::failure_copied, ""};
+}
+
+Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {
+  const Entry entry = mirror_.entry(key);
+  if (auto s = entry.check_trust(); !s) return fail(s.error());
+  if (exists_regular(entry.graph_path()) && exists_regular(entry.dir() / kFlagsFile)) return true;
+  if (auto s = util::ensure_dir(entry.dir()); !s) return fail(s.error());
+  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
+  // Flags first, as Entry::store_graph writes them: the graph is what makes
+  // an entry pending.
+  IncomingEntry incoming;
+  for (auto name : {kFlagsFile, kGraphFile}) {
+    fs::path path = work.path() / name;
+    auto got = remote_->get_file(key_of(key, name), path);
+    if (!got) return fail(got.error());
+    if (!*got) return false;
+    (name == kGraphFile ? incoming.graph : incoming.flags) = path;
+  }
+  for (auto [file, name] : {std::pair{&incoming.flags, kFlagsFile}, std::pair{&incoming.graph, kGraphFile}}) {
+    fs::path target = entry.dir() / name;
+    if (exists_regular(target)) continue; // first writer wins
+    if (::rename((*file)->c_str(), target.c_str()) != 0) return fail(util::errno_text("cannot publish", target, errno));
+  }
+  return true;
+}
+
+Status RemoteCache::push(const CacheKey& key) const {
+  const Entry entry = mirror_.entry(key);
+  auto snapshot = Entry::open_snapshot(entry.dir());
+  if (!snapshot) return fail(snapshot.error());
+  if (!snapshot->done && !snapshot->failed) return ok_status();
+  auto there = remote_->list(key_of(key, ""));
+  if (!there) return fail(there.error());
+  const bool remote_done = contains(*there, kDoneFile);
+  // Someone else's success stands over our failure.
+  if (snapshot->failed && remote_done) return ok_status();
+
+  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "push-");
+  auto staged = [&](std::string_view name) -> Result<std::optional<fs::path>> {
+    auto it = snapshot->files.find(name);
+    if (it == snapshot->files.end()) return std::optional<fs::path>{};
+    auto path = upload_copy(it->second.get(), work.path(), name);
+    if (!path) return fail(path.error());
+    return std::optional<fs::path>(*path);
+  };
+  for (auto name : {kFlagsFile, kGraphFile}) {
+    if (contains(*there, name)) continue;
+    auto path = staged(name);
+    if (!path) return fail(path.error());
+    if (*path)
+      if (auto put = remote_->put_file_if_absent(**path, key_of(key, name)); !put) return fail(put.error());
+  }
+  auto record = staged(kMetaFile);
+  if (!record) return fail(record.error());
+
+  if (snapshot->done) {
+    if (remote_done) {
+      // The same NEFF there already (another node pushed it): nothing to do.
+      if (contains(*there, kMetaFile)) {
+        auto theirs = download_record(*remote_, key_of(key, kMetaFile));
+        auto ours = read_entry_meta(entry.dir());
+        if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
+          return ok_status();
+      }
+      // A different one: its marker goes before the NEFF it vouched for.
+      if (auto s = remote_->remove(key_of(key, kDoneFile)); !s) return s;
+    }
+    auto neff = staged(kNeffFile);
+    if (!neff) return fail(neff.error());
+    if (auto s = remote_->put_file(**neff, key_of(key, kNeffFile)); !s) return s;
+    if (*record)
+      if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return s;
+    if (auto s = remote_->write_atomic(key_of(key, kDoneFile), ""); !s) return s;
+    if (contains(*there, kLogFile)) std::ignore = remote_->remove(key_of(key, kLogFile));
+    return ok_status();
+  }
+  auto log = staged(kLogFile);
+  if (!log) return fail(log.error());
+  if (*record)
+    if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return s;
+  return remote_->put_file(**log, key_of(key, kLogFile));
+}
+
+Status RemoteCache::store_graph(const CacheKey& key, std::string_view graph_bytes,
+                                const std::vector<std::string>& flags) const {
+  const std::string flags_json = serialize_compile_flags(flags);
+  for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
+    if (auto created = remote_->create_exclusive(key_of(key, name), bytes); !created) return fail(created.error());
+  return ok_status();
+}
+
+} // namespace npc::cache

@@ -1,0 +1,282 @@
+// cache/remote: a remote cache used through a local mirror. Most tests use
+// a directory as the remote (the Storage contract is the same, and every
+// file can be looked at); the last ones go through a real S3 server.
+//
+//   printf 'neff-bytes-0123456789' | sha256sum
+//     -> 25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7
+
+#include <npc/cache/remote.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/storage/local.hpp>
+#include <npc/storage/s3.hpp>
+
+#include "files.hpp"
+#include "s3_server.hpp"
+#include "test_support.hpp"
+
+namespace npc::cache {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kGraph = "HloModule remote_test\n";
+const std::vector<std::string> kFlags = {"-O2"};
+const std::string kFlagsJson = "[\"-O2\"]\n";
+const std::string kNeff = "neff-bytes-0123456789";
+const std::string kNeffSha = "25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7";
+const std::vector<std::string> kDoneFiles = {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
+                                             "npc-entry.json"};
+
+AttemptRecord attempt(const std::string& outcome) {
+  AttemptRecord r;
+  r.attempt = 1;
+  r.outcome = outcome;
+  r.exit = outcome == "success" ? "exit code 0" : "exit code 70";
+  return r;
+}
+
+// Two caches in directories: the one in the role of the remote (written as
+// a node of the cluster would) and this machine's mirror.
+class RemoteCacheTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    origin.emplace(dir() / "remote");
+    mirror.emplace(dir() / "mirror");
+    ASSERT_TRUE(origin->ensure_root().ok());
+    ASSERT_TRUE(mirror->ensure_root().ok());
+    key = make_key_for_graph(kGraph, kFlags, "1.0");
+    remote = std::make_unique<RemoteCache>(
+        std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"), *mirror);
+  }
+
+  // A done entry in `cache`, as our tools publish it (with its record).
+  void publish_done(const Cache& cache, const std::string& neff = kNeff) {
+    Entry entry = cache.entry(key);
+    ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
+    test::write_text(dir() / "new.neff", neff);
+    auto taken = entry.lock(0ms);
+    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
+    ASSERT_TRUE(entry.publish_success(dir() / "new.neff", attempt("success")).ok());
+  }
+
+  void publish_failed(const Cache& cache) {
+    Entry entry = cache.entry(key);
+    ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
+    test::write_text(dir() / "model.log", "error: out of cheese\n");
+    auto taken = entry.lock(0ms);
+    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
+    ASSERT_TRUE(entry.publish_failure(dir() / "model.log", attempt("failed")).ok());
+  }
+
+  fs::path remote_dir() const { return origin->entry_dir(key); }
+  fs::path mirror_dir() const { return mirror->entry_dir(key); }
+
+  std::optional<Cache> origin;
+  std::optional<Cache> mirror;
+  CacheKey key;
+  std::unique_ptr<RemoteCache> remote;
+};
+
+TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::copied) << result->detail;
+  EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
+  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kGraph);
+  EXPECT_EQ(test::read_text(mirror_dir() / kFlagsFile), kFlagsJson);
+  auto integrity = mirror->entry(key).verify_neff();
+  ASSERT_TRUE(integrity);
+  EXPECT_EQ(*integrity, Integrity::ok);
+  auto meta = read_entry_meta(mirror_dir());
+  ASSERT_TRUE(meta);
+  EXPECT_EQ(meta->neff_sha256, kNeffSha);
+  // The remote's history comes along.
+  ASSERT_EQ(meta->attempts.size(), 1u);
+  EXPECT_EQ(meta->attempts[0].outcome, "success");
+  // A second fetch finds the mirror done and downloads nothing.
+  auto again = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->outcome, RemoteOutcome::already_done);
+}
+
+TEST_F(RemoteCacheTest, AMissLeavesNothingInTheMirror) {
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::miss);
+  EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
+  // A pending remote entry (graph, no result) is a miss too.
+  ASSERT_TRUE(origin->entry(key).store_graph(kGraph, kFlags).ok());
+  result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->outcome, RemoteOutcome::miss);
+  EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
+}
+
+TEST_F(RemoteCacheTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  test::write_text(remote_dir() / kNeffFile, "NEFF-bytes-0123456789"); // same size, other bytes
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::rejected);
+  EXPECT_EQ(result->detail, remote->describe(key) + ": its NEFF does not match its integrity record");
+  // Nothing published, no temp left behind.
+  EXPECT_EQ(test::names_in(mirror_dir()), std::vector<std::string>{});
+}
+
+TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
+  // libneuronxla's files only: no npc-entry.json.
+  test::write_text(remote_dir() / kGraphFile, kGraph);
+  test::write_text(remote_dir() / kFlagsFile, kFlagsJson);
+  test::write_text(remote_dir() / kNeffFile, kNeff);
+  test::write_text(remote_dir() / kDoneFile, "");
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::copied) << result->detail;
+  EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
+  auto meta = read_entry_meta(mirror_dir());
+  ASSERT_TRUE(meta);
+  EXPECT_EQ(meta->neff_sha256, kNeffSha);
+  EXPECT_EQ(meta->neff_bytes, kNeff.size());
+}
+
+TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::failure_copied);
+  EXPECT_EQ(test::names_in(mirror_dir()),
+            (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb", "model.log", "npc-entry.json"}));
+  EXPECT_EQ(test::read_text(mirror_dir() / kLogFile), "error: out of cheese\n");
+  EXPECT_TRUE(mirror->entry(key).looks_failed());
+}
+
+TEST_F(RemoteCacheTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  auto held = mirror->entry(key).lock(0ms);
+  ASSERT_TRUE(held && std::holds_alternative<EntryLock>(*held));
+  auto result = remote->fetch_result(key, 0ms);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, RemoteOutcome::busy);
+  EXPECT_FALSE(mirror->entry(key).looks_done());
+}
+
+TEST_F(RemoteCacheTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+  auto integrity = origin->entry(key).verify_neff();
+  ASSERT_TRUE(integrity);
+  EXPECT_EQ(*integrity, Integrity::ok);
+  // The mirror keeps its files, and no staging folder.
+  EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
+  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kNeff);
+}
+
+TEST_F(RemoteCacheTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles); // model.log gone
+  // Another node's different NEFF: replaced by ours.
+  ASSERT_TRUE(origin->entry(key).demote().ok());
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
+}
+
+TEST_F(RemoteCacheTest, PushOfAFailureLeavesAnotherNodesSuccess) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+}
+
+TEST_F(RemoteCacheTest, PushOfAFailureWritesItsLog) {
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::names_in(remote_dir()),
+            (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb", "model.log", "npc-entry.json"}));
+  EXPECT_EQ(test::read_text(remote_dir() / kLogFile), "error: out of cheese\n");
+}
+
+TEST_F(RemoteCacheTest, APendingEntryPushesNothing) {
+  ASSERT_TRUE(mirror->entry(key).store_graph(kGraph, kFlags).ok());
+  ASSERT_TRUE(remote->push(key).ok());
+  EXPECT_EQ(test::names_in(dir() / "remote"), std::vector<std::string>{".npc"});
+}
+
+TEST_F(RemoteCacheTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
+  auto none = remote->fetch_graph(key);
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_FALSE(*none);
+  ASSERT_TRUE(remote->store_graph(key, kGraph, kFlags).ok());
+  EXPECT_EQ(test::names_in(remote_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  auto got = remote->fetch_graph(key);
+  ASSERT_TRUE(got) << got.error();
+  EXPECT_TRUE(*got);
+  EXPECT_EQ(test::names_in(mirror_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kGraph);
+  EXPECT_EQ(test::read_text(mirror_dir() / kFlagsFile), kFlagsJson);
+  auto info = mirror->entry(key).inspect();
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->state, EntryState::pending);
+}
+
+// Through a real S3 server: one node pushes, another's mirror fetches.
+class RemoteCacheS3Test : public test::S3ServerTest {};
+
+TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
+  auto open = [&] {
+    auto client = storage::S3Client::create(server_.config());
+    if (!client) throw std::runtime_error(client.error());
+    return std::make_shared<storage::S3Storage>(std::move(*client),
+                                                storage::S3Location{test::kS3TestBucket, "team/cache"});
+  };
+  Cache node_a(dir() / "a"), node_b(dir() / "b");
+  ASSERT_TRUE(node_a.ensure_root().ok());
+  ASSERT_TRUE(node_b.ensure_root().ok());
+  CacheKey key = make_key_for_graph(kGraph, kFlags, "1.0");
+  RemoteCache a(open(), node_a), b(open(), node_b);
+
+  ASSERT_TRUE(a.store_graph(key, kGraph, kFlags).ok());
+  auto graph = b.fetch_graph(key);
+  ASSERT_TRUE(graph && *graph);
+  // Node b compiles it (here: publishes a NEFF) and pushes.
+  Entry entry = node_b.entry(key);
+  test::write_text(dir() / "new.neff", kNeff);
+  {
+    auto taken = entry.lock(0ms);
+    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
+    ASSERT_TRUE(entry.publish_success(dir() / "new.neff", attempt("success")).ok());
+  }
+  ASSERT_TRUE(b.push(key).ok());
+  auto listed = a.storage()->list(key.relative_path().generic_string());
+  ASSERT_TRUE(listed) << listed.error();
+  EXPECT_EQ(*listed, (std::vector<std::string>{"compile_flags.json", "model.done", "model.hlo_module.pb",
+                                                "model.neff", "npc-entry.json"}));
+
+  auto fetched = a.fetch_result(key, 0ms);
+  ASSERT_TRUE(fetched) << fetched.error();
+  EXPECT_EQ(fetched->outcome, RemoteOutcome::copied) << fetched->detail;
+  EXPECT_EQ(test::read_text(node_a.entry_dir(key) / kNeffFile), kNeff);
+  EXPECT_EQ(*node_a.entry(key).verify_neff(), Integrity::ok);
+  EXPECT_EQ(a.describe(key), "s3://test-bucket/team/cache/" + key.relative_path().generic_string());
+}
+
+} // namespace
+} // namespace npc::cache

@@ -1,0 +1,197 @@
+// cache/remote_lock: an entry's lock as an object with owner and expiry, on
+// a directory storage (exclusive creation by link(2), as AWS S3's
+// conditional PUT) and on a real S3 server.
+
+#include <npc/cache/remote_lock.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/storage/local.hpp>
+#include <npc/storage/s3.hpp>
+
+#include "files.hpp"
+#include "s3_server.hpp"
+#include "test_support.hpp"
+
+namespace npc::cache {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Clock = std::chrono::system_clock;
+
+const std::string kEntry = "neuronxcc-1.0/MODULE_1+abcdef01";
+const Clock::time_point kT0 = Clock::time_point(std::chrono::seconds(1800000000));
+
+util::LockHolder holder(const std::string& tool) { return util::LockHolder::self(tool); }
+
+class RemoteLockTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    storage = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
+  }
+  fs::path lock_file() const { return dir() / "remote" / kEntry / "model.hlo_module.pb.lock"; }
+  std::optional<RemoteLockRecord> on_disk() const {
+    return RemoteLockRecord::parse(test::read_text(lock_file()));
+  }
+  std::shared_ptr<storage::Storage> storage;
+};
+
+TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
+  auto first = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  ASSERT_TRUE(first) << first.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*first));
+  const auto& taken = std::get<RemoteLock>(*first);
+  auto record = on_disk();
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->token, taken.record().token);
+  EXPECT_EQ(record->expires_unix, 1800000600);
+  EXPECT_EQ(record->owner, holder("node-a").serialize());
+
+  auto second = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 599s);
+  ASSERT_TRUE(second) << second.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
+  EXPECT_EQ(std::get<RemoteLock::Held>(*second).holder,
+            holder("node-a").describe() + ", until 2027-01-15T08:10:00Z");
+  EXPECT_EQ(on_disk()->token, taken.record().token); // untouched
+}
+
+TEST_F(RemoteLockTest, ALockPastItsExpiryIsTakenOverAndItsOldHolderLeavesTheNewOne) {
+  auto first = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  ASSERT_TRUE(first && std::holds_alternative<RemoteLock>(*first));
+  auto second = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 601s);
+  ASSERT_TRUE(second) << second.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*second));
+  const std::string new_token = std::get<RemoteLock>(*second).record().token;
+  EXPECT_EQ(on_disk()->token, new_token);
+  // The stalled first holder: cannot renew, and its release spares the new lock.
+  auto& stalled = std::get<RemoteLock>(*first);
+  auto renewed = stalled.renew(kT0 + 602s);
+  ASSERT_FALSE(renewed.ok());
+  EXPECT_NE(renewed.error().find("is no longer ours (held by"), std::string::npos) << renewed.error();
+  ASSERT_TRUE(stalled.release().ok());
+  EXPECT_EQ(on_disk()->token, new_token);
+  // The new holder's release removes it.
+  ASSERT_TRUE(std::get<RemoteLock>(*second).release().ok());
+  EXPECT_FALSE(fs::exists(lock_file()));
+}
+
+TEST_F(RemoteLockTest, RenewalMovesTheExpiry) {
+  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
+  auto& lock = std::get<RemoteLock>(*taken);
+  ASSERT_TRUE(lock.renew(kT0 + 500s).ok());
+  EXPECT_EQ(on_disk()->expires_unix, 1800001100);
+  // Renewed, it is not stale where the first expiry would have been.
+  auto other = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 700s);
+  ASSERT_TRUE(other);
+  EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*other));
+}
+
+TEST_F(RemoteLockTest, SomethingThatIsNotALockRecordIsStale) {
+  fs::create_directories(lock_file().parent_path());
+  test::write_text(lock_file(), "\x01garbage");
+  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  ASSERT_TRUE(taken) << taken.error();
+  EXPECT_TRUE(std::holds_alternative<RemoteLock>(*taken));
+}
+
+TEST_F(RemoteLockTest, DestroyingTheLockReleasesIt) {
+  {
+    auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+    ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
+    EXPECT_TRUE(fs::exists(lock_file()));
+  }
+  EXPECT_FALSE(fs::exists(lock_file()));
+}
+
+TEST_F(RemoteLockTest, OfManyProcessesRacingExactlyOneTakesIt) {
+  constexpr int kProcesses = 12;
+  std::vector<pid_t> children;
+  fs::path results = dir() / "results";
+  fs::create_directories(results);
+  for (int i = 0; i < kProcesses; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto own = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
+      auto got = RemoteLock::try_acquire(own, kEntry, holder("racer"), 600s, Clock::now());
+      const char* what = !got ? "error" : std::holds_alternative<RemoteLock>(*got) ? "taken" : "held";
+      test::write_text(results / std::to_string(::getpid()), what);
+      if (got && std::holds_alternative<RemoteLock>(*got)) {
+        // Keep it until every racer has tried.
+        std::this_thread::sleep_for(500ms);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  int taken = 0, held = 0;
+  for (const auto& name : test::names_in(results)) {
+    std::string what = test::read_text(results / name);
+    taken += what == "taken";
+    held += what == "held";
+  }
+  EXPECT_EQ(taken, 1);
+  EXPECT_EQ(held, kProcesses - 1);
+}
+
+TEST_F(RemoteLockTest, TheKeeperRenewsWhileItLives) {
+  // Taken an hour ago: each renewal moves the expiry to about now + 5 s.
+  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 5s, Clock::now() - 1h);
+  ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
+  auto& lock = std::get<RemoteLock>(*taken);
+  const std::int64_t first = on_disk()->expires_unix;
+  {
+    RemoteLockKeeper keeper(lock, 20ms);
+    for (int i = 0; i < 500 && on_disk()->expires_unix == first; ++i) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GE(on_disk()->expires_unix, first + 3600);
+  EXPECT_EQ(on_disk()->token, lock.record().token);
+}
+
+// On a real S3 server: the same sequence through S3Storage.
+class RemoteLockS3Test : public test::S3ServerTest {};
+
+TEST_F(RemoteLockS3Test, TakenHeldExpiredAndReleased) {
+  auto open = [&] {
+    auto client = storage::S3Client::create(server_.config());
+    if (!client) throw std::runtime_error(client.error());
+    return std::make_shared<storage::S3Storage>(std::move(*client), storage::S3Location{test::kS3TestBucket, "c"});
+  };
+  auto a = open(), b = open();
+  auto first = RemoteLock::try_acquire(a, kEntry, holder("node-a"), 600s, kT0);
+  ASSERT_TRUE(first) << first.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*first));
+  auto second = RemoteLock::try_acquire(b, kEntry, holder("node-b"), 600s, kT0 + 10s);
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
+  auto third = RemoteLock::try_acquire(b, kEntry, holder("node-b"), 600s, kT0 + 601s);
+  ASSERT_TRUE(third) << third.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*third));
+  ASSERT_TRUE(std::get<RemoteLock>(*first).release().ok()); // not its own any more: kept
+  auto listed = b->list(kEntry);
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, std::vector<std::string>{"model.hlo_module.pb.lock"});
+  ASSERT_TRUE(std::get<RemoteLock>(*third).release().ok());
+  listed = b->list(kEntry);
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, std::vector<std::string>{});
+}
+
+} // namespace
+} // namespace npc::cache
