@@ -369,7 +369,8 @@ std::string http_error(const std::string& action, const std::string& bucket, con
     return "S3 denied " + action + " on " + target + " (" + code + "): check the credentials' permissions" + tail;
   if (status == 404 && error.code == "NoSuchBucket")
     return "S3 bucket " + bucket + " does not exist at " + endpoint + " (404 NoSuchBucket)";
-  return "S3 " + action + " on " + target + " failed (" + code + (error.message.empty() ? "" : ": " + error.message) +
+  // The endpoint too: with a custom one, which server throttled or failed.
+  return "S3 " + action + " on " + target + " at " + endpoint + " failed (" + code + (error.message.empty() ? "" : ": " + error.message) +
          ")" + tail;
 }
 

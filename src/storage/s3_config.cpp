@@ -1,10 +1,16 @@
 #include <npc/storage/s3_config.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <vector>
 
+#include <curl/curl.h>
+#include <nlohmann/json.hpp>
 
 namespace npc::storage {
 
@@ -70,6 +76,144 @@ S3Credentials keys_of(const Section* section) {
                        value_of(section, "aws_session_token")};
 }
 
+// ---- EC2 instance metadata (IMDSv2) ------------------------------------------
+
+// Where EC2 serves it (link-local, on every instance).
+constexpr const char* kImdsDefaultEndpoint = "http://169.254.169.254";
+// IMDS answers in milliseconds; a machine without it (a laptop, a CI
+// runner) must not be held up long, since it is asked last, only when no
+// keys are set. Two tries in all: one retry covers a dropped packet.
+constexpr long kImdsConnectTimeoutMs = 1000;
+constexpr long kImdsTimeoutMs = 2000;
+constexpr int kImdsAttempts = 2;
+// The longest token IMDS grants (6 h); we use it at once, but a short TTL
+// buys nothing.
+constexpr const char* kImdsTokenTtlSeconds = "21600";
+// Its answers are a token, a role name, a small JSON document.
+constexpr std::size_t kImdsMaxBody = 64 * 1024;
+
+struct ImdsAnswer {
+  long status = 0;
+  std::string body;
+};
+
+std::size_t collect_body(char* ptr, std::size_t size, std::size_t count, void* user) {
+  auto& body = *static_cast<std::string*>(user);
+  std::size_t n = size * count;
+  if (body.size() + n > kImdsMaxBody) return 0; // not IMDS: stop reading
+  body.append(ptr, n);
+  return n;
+}
+
+struct CurlEasy {
+  CURL* curl = curl_easy_init();
+  ~CurlEasy() { curl_easy_cleanup(curl); }
+};
+
+struct CurlHeaders {
+  curl_slist* list = nullptr;
+  ~CurlHeaders() { curl_slist_free_all(list); }
+};
+
+// One request to IMDS, tried kImdsAttempts times on a transport failure or
+// a 5xx; the failure is a phrase for the missing-credentials message.
+Result<ImdsAnswer> imds_request(const std::string& url, const char* method, const std::vector<std::string>& headers) {
+  static const bool curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  if (!curl_ready) return fail("libcurl did not start");
+  std::string reason;
+  for (int attempt = 1; attempt <= kImdsAttempts; ++attempt) {
+    CurlEasy easy;
+    if (easy.curl == nullptr) return fail("libcurl did not start");
+    CurlHeaders list;
+    for (const auto& h : headers) list.list = curl_slist_append(list.list, h.c_str());
+    ImdsAnswer answer;
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    curl_easy_setopt(easy.curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(easy.curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(easy.curl, CURLOPT_HTTPHEADER, list.list);
+    // A proxy from http_proxy cannot reach a link-local address: AWS's own
+    // SDKs never send IMDS requests through one either.
+    curl_easy_setopt(easy.curl, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(easy.curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy.curl, CURLOPT_CONNECTTIMEOUT_MS, kImdsConnectTimeoutMs);
+    curl_easy_setopt(easy.curl, CURLOPT_TIMEOUT_MS, kImdsTimeoutMs);
+    curl_easy_setopt(easy.curl, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(easy.curl, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_easy_setopt(easy.curl, CURLOPT_WRITEDATA, &answer.body);
+    CURLcode code = curl_easy_perform(easy.curl);
+    if (code == CURLE_OK) {
+      curl_easy_getinfo(easy.curl, CURLINFO_RESPONSE_CODE, &answer.status);
+      if (answer.status < 500 || attempt == kImdsAttempts) return answer;
+      continue;
+    }
+    long os_errno = 0;
+    curl_easy_getinfo(easy.curl, CURLINFO_OS_ERRNO, &os_errno);
+    reason = code == CURLE_COULDNT_CONNECT && os_errno != 0 ? std::strerror(static_cast<int>(os_errno))
+             : error_buffer[0] != '\0'                      ? std::string(error_buffer)
+                                                            : curl_easy_strerror(code);
+  }
+  return fail("not reachable: " + reason);
+}
+
+std::string first_line(const std::string& text) { return trim(text.substr(0, text.find('\n'))); }
+
+// The credentials of the instance's role, by IMDSv2: a session token first,
+// then the role's name, then its keys. No IMDSv1 fallback (plain GETs
+// without a token): an instance that refuses tokens has been set up to
+// refuse credentials by the old protocol too, or is not EC2.
+Result<S3Credentials> instance_role_credentials(const std::string& endpoint) {
+  auto token = imds_request(endpoint + "/latest/api/token", "PUT",
+                            {std::string("X-aws-ec2-metadata-token-ttl-seconds: ") + kImdsTokenTtlSeconds});
+  if (!token) return fail(token.error());
+  if (token->status != 200)
+    return fail("PUT /latest/api/token answered " + std::to_string(token->status) +
+                " (no IMDSv2 session token; IMDSv1 is not tried)");
+  std::vector<std::string> with_token{"X-aws-ec2-metadata-token: " + first_line(token->body)};
+
+  const std::string roles_path = "/latest/meta-data/iam/security-credentials/";
+  auto roles = imds_request(endpoint + roles_path, "GET", with_token);
+  if (!roles) return fail(roles.error());
+  if (roles->status == 404) return fail("no instance role is attached (GET " + roles_path + " answered 404)");
+  std::string role = first_line(roles->body);
+  if (roles->status != 200 || role.empty())
+    return fail("GET " + roles_path + " answered " + std::to_string(roles->status) + " without a role name");
+
+  auto keys = imds_request(endpoint + roles_path + role, "GET", with_token);
+  if (!keys) return fail(keys.error());
+  if (keys->status != 200) return fail("GET " + roles_path + role + " answered " + std::to_string(keys->status));
+  auto json = nlohmann::json::parse(keys->body, nullptr, /*allow_exceptions=*/false);
+  auto text = [&](const char* name) {
+    auto it = json.is_object() ? json.find(name) : json.end();
+    return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  // IMDS says "Success" when it has keys; an older answer may omit Code.
+  std::string code = text("Code");
+  if (!code.empty() && code != "Success")
+    return fail("the keys of role '" + role + "' are not available (Code " + code + ")");
+  S3Credentials credentials{text("AccessKeyId"), text("SecretAccessKey"), text("Token")};
+  if (credentials.access_key_id.empty() || credentials.secret_access_key.empty())
+    return fail("GET " + roles_path + role + " gave no AccessKeyId and SecretAccessKey");
+  return credentials;
+}
+
+bool is_true(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text == "true";
+}
+
+// Instance-role credentials, or why there are none, as a phrase that names
+// where we looked.
+Result<S3Credentials> credentials_from_instance_metadata(const EnvLookup& env) {
+  if (is_true(non_empty(env, "AWS_EC2_METADATA_DISABLED")))
+    return fail("instance metadata not asked: AWS_EC2_METADATA_DISABLED=true");
+  std::string endpoint = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  if (endpoint.empty()) endpoint = kImdsDefaultEndpoint;
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  auto credentials = instance_role_credentials(endpoint);
+  if (!credentials) return fail("instance metadata at " + endpoint + ": " + credentials.error());
+  return credentials;
+}
+
 } // namespace
 
 EnvLookup process_environment() {
@@ -109,10 +253,12 @@ Result<S3Config> load_s3_config(const EnvLookup& env) {
     config.credentials = keys_of(credentials_section);
   } else if (has_keys(config_section)) {
     config.credentials = keys_of(config_section);
+  } else if (auto role = credentials_from_instance_metadata(env); role) {
+    config.credentials = std::move(*role);
   } else {
     return fail("no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile '" +
                 profile + "' aws_access_key_id and aws_secret_access_key in " + where +
-                " (instance-role credentials are not read yet)");
+                ", or run on an EC2 instance with a role (" + role.error() + ")");
   }
 
   config.region = non_empty(env, "AWS_REGION");

@@ -7,7 +7,12 @@
 //   wait.hpp        waiting for a condition with a deadline
 //   temp_dir.hpp    a temp directory per test, kept when it fails
 //   cache_test.hpp  a cache and the stand-in compiler set up for our programs
-// Including this header includes them all.
+// Including this header includes them all. The network ones are included
+// where used:
+//   s3_server.hpp      a real S3 server (s3rver) on a free loopback port
+//   fault_proxy.hpp    a proxy in front of it that throttles, resets, stalls
+//   scripted_http.hpp  a server that answers a fixed script and records requests
+//   silent_port.hpp    a port where a connect never completes
 
 #include "cache_test.hpp"
 #include "files.hpp"

@@ -151,13 +151,14 @@ TEST_F(S3ConfigTest, ReadsTheProfileFromTheSharedFiles) {
 }
 
 TEST_F(S3ConfigTest, MissingCredentialsNameWhereWeLooked) {
-  vars_ = {{"HOME", dir().string()}, {"AWS_ACCESS_KEY_ID", "only-the-id"}};
+  vars_ = {{"HOME", dir().string()}, {"AWS_ACCESS_KEY_ID", "only-the-id"}, {"AWS_EC2_METADATA_DISABLED", "true"}};
   auto c = load_s3_config(env());
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error(), "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile "
                        "'default' aws_access_key_id and aws_secret_access_key in '" +
                            dir().string() + "/.aws/credentials' or '" + dir().string() +
-                           "/.aws/config' (instance-role credentials are not read yet)");
+                           "/.aws/config', or run on an EC2 instance with a role (instance metadata not asked: "
+                           "AWS_EC2_METADATA_DISABLED=true)");
   vars_ = {{"HOME", dir().string()}, {"AWS_PROFILE", "nope"}};
   EXPECT_EQ(load_s3_config(env()).error(), "AWS_PROFILE=nope but no profile 'nope' is in '" + dir().string() +
                                                "/.aws/credentials' or '" + dir().string() + "/.aws/config'");
@@ -438,7 +439,8 @@ TEST(S3ClientNoServer, GivesUpAfterMaxAttemptsAndDoesNotRetryForbidden) {
   ASSERT_TRUE(client) << client.error();
   auto got = (*client)->get_object("bucket", "key", 100);
   ASSERT_FALSE(got);
-  EXPECT_EQ(got.error(), "S3 GetObject on s3://bucket/key failed (503 SlowDown: Reduce your request rate.) (after 2 attempts)");
+  EXPECT_EQ(got.error(), "S3 GetObject on s3://bucket/key at http://127.0.0.1:" + std::to_string(server.port()) +
+                             " failed (503 SlowDown: Reduce your request rate.) (after 2 attempts)");
   EXPECT_EQ(server.requests(), 2);
   auto denied_get = (*client)->get_object("bucket", "key", 100);
   ASSERT_FALSE(denied_get);

@@ -372,7 +372,8 @@ TEST_F(S3StorageTest, OpenTakesTheUrlAndTheEnvironment) {
   std::map<std::string, std::string> vars{{"HOME", dir().string()},
                                           {"AWS_ACCESS_KEY_ID", npc::test::kS3rverAccessKey},
                                           {"AWS_SECRET_ACCESS_KEY", npc::test::kS3rverSecretKey},
-                                          {"AWS_ENDPOINT_URL_S3", server_.endpoint()}};
+                                          {"AWS_ENDPOINT_URL_S3", server_.endpoint()},
+                                          {"AWS_EC2_METADATA_DISABLED", "true"}};
   EnvLookup env = [&](std::string_view name) -> std::optional<std::string> {
     auto it = vars.find(std::string(name));
     if (it == vars.end()) return std::nullopt;

@@ -1,8 +1,8 @@
 #pragma once
 // Where S3 is and who we are to it, from the standard AWS environment
 // variables and the shared ~/.aws/credentials and ~/.aws/config files, read
-// the way the AWS CLI reads them. EC2 instance-role credentials (IMDSv2)
-// are not read yet: on an instance without keys, set them or a profile.
+// the way the AWS CLI reads them, and last from the EC2 instance metadata
+// service (IMDSv2) when the instance has a role.
 
 #include <functional>
 #include <optional>
@@ -35,7 +35,14 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 // Credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
 // else the profile AWS_PROFILE (default "default") in the credentials file
 // (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials), else in the config
-// file (AWS_CONFIG_FILE or ~/.aws/config). Region: AWS_REGION,
+// file (AWS_CONFIG_FILE or ~/.aws/config), else the instance role's
+// temporary keys from IMDSv2 at AWS_EC2_METADATA_SERVICE_ENDPOINT (default
+// http://169.254.169.254), unless AWS_EC2_METADATA_DISABLED=true. IMDS gets
+// about a second to answer (two tries, each at most 2 s): a machine without
+// it is not held up. There is no IMDSv1 fallback. The role's keys are read
+// once and not renewed (not yet): they usually last hours, but IMDS only
+// promises a fresh set 5 minutes before Expiration, so a long run may meet
+// 403 ExpiredToken. Region: AWS_REGION,
 // AWS_DEFAULT_REGION, the profile's region, us-east-1. Endpoint:
 // AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's endpoint_url.
 [[nodiscard]] Result<S3Config> load_s3_config(const EnvLookup& env);

@@ -1,0 +1,209 @@
+// Instance-role credentials from the EC2 instance metadata service
+// (IMDSv2), asked by load_s3_config when neither the environment nor the
+// profile files have keys, against a scripted loopback stand-in for IMDS.
+
+#include <npc/storage/s3_client.hpp>
+#include <npc/storage/s3_config.hpp>
+
+#include <chrono>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "silent_port.hpp"
+
+#include "s3_server.hpp"
+#include "scripted_http.hpp"
+#include "temp_dir.hpp"
+
+namespace npc::storage {
+namespace {
+
+using namespace std::chrono_literals;
+using npc::test::http_response;
+using npc::test::ScriptedHttpServer;
+
+// Only detects a hang: IMDS gets two tries of at most 2 s each.
+constexpr auto kHangLimit = 15s;
+
+constexpr const char* kRolePath = "/latest/meta-data/iam/security-credentials/";
+constexpr const char* kRoleKeys = R"({"Code":"Success","LastUpdated":"2024-05-01T12:00:00Z","Type":"AWS-HMAC",
+"AccessKeyId":"ASIAROLEKEY","SecretAccessKey":"role/secret+key","Token":"IQoJb3JpZ2luX2VjE//session==",
+"Expiration":"2024-05-01T18:00:00Z"})";
+
+class S3ConfigImds : public npc::test::TempDirTest {
+protected:
+  // No keys in the environment, no profile files: only IMDS is left.
+  EnvLookup env() const {
+    return [vars = vars_](std::string_view name) -> std::optional<std::string> {
+      auto it = vars.find(std::string(name));
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+  std::string no_keys_prefix() const {
+    return "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile 'default' "
+           "aws_access_key_id and aws_secret_access_key in '" +
+           dir().string() + "/.aws/credentials' or '" + dir().string() +
+           "/.aws/config', or run on an EC2 instance with a role (";
+  }
+  std::map<std::string, std::string> vars_;
+};
+
+TEST_F(S3ConfigImds, TokenThenRoleThenKeysWithExactRequests) {
+  ScriptedHttpServer imds({http_response(200, "OK", "TOKEN-abc=="), http_response(200, "OK", "build-role\n"),
+                           http_response(200, "OK", kRoleKeys)});
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint() + "/"}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->credentials.access_key_id, "ASIAROLEKEY");
+  EXPECT_EQ(config->credentials.secret_access_key, "role/secret+key");
+  EXPECT_EQ(config->credentials.session_token, "IQoJb3JpZ2luX2VjE//session==");
+  EXPECT_EQ(config->region, "us-east-1");
+
+  auto requests = imds.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].method, "PUT");
+  EXPECT_EQ(requests[0].target, "/latest/api/token");
+  EXPECT_EQ(requests[0].headers.at("x-aws-ec2-metadata-token-ttl-seconds"), "21600");
+  EXPECT_EQ(requests[0].headers.count("x-aws-ec2-metadata-token"), 0u);
+  EXPECT_EQ(requests[1].method, "GET");
+  EXPECT_EQ(requests[1].target, kRolePath);
+  EXPECT_EQ(requests[1].headers.at("x-aws-ec2-metadata-token"), "TOKEN-abc==");
+  EXPECT_EQ(requests[2].method, "GET");
+  EXPECT_EQ(requests[2].target, std::string(kRolePath) + "build-role");
+  EXPECT_EQ(requests[2].headers.at("x-aws-ec2-metadata-token"), "TOKEN-abc==");
+}
+
+TEST_F(S3ConfigImds, TheRoleKeysSignRequestsWithTheSessionToken) {
+  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", kRoleKeys)});
+  ScriptedHttpServer s3({http_response(200, "OK", "object bytes")});
+  vars_ = {{"HOME", dir().string()},
+           {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+           {"AWS_REGION", "eu-west-1"},
+           {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  auto client = S3Client::create(*config);
+  ASSERT_TRUE(client) << client.error();
+  auto got = (*client)->get_object("bucket", "key", 100);
+  ASSERT_TRUE(got) << got.error();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, "object bytes");
+  auto requests = s3.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].target, "/bucket/key");
+  EXPECT_EQ(requests[0].headers.at("x-amz-security-token"), "IQoJb3JpZ2luX2VjE//session==");
+  EXPECT_EQ(requests[0].headers.at("authorization").rfind("AWS4-HMAC-SHA256 Credential=ASIAROLEKEY/", 0), 0u)
+      << requests[0].headers.at("authorization");
+  EXPECT_NE(requests[0].headers.at("authorization").find("/eu-west-1/s3/aws4_request"), std::string::npos);
+}
+
+TEST_F(S3ConfigImds, KeysFromTheEnvironmentOrProfileComeFirst) {
+  ScriptedHttpServer imds({http_response(200, "OK", "T")});
+  vars_ = {{"HOME", dir().string()},
+           {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+           {"AWS_ACCESS_KEY_ID", "AK"},
+           {"AWS_SECRET_ACCESS_KEY", "SK"}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->credentials.access_key_id, "AK");
+  EXPECT_EQ(imds.requests().size(), 0u);
+}
+
+TEST_F(S3ConfigImds, DisabledIsNotAsked) {
+  ScriptedHttpServer imds({http_response(200, "OK", "T")});
+  for (std::string value : {"true", "TRUE", "True"}) {
+    vars_ = {{"HOME", dir().string()},
+             {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+             {"AWS_EC2_METADATA_DISABLED", value}};
+    auto config = load_s3_config(env());
+    ASSERT_FALSE(config);
+    EXPECT_EQ(config.error(), no_keys_prefix() + "instance metadata not asked: AWS_EC2_METADATA_DISABLED=true)");
+  }
+  EXPECT_EQ(imds.requests().size(), 0u);
+}
+
+TEST_F(S3ConfigImds, RefusedTokenIsNamedAndImdsV1IsNotTried) {
+  ScriptedHttpServer imds({http_response(401, "Unauthorized", ""), http_response(200, "OK", "role")});
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error(), no_keys_prefix() + "instance metadata at " + imds.endpoint() +
+                                ": PUT /latest/api/token answered 401 (no IMDSv2 session token; IMDSv1 is not "
+                                "tried))");
+  ASSERT_EQ(imds.requests().size(), 1u);
+  EXPECT_EQ(imds.requests()[0].method, "PUT");
+}
+
+TEST_F(S3ConfigImds, NoRoleAttached) {
+  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(404, "Not Found", "")});
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error(), no_keys_prefix() + "instance metadata at " + imds.endpoint() +
+                                ": no instance role is attached (GET " + kRolePath + " answered 404))");
+  EXPECT_EQ(imds.requests().size(), 2u);
+}
+
+TEST_F(S3ConfigImds, RoleWithoutKeysIsNamed) {
+  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", R"({"Code":"AssumeRoleUnauthorizedAccess"})")});
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error(), no_keys_prefix() + "instance metadata at " + imds.endpoint() +
+                                ": the keys of role 'r' are not available (Code AssumeRoleUnauthorizedAccess))");
+}
+
+TEST_F(S3ConfigImds, ClosedPortIsTriedTwiceAndNamed) {
+  int port = npc::test::free_loopback_port();
+  ASSERT_NE(port, 0);
+  std::string endpoint = "http://127.0.0.1:" + std::to_string(port);
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint}};
+  auto started = std::chrono::steady_clock::now();
+  auto config = load_s3_config(env());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  ASSERT_FALSE(config);
+  EXPECT_EQ(config.error(),
+            no_keys_prefix() + "instance metadata at " + endpoint + ": not reachable: Connection refused)");
+}
+
+// A server that accepts and never answers: each of the two tries ends at
+// the 2 s total limit.
+TEST_F(S3ConfigImds, SilentServerTimesOut) {
+  ScriptedHttpServer imds({std::nullopt, std::nullopt});
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}};
+  auto started = std::chrono::steady_clock::now();
+  auto config = load_s3_config(env());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  ASSERT_FALSE(config);
+  std::string prefix = no_keys_prefix() + "instance metadata at " + imds.endpoint() + ": not reachable: ";
+  EXPECT_EQ(config.error().rfind(prefix, 0), 0u) << config.error();
+  EXPECT_NE(config.error().find("timed out"), std::string::npos) << config.error();
+  EXPECT_EQ(config.error().find('\n'), std::string::npos);
+  EXPECT_EQ(imds.requests().size(), 2u);
+}
+
+// A metadata address that never answers the connect (as off EC2, where
+// nothing routes it): each of the two tries ends at the 1 s connect
+// timeout, and one line names the endpoint.
+TEST_F(S3ConfigImds, AnEndpointThatNeverAnswersIsBounded) {
+  test::SilentPort silent;
+  ASSERT_FALSE(HasFatalFailure());
+  vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", silent.endpoint()}};
+  auto started = std::chrono::steady_clock::now();
+  auto config = load_s3_config(env());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  ASSERT_FALSE(config);
+  std::string prefix = no_keys_prefix() + "instance metadata at " + silent.endpoint() + ": ";
+  EXPECT_EQ(config.error().rfind(prefix, 0), 0u) << config.error();
+  // curl says "Connection timeout after 300 ms" or "Failed to connect to
+  // ... after 301 ms: Timeout was reached", depending on which timer fired.
+  EXPECT_NE(config.error().find("imeout"), std::string::npos) << config.error();
+  EXPECT_EQ(config.error().find('\n'), std::string::npos);
+}
+
+} // namespace
+} // namespace npc::storage
