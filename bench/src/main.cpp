@@ -34,6 +34,7 @@ const std::vector<Entry> kScenarios = {
     {"memory", run_memory},                 {"warm-start", run_warm},
     {"launcher-overhead", run_overhead},    {"cache-scale", run_cache_scale},
     {"hashing", run_hashing},               {"launcher-memory", run_launcher_memory},
+    {"s3-transfer", run_s3_transfer},
 };
 
 std::string utc_now() {

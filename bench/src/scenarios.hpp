@@ -26,6 +26,8 @@ Scenario run_cache_scale(const Context& context);
 Scenario run_hashing(const Context& context);
 // 7. The launcher's own peak memory with 10,000 graphs.
 Scenario run_launcher_memory(const Context& context);
+// 8. Many NEFFs to S3 and back: ours against rclone copy, on one s3rver.
+Scenario run_s3_transfer(const Context& context);
 
 // Contenders shared by scenarios 1 and 2.
 
