@@ -1,6 +1,8 @@
 #include <npc/cache/remote_lock.hpp>
 
 #include <condition_variable>
+#include <csignal>
+#include <pthread.h>
 #include <mutex>
 #include <thread>
 
@@ -121,6 +123,12 @@ struct RemoteLockKeeper::State {
 RemoteLockKeeper::RemoteLockKeeper(RemoteLock& lock, std::chrono::milliseconds period)
     : state_(std::make_unique<State>()) {
   State* state = state_.get();
+  // The thread starts with every signal blocked: a caller that waits for its
+  // child with SIGCHLD blocked and read from a signalfd (compile/driver.cpp)
+  // would otherwise miss the signals the kernel hands to this thread.
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
   state->thread = std::thread([state, &lock, period] {
     std::unique_lock guard(state->mutex);
     while (!state->wake.wait_for(guard, period, [state] { return state->stop; })) {
@@ -130,6 +138,7 @@ RemoteLockKeeper::RemoteLockKeeper(RemoteLock& lock, std::chrono::milliseconds p
       guard.lock();
     }
   });
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 RemoteLockKeeper::~RemoteLockKeeper() {

@@ -530,6 +530,7 @@ int neuron_cache_main(int argc, char** argv) {
       overrides.cache_ttl_days = *days;
     }
     Settings settings = load_settings(overrides);
+    refuse_remote_cache(settings, "neuron_cache");
     cache::Cache cache(settings.cache_root);
     cache::set_lock_tool_name("neuron_cache");
 

@@ -13,11 +13,13 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/remote.hpp>
 #include <npc/cache/secondary.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
+#include <npc/compile/remote_entry.hpp>
 #include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
@@ -74,6 +76,13 @@ environment:
                                           compilation, compile nothing
   NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG  file to append each stored graph's path to
   NEURON_COMPILE_CACHE_SECONDARY          read-only secondary cache (see --secondary-cache)
+  NEURON_COMPILE_CACHE_URL                the cache: a directory, or s3://bucket/prefix (its
+                                          entries compiled in and served from a local mirror)
+  NEURON_COMPILE_CACHE_MIRROR             the folder of S3 caches' mirrors, each at
+                                          <folder>/s3/<bucket>/<prefix> (default:
+                                          /var/tmp/neuron-compile-cache-mirror)
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE,
+  AWS_ENDPOINT_URL_S3                     who and where S3 is, for an s3:// cache
   NEURON_PLATFORM_TARGET_OVERRIDE         the compile target (trn1, trn1n, trn2, inf2) when
                                           the flags name no --target; default: this
                                           instance's (trn1 when it cannot be told)
@@ -460,7 +469,22 @@ int cmd_compile(const std::vector<std::string>& words) {
   const cache::CacheKey& key = keys.key;
   const cache::Entry entry = cache.entry(key);
   const fs::path& entry_dir = entry.dir();
+  // An S3 cache: `cache` is its local mirror (cache/remote.hpp).
+  std::optional<cache::RemoteCache> remote;
+  if (context.settings.remote_cache)
+    remote.emplace(compile::open_remote_storage(*context.settings.remote_cache), cache);
 
+  if (extract_only && remote) {
+    // The graph goes where the framework's would: the remote.
+    if (auto s = remote->store_graph(key, graph, context.flags); !s) throw EnvironmentError(s.error());
+    std::string graph_url = remote->describe(key) + "/" + std::string(cache::kGraphFile);
+    std::cout << "Extracting graphs (" << graph_url
+              << ") for ahead-of-time parallel compilation. No compilation was done." << std::endl;
+    if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
+      if (auto s = util::append_line(*log, graph_url); !s) throw EnvironmentError(s.error());
+    write_placeholder(command.output);
+    return 0;
+  }
   if (extract_only) {
     fs::path graph_path = entry.graph_path();
     // Compiled by an earlier release: name that entry (the launcher finds it
@@ -482,6 +506,19 @@ int cmd_compile(const std::vector<std::string>& words) {
   // The hot path: one existence check, one read that hashes and copies.
   if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
   if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
+  // A miss in the mirror of an S3 cache: the remote's result, downloaded.
+  if (remote) {
+    switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
+    case cache::RemoteOutcome::copied:
+    case cache::RemoteOutcome::already_done:
+      if (serve_hit(entry, command.output)) {
+        cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
+        return 0;
+      }
+      break;
+    default: break;
+    }
+  }
   // A local miss: the read-only secondary cache, if one is named.
   if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
@@ -499,7 +536,8 @@ int cmd_compile(const std::vector<std::string>& words) {
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
                                        context.settings.cache.compile_workdir, context.settings.cache.dump_dir};
-  auto result = compile::compile_entry(cache, entry_dir, options);
+  auto result = remote ? compile::compile_remote_entry(*remote, key, options)
+                      : compile::compile_entry(cache, entry_dir, options);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);

@@ -15,6 +15,7 @@ int neuron_parallel_compile_main(int argc, char** argv) {
     cache::set_lock_tool_name("neuron_parallel_compile");
     launcher::Options options = launcher::parse_options(argc, argv);
     Settings settings = load_settings({});
+    refuse_remote_cache(settings, "neuron_parallel_compile");
     if (options.log_level) {
       util::LogLevel level{};
       if (util::parse_log_level(*options.log_level, level)) util::set_log_level(level);

@@ -158,6 +158,27 @@ fs::path cache_dir_root(const fs::path& dir) {
   return legacy;
 }
 
+// "s3://bucket/prefix" (scheme in any case, no trailing '/') for an s3://
+// URL; nullopt for anything else.
+std::optional<std::string> s3_cache_url(const std::string& url, std::string_view source) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos || util::to_lower(url.substr(0, scheme_end)) != "s3") return std::nullopt;
+  std::string rest = url.substr(scheme_end + 3);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  std::string bucket = rest.substr(0, rest.find('/'));
+  if (bucket.empty())
+    throw UsageError(std::string(source) + ": '" + url + "' names no bucket (write s3://bucket or s3://bucket/prefix)");
+  for (std::string_view left = rest; !left.empty();) {
+    auto slash = left.find('/');
+    std::string_view part = left.substr(0, slash);
+    left = slash == std::string_view::npos ? std::string_view() : left.substr(slash + 1);
+    if (part.empty() || part == "." || part == ".." || (slash != std::string_view::npos && left.empty()))
+      throw UsageError(std::string(source) + ": '" + url +
+                       "' has an empty, '.' or '..' part in its prefix (write s3://bucket/prefix)");
+  }
+  return "s3://" + rest;
+}
+
 fs::path path_of_url(const std::string& url, std::string_view source) {
   auto scheme_end = url.find("://");
   if (scheme_end == std::string::npos) return fs::path(url);
@@ -176,16 +197,30 @@ fs::path path_of_url(const std::string& url, std::string_view source) {
     return fs::path(*decoded);
   }
   throw UsageError(std::string(source) + ": the scheme '" + scheme + "://' of '" + url +
-                   "' is not supported; use a local or mounted directory path");
+                   "' is not supported; use a local or mounted directory path, or s3://bucket/prefix");
 }
 
 } // namespace
 
-fs::path resolve_cache_root(const CacheSettings& settings,
-                            const std::optional<std::string>& cache_url) {
-  if (settings.cache_dir) return cache_dir_root(path_of_url(settings.cache_dir->string(), "--cache_dir"));
-  if (cache_url && !cache_url->empty()) return path_of_url(*cache_url, "NEURON_COMPILE_CACHE_URL");
-  return fs::path(kDefaultCacheRoot);
+CacheLocation resolve_cache_location(const CacheSettings& settings, const std::optional<std::string>& cache_url,
+                                     const fs::path& mirror_base) {
+  std::string text;
+  std::string_view source;
+  if (settings.cache_dir) {
+    text = settings.cache_dir->string();
+    source = "--cache_dir";
+  } else if (cache_url && !cache_url->empty()) {
+    text = *cache_url;
+    source = "NEURON_COMPILE_CACHE_URL";
+  } else {
+    return {fs::path(kDefaultCacheRoot), std::nullopt};
+  }
+  if (auto remote = s3_cache_url(text, source)) {
+    std::string bucket_and_prefix = remote->substr(std::string_view("s3://").size());
+    return {mirror_base / "s3" / bucket_and_prefix, remote};
+  }
+  fs::path path = path_of_url(text, source);
+  return {settings.cache_dir ? cache_dir_root(path) : path, std::nullopt};
 }
 
 } // namespace npc::config

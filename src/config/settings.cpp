@@ -11,9 +11,11 @@ Settings settings_from_environment(const CacheSettings& overrides) {
   settings.cache = flags.cache;
   settings.cache.merge(overrides);
   settings.compiler_flags = std::move(flags.compiler_flags);
-  settings.cache_root =
-      std::filesystem::absolute(resolve_cache_root(settings.cache, util::env("NEURON_COMPILE_CACHE_URL")))
-          .lexically_normal();
+  auto mirror = util::env(kMirrorEnv);
+  auto location = resolve_cache_location(settings.cache, util::env("NEURON_COMPILE_CACHE_URL"),
+                                         mirror && !mirror->empty() ? fs::path(*mirror) : fs::path(kDefaultMirrorRoot));
+  settings.cache_root = std::filesystem::absolute(location.root).lexically_normal();
+  settings.remote_cache = std::move(location.remote);
   if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
   return settings;
 }

@@ -584,8 +584,8 @@ TEST_F(Wrapper, ErrorsAreOneLineWithDocumentedExitCodes) {
        "neuron_cc_wrapper: error: NEURON_CC_FLAGS: --cache_size has the bad value '12x'"},
       {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_CC_FLAGS", "'-O2"}}, 2,
        "neuron_cc_wrapper: error: NEURON_CC_FLAGS: unbalanced single quote at position 1"},
-      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_COMPILE_CACHE_URL", "s3://b/p"}, {"NEURON_CC_FLAGS", ""}}, 2,
-       "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_URL: the scheme 's3://'"},
+      {{"compile", "--graph", g.string(), "--output", "x"}, {{"NEURON_COMPILE_CACHE_URL", "gs://b/p"}, {"NEURON_CC_FLAGS", ""}}, 2,
+       "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_URL: the scheme 'gs://'"},
       {{"compile", "--graph", g.string(), "--output", "x", "--compiler", (dir() / "nope").string()}, {}, 3,
        "neuron_cc_wrapper: error: --compiler " + (dir() / "nope").string() + ": " + (dir() / "nope").string() +
            " is not an executable file"},

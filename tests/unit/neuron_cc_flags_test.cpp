@@ -239,6 +239,12 @@ TEST(CacheSettings, MergeLetsLaterSettingsWin) {
   EXPECT_TRUE(earlier.no_cache);
 }
 
+fs::path resolve_cache_root(const CacheSettings& settings, const std::optional<std::string>& url) {
+  auto location = resolve_cache_location(settings, url, "/mirror");
+  EXPECT_FALSE(location.remote) << *location.remote;
+  return location.root;
+}
+
 TEST(ResolveCacheRoot, CacheDirIsTheRootAsInCurrentReleases) {
   CacheSettings settings;
   settings.cache_dir = fs::path("/data/d");
@@ -261,15 +267,38 @@ TEST(ResolveCacheRoot, CacheDirOfTheOldLayoutKeepsWorking) {
   fs::remove_all(base);
 }
 
-TEST(ResolveCacheRoot, CacheDirRemoteUrlIsRefusedNamingIt) {
+TEST(ResolveCacheRoot, AnS3CacheIsUsedThroughItsMirror) {
   CacheSettings settings;
-  settings.cache_dir = fs::path("s3://bucket/prefix");
-  try {
-    std::ignore = resolve_cache_root(settings, std::nullopt);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--cache_dir: the scheme 's3://' of 's3://bucket/prefix' is not supported"),
-              std::string::npos) << e.what();
+  settings.cache_dir = fs::path("s3://bucket/prefix/");
+  auto location = resolve_cache_location(settings, std::nullopt, "/mirror");
+  EXPECT_EQ(location.remote, "s3://bucket/prefix");
+  EXPECT_EQ(location.root, fs::path("/mirror/s3/bucket/prefix"));
+  location = resolve_cache_location({}, std::string("S3://b"), "/m");
+  EXPECT_EQ(location.remote, "s3://b");
+  EXPECT_EQ(location.root, fs::path("/m/s3/b"));
+  // --cache_dir wins over the URL.
+  settings.cache_dir = fs::path("/local");
+  location = resolve_cache_location(settings, std::string("s3://b"), "/m");
+  EXPECT_FALSE(location.remote);
+  EXPECT_EQ(location.root, fs::path("/local"));
+}
+
+TEST(ResolveCacheRoot, AnS3UrlWithoutBucketOrWithEmptyPartsIsAUsageError) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"s3://", "NEURON_COMPILE_CACHE_URL: 's3://' names no bucket (write s3://bucket or s3://bucket/prefix)"},
+      {"s3:///p", "NEURON_COMPILE_CACHE_URL: 's3:///p' names no bucket (write s3://bucket or s3://bucket/prefix)"},
+      {"s3://b//p", "NEURON_COMPILE_CACHE_URL: 's3://b//p' has an empty, '.' or '..' part in its prefix "
+                    "(write s3://bucket/prefix)"},
+      {"s3://b/../p", "NEURON_COMPILE_CACHE_URL: 's3://b/../p' has an empty, '.' or '..' part in its prefix "
+                      "(write s3://bucket/prefix)"},
+  };
+  for (const auto& [url, message] : cases) {
+    try {
+      auto location = resolve_cache_location({}, url, "/m");
+      ADD_FAILURE() << url << " gave " << location.root;
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
   }
 }
 
@@ -297,13 +326,13 @@ TEST(ResolveCacheRoot, CacheUrlFileUrlIsTheRoot) {
   EXPECT_EQ(resolve_cache_root({}, std::string("FILE:///x/y")), fs::path("/x/y"));
 }
 
-TEST(ResolveCacheRoot, RemoteSchemeIsAUsageError) {
-  for (const char* url : {"s3://bucket", "s3://bucket/prefix", "S3://Bucket"}) {
+TEST(ResolveCacheRoot, AnotherRemoteSchemeIsAUsageError) {
+  for (const char* url : {"gs://bucket", "http://host/prefix", "HTTPS://Host"}) {
     try {
       auto root = resolve_cache_root({}, std::string(url));
       ADD_FAILURE() << "no UsageError for " << url << " (got " << root << ")";
     } catch (const UsageError& e) {
-      expect_mentions(e.what(), {"NEURON_COMPILE_CACHE_URL", "s3://"});
+      expect_mentions(e.what(), {"NEURON_COMPILE_CACHE_URL", url, "or s3://bucket/prefix"});
     }
   }
   EXPECT_THROW(auto r = resolve_cache_root({}, std::string("file://relative/path")), UsageError);

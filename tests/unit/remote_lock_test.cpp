@@ -16,6 +16,7 @@
 
 #include <npc/storage/local.hpp>
 #include <npc/storage/s3.hpp>
+#include <npc/util/signals.hpp>
 
 #include "files.hpp"
 #include "s3_server.hpp"
@@ -162,6 +163,25 @@ TEST_F(RemoteLockTest, TheKeeperRenewsWhileItLives) {
   }
   EXPECT_GE(on_disk()->expires_unix, first + 3600);
   EXPECT_EQ(on_disk()->token, lock.record().token);
+}
+
+// The compile waits for its compiler with SIGCHLD blocked, reading it from a
+// signalfd; a keeper's thread must not take the signal from it (it did: a
+// compile under an S3 lock then hung after its compiler exited).
+TEST_F(RemoteLockTest, TheKeeperThreadTakesNoSignalFromItsProcess) {
+  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, Clock::now());
+  ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
+  RemoteLockKeeper keeper(std::get<RemoteLock>(*taken), 1h);
+  util::SignalWatcher watcher({SIGCHLD});
+  for (int i = 0; i < 20; ++i) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) ::_exit(0);
+    std::vector<int> got;
+    for (int waited = 0; waited < 50 && got.empty(); ++waited) got = watcher.wait(100);
+    ASSERT_EQ(got, std::vector<int>{SIGCHLD}) << "round " << i;
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  }
 }
 
 // On a real S3 server: the same sequence through S3Storage.

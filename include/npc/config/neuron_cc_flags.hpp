@@ -28,6 +28,11 @@ inline constexpr const char* kDefaultCacheRoot = "/var/tmp/neuron-compile-cache"
 // Old releases put the cache at DIR/neuron-compile-cache for --cache_dir=DIR;
 // current ones use DIR itself. Caches of both kinds are on users' disks.
 inline constexpr const char* kCacheDirName = "neuron-compile-cache";
+// Where the entries of a remote cache (s3://bucket/prefix) are compiled and
+// kept on this machine: <mirror>/s3/<bucket>/<prefix>, a local cache of its
+// own (see cache/remote.hpp). NEURON_COMPILE_CACHE_MIRROR moves it.
+inline constexpr const char* kDefaultMirrorRoot = "/var/tmp/neuron-compile-cache-mirror";
+inline constexpr const char* kMirrorEnv = "NEURON_COMPILE_CACHE_MIRROR";
 
 struct CacheSettings {
   std::optional<fs::path> cache_dir; // --cache_dir=DIR: the cache root (see resolve_cache_root)
@@ -62,12 +67,22 @@ struct NeuronCcFlags {
 // NEURON_CC_FLAGS from the environment (empty when unset).
 [[nodiscard]] NeuronCcFlags neuron_cc_flags_from_environment();
 
-// The cache root: DIR with --cache_dir=DIR (current releases), except that
-// when DIR holds no neuronxcc-* but DIR/neuron-compile-cache does (a cache
-// of an old release, or of this tool before it followed them), that one,
-// said once per process; else NEURON_COMPILE_CACHE_URL (a path or file://
-// URL), else the default. A remote URL scheme (s3://) is a UsageError.
-[[nodiscard]] fs::path resolve_cache_root(const CacheSettings& settings,
-                                          const std::optional<std::string>& cache_url);
+// Where the cache is: a local root, or a remote one (s3://) with the local
+// mirror its entries are compiled and served from.
+struct CacheLocation {
+  fs::path root;                     // the local cache, or the remote's mirror
+  std::optional<std::string> remote; // "s3://bucket/prefix" (no trailing '/')
+};
+
+// The cache: DIR with --cache_dir=DIR (current releases), except that when
+// DIR holds no neuronxcc-* but DIR/neuron-compile-cache does (a cache of an
+// old release, or of this tool before it followed them), that one, said
+// once per process; else NEURON_COMPILE_CACHE_URL (a path, a file:// URL or
+// an s3:// URL), else the default. An s3://bucket/prefix cache is used
+// through the mirror <mirror_base>/s3/<bucket>/<prefix>. Another URL scheme,
+// or an s3:// URL without a bucket, is a UsageError.
+[[nodiscard]] CacheLocation resolve_cache_location(const CacheSettings& settings,
+                                                   const std::optional<std::string>& cache_url,
+                                                   const fs::path& mirror_base = kDefaultMirrorRoot);
 
 } // namespace npc::config

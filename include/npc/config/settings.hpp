@@ -4,6 +4,7 @@
 // the cache root they resolve to.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,11 @@ namespace npc::config {
 struct Settings {
   CacheSettings cache;                     // NEURON_CC_FLAGS, then the command line
   std::vector<std::string> compiler_flags; // NEURON_CC_FLAGS minus cache options
-  std::filesystem::path cache_root;        // absolute, normalised
+  std::filesystem::path cache_root;        // absolute, normalised (a remote cache's mirror)
+  std::optional<std::string> remote_cache; // s3://bucket/prefix (see resolve_cache_location)
 };
 
-// Reads NEURON_CC_FLAGS and NEURON_COMPILE_CACHE_URL, applies `overrides`
+// Reads NEURON_CC_FLAGS, NEURON_COMPILE_CACHE_URL and NEURON_COMPILE_CACHE_MIRROR, applies `overrides`
 // from the command line and sets the log level they ask for.
 [[nodiscard]] Settings settings_from_environment(const CacheSettings& overrides);
 

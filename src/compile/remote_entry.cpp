@@ -1,0 +1,104 @@
+#include <npc/compile/remote_entry.hpp>
+
+#include <algorithm>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/s3.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/strings.hpp>
+
+namespace npc::compile {
+
+std::shared_ptr<storage::Storage> open_remote_storage(const std::string& url) {
+  auto opened = storage::S3Storage::open(url);
+  if (!opened) throw EnvironmentError("cannot use the cache " + url + ": " + opened.error());
+  return std::shared_ptr<storage::Storage>(std::move(*opened));
+}
+
+cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
+                                         std::chrono::milliseconds lock_wait) {
+  auto fetched = remote.fetch_result(key, lock_wait);
+  if (!fetched) throw EnvironmentError(fetched.error());
+  switch (fetched->outcome) {
+  case cache::RemoteOutcome::copied: spdlog::debug("downloaded {} into {}", remote.describe(key), remote.mirror().root().string()); break;
+  case cache::RemoteOutcome::rejected:
+    spdlog::warn("not using {}: {}", remote.describe(key), fetched->detail);
+    return cache::RemoteOutcome::miss;
+  default: break;
+  }
+  return fetched->outcome;
+}
+
+namespace {
+
+EntryCompileResult result_of(EntryOutcome outcome) {
+  EntryCompileResult result;
+  result.outcome = outcome;
+  return result;
+}
+
+// The remote's result arrived (or was there): what the caller gets instead
+// of a compile. nullopt: nothing usable there.
+std::optional<EntryCompileResult> arrived(const cache::RemoteCache& remote, const cache::CacheKey& key,
+                                          const EntryCompileOptions& options) {
+  switch (fetch_remote_result(remote, key, options.lock_wait)) {
+  case cache::RemoteOutcome::copied:
+  case cache::RemoteOutcome::already_done: return result_of(EntryOutcome::already_done);
+  case cache::RemoteOutcome::failure_copied:
+    if (!options.retry_failed) return result_of(EntryOutcome::cached_failure);
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
+} // namespace
+
+EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const cache::CacheKey& key,
+                                        const EntryCompileOptions& options) {
+  const std::string entry_key = key.relative_path().generic_string();
+  const util::LockHolder me = util::LockHolder::self(cache::lock_tool_name());
+  const auto deadline = std::chrono::steady_clock::now() + options.lock_wait;
+  std::optional<cache::RemoteLock> lock;
+  bool told = false;
+  for (;;) {
+    auto got = cache::RemoteLock::try_acquire(remote.storage(), entry_key, me, cache::kRemoteLockTtl,
+                                              std::chrono::system_clock::now());
+    if (!got) throw EnvironmentError(got.error());
+    if (auto* taken = std::get_if<cache::RemoteLock>(&*got)) {
+      lock.emplace(std::move(*taken));
+      break;
+    }
+    const std::string holder = std::get<cache::RemoteLock::Held>(*got).holder;
+    if (auto result = arrived(remote, key, options)) return *result;
+    if (options.lock_wait.count() == 0) return result_of(EntryOutcome::locked_elsewhere);
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      throw EnvironmentError("timed out after " +
+                             util::format_seconds(static_cast<double>(options.lock_wait.count()) / 1000.0) +
+                             " waiting for " + remote.describe(key) + ", held by " + holder +
+                             " (a lock whose holder stopped renewing it frees itself after " +
+                             util::format_seconds(static_cast<double>(cache::kRemoteLockTtl.count())) + ")");
+    if (!told) {
+      spdlog::info("waiting for {}, compiled by {}", remote.describe(key), holder);
+      told = true;
+    }
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(kRemoteLockPoll, deadline - now));
+  }
+  cache::RemoteLockKeeper keeper(*lock, std::chrono::duration_cast<std::chrono::milliseconds>(cache::kRemoteLockTtl) / 3);
+  // Published between our first look and the lock: nothing to compile.
+  if (auto result = arrived(remote, key, options)) return *result;
+  EntryCompileResult result = compile_entry(remote.mirror(), remote.mirror().entry_dir(key), options);
+  if (result.outcome == EntryOutcome::compiled || result.outcome == EntryOutcome::failed) {
+    if (auto pushed = remote.push(key); !pushed)
+      spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote.describe(key),
+                   pushed.error());
+  }
+  return result;
+}
+
+} // namespace npc::compile
