@@ -469,12 +469,17 @@ int cmd_compile(const std::vector<std::string>& words) {
   const cache::CacheKey& key = keys.key;
   const cache::Entry entry = cache.entry(key);
   const fs::path& entry_dir = entry.dir();
-  // An S3 cache: `cache` is its local mirror (cache/remote.hpp).
+  // An S3 cache: `cache` is its local mirror (cache/remote.hpp). Opened
+  // only past the mirror's hit: a hit pays no client set-up, and no
+  // credential lookup (which may ask the instance metadata service).
   std::optional<cache::RemoteCache> remote;
-  if (context.settings.remote_cache)
-    remote.emplace(compile::open_remote_storage(*context.settings.remote_cache), cache);
+  auto open_remote = [&] {
+    if (context.settings.remote_cache && !remote)
+      remote.emplace(compile::open_remote_storage(*context.settings.remote_cache), cache);
+  };
 
-  if (extract_only && remote) {
+  if (extract_only && context.settings.remote_cache) {
+    open_remote();
     // The graph goes where the framework's would: the remote.
     if (auto s = remote->store_graph(key, graph, context.flags); !s) throw EnvironmentError(s.error());
     std::string graph_url = remote->describe(key) + "/" + std::string(cache::kGraphFile);
@@ -507,6 +512,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
   if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
   // A miss in the mirror of an S3 cache: the remote's result, downloaded.
+  open_remote();
   if (remote) {
     switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
     case cache::RemoteOutcome::copied:
