@@ -121,9 +121,10 @@ std::size_t S3rver::responses_logged() const {
     if (now == size && i >= 5) break;
     size = now;
   }
-  // koa-logger's response lines end "<status> <time>ms <size>", e.g.
-  // "/b/k.neff 200 169ms 0b"; s3rver's other lines are sentences.
-  static const std::regex response(R"( [1-5][0-9][0-9] [0-9.]+m?s [^ ]+$)");
+  // koa-logger's response lines end "<status> <time> <size>", e.g.
+  // "/b/k.neff 200 169ms 0b" or "... 200 2,315ms 200MB" (the time grouped
+  // with commas, in seconds past 10 s); s3rver's other lines are sentences.
+  static const std::regex response(R"( [1-5][0-9][0-9] [0-9.,]+m?s [^ ]+$)");
   std::istringstream lines(read_text(log_));
   std::size_t n = 0;
   for (std::string line; std::getline(lines, line);)
