@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <pthread.h>
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -56,21 +57,41 @@ Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage:
   const std::string key = entry_key + "/" + std::string(kFrameworkLockFile);
   RemoteLockRecord mine{me.serialize(), util::unique_suffix(), unix_seconds(now + ttl)};
   // Two rounds: the second follows the removal of a stale lock.
+  // What is at `key` now: nullopt when nothing is (released or judged
+  // stale by someone else meanwhile).
+  auto look = [&]() -> Result<std::optional<std::optional<RemoteLockRecord>>> {
+    auto text = storage->read(key, kMaxRecordBytes);
+    if (!text) {
+      auto there = storage->stat(key);
+      if (there && !*there) return std::optional<std::optional<RemoteLockRecord>>{};
+      return fail(text.error());
+    }
+    return std::optional<std::optional<RemoteLockRecord>>(RemoteLockRecord::parse(*text));
+  };
   for (int round = 0; round < 2; ++round) {
+    const auto started = std::chrono::steady_clock::now();
     auto created = storage->create_exclusive(key, mine.serialize());
     if (!created) return fail(created.error());
     // Read back whether or not we created it (see the header).
-    auto text = storage->read(key, kMaxRecordBytes);
-    if (!text) {
-      // Gone between the create and the read: released or judged stale by
-      // someone else. Not ours; the next attempt decides.
-      auto there = storage->stat(key);
-      if (there && !*there) continue;
-      return fail(text.error());
+    auto seen = look();
+    if (!seen) return fail(seen.error());
+    if (!*seen) continue; // gone again: the next round decides
+    auto found = **seen;
+    if (found && found->token == mine.token) {
+      // Ours for now. A racer whose HEAD came before our PUT was visible
+      // sends its PUT within about the time ours took; where the server
+      // ignores If-None-Match, that PUT replaces ours. So look once more
+      // after that long: the last writer's token is what stays.
+      auto settle = std::clamp<std::chrono::steady_clock::duration>(2 * (std::chrono::steady_clock::now() - started),
+                                                                    kRemoteLockSettleMin, kRemoteLockSettleMax);
+      std::this_thread::sleep_for(settle);
+      auto again = look();
+      if (!again) return fail(again.error());
+      if (!*again) continue;
+      found = **again;
+      if (found && found->token == mine.token)
+        return TakenOrHeld(RemoteLock(std::move(storage), key, std::move(mine), ttl));
     }
-    auto found = RemoteLockRecord::parse(*text);
-    if (found && found->token == mine.token)
-      return TakenOrHeld(RemoteLock(std::move(storage), key, std::move(mine), ttl));
     if (found && found->expires_unix > unix_seconds(now)) return TakenOrHeld(Held{found->describe()});
     // Stale: its holder stopped renewing it (or it is not a lock record).
     spdlog::info("removing the stale lock {} ({})", storage->describe(key),

@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <latch>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -211,6 +214,40 @@ TEST_F(RemoteLockS3Test, TakenHeldExpiredAndReleased) {
   listed = b->list(kEntry);
   ASSERT_TRUE(listed);
   EXPECT_EQ(*listed, std::vector<std::string>{});
+}
+
+// s3rver ignores If-None-Match: racers all pass the HEAD and all PUT. The
+// read-back after the settle time leaves one holder.
+TEST_F(RemoteLockS3Test, OfRacersOnAServerThatIgnoresTheConditionOneTakesIt) {
+  constexpr int kRacers = 6;
+  for (int round = 0; round < 3; ++round) {
+    const std::string entry = kEntry + "-" + std::to_string(round);
+    std::vector<std::shared_ptr<storage::Storage>> storages;
+    for (int i = 0; i < kRacers; ++i) {
+      auto client = storage::S3Client::create(server_.config());
+      ASSERT_TRUE(client) << client.error();
+      storages.push_back(std::make_shared<storage::S3Storage>(std::move(*client),
+                                                              storage::S3Location{test::kS3TestBucket, "c"}));
+    }
+    std::latch start(kRacers);
+    std::atomic<int> taken{0}, held{0}, errors{0};
+    std::vector<std::optional<RemoteLock>> locks(kRacers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kRacers; ++i)
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        auto got = RemoteLock::try_acquire(storages[i], entry, holder("racer"), 600s, Clock::now());
+        if (!got) ++errors;
+        else if (auto* lock = std::get_if<RemoteLock>(&*got)) {
+          ++taken;
+          locks[i].emplace(std::move(*lock));
+        } else ++held;
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(taken.load(), 1) << "round " << round;
+    EXPECT_EQ(held.load(), kRacers - 1) << "round " << round;
+  }
 }
 
 } // namespace

@@ -8,10 +8,13 @@
 // taken over by anyone.
 //
 // Taking it: a create-only PUT (If-None-Match: *). AWS S3 lets exactly one
-// of racing creators win. Servers that ignore the condition (some
-// S3-compatible ones) let several "win"; the lock is then read back and only
-// the creator whose token is there keeps it, which narrows that race to
-// creators whose PUT and read-back interleave: a documented best effort.
+// of racing creators win. Servers that ignore the condition (s3rver, some
+// S3-compatible stores) let several "win", the last PUT's bytes staying; so
+// the lock is read back, and read again after a settle time (twice what
+// our own create took, 50 ms to 2 s): only the creator whose token is still
+// there keeps it. A racer's PUT that lands later than that can still take a
+// lock two creators both believe they hold: a documented best effort, which
+// costs one GET and the settle time per lock taken (a compile takes minutes).
 // Reading back also settles a create whose response was lost and whose
 // retry got 412 for our own object: the token there is ours.
 //
@@ -35,6 +38,9 @@ namespace npc::cache {
 // throttling; short enough that a lock left by a dead node frees its entry
 // within minutes.
 inline constexpr std::chrono::seconds kRemoteLockTtl{600};
+// Bounds of the wait before a taken lock is read again (see above).
+inline constexpr std::chrono::milliseconds kRemoteLockSettleMin{50};
+inline constexpr std::chrono::milliseconds kRemoteLockSettleMax{2000};
 
 struct RemoteLockRecord {
   std::string owner; // util::LockHolder::serialize() of the taker
