@@ -51,7 +51,10 @@ protected:
 };
 
 TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
-  auto first = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  // One holder value for the lock and the expectations: its "since" has a
+  // resolution of a second, and a second may turn between two self() calls.
+  const util::LockHolder node_a = holder("node-a");
+  auto first = RemoteLock::try_acquire(storage, kEntry, node_a, 600s, kT0);
   ASSERT_TRUE(first) << first.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*first));
   const auto& taken = std::get<RemoteLock>(*first);
@@ -59,13 +62,13 @@ TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
   ASSERT_TRUE(record);
   EXPECT_EQ(record->token, taken.record().token);
   EXPECT_EQ(record->expires_unix, 1800000600);
-  EXPECT_EQ(record->owner, holder("node-a").serialize());
+  EXPECT_EQ(record->owner, node_a.serialize());
 
   auto second = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 599s);
   ASSERT_TRUE(second) << second.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
   EXPECT_EQ(std::get<RemoteLock::Held>(*second).holder,
-            holder("node-a").describe() + ", until 2027-01-15T08:10:00Z");
+            node_a.describe() + ", until 2027-01-15T08:10:00Z");
   EXPECT_EQ(on_disk()->token, taken.record().token); // untouched
 }
 
