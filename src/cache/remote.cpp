@@ -142,23 +142,30 @@ Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {
   if (auto s = entry.check_trust(); !s) return fail(s.error());
   if (exists_regular(entry.graph_path()) && exists_regular(entry.dir() / kFlagsFile)) return true;
   if (auto s = util::ensure_dir(entry.dir()); !s) return fail(s.error());
-  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
-  // Flags first, as Entry::store_graph writes them: the graph is what makes
-  // an entry pending.
-  IncomingEntry incoming;
-  for (auto name : {kFlagsFile, kGraphFile}) {
-    fs::path path = work.path() / name;
-    auto got = remote_->get_file(key_of(key, name), path);
-    if (!got) return fail(got.error());
-    if (!*got) return false;
-    (name == kGraphFile ? incoming.graph : incoming.flags) = path;
-  }
-  for (auto [file, name] : {std::pair{&incoming.flags, kFlagsFile}, std::pair{&incoming.graph, kGraphFile}}) {
-    fs::path target = entry.dir() / name;
-    if (exists_regular(target)) continue; // first writer wins
-    if (::rename((*file)->c_str(), target.c_str()) != 0) return fail(util::errno_text("cannot publish", target, errno));
-  }
-  return true;
+  auto fetched = [&]() -> Result<bool> {
+    util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
+    // Flags first, as Entry::store_graph writes them: the graph is what
+    // makes an entry pending.
+    IncomingEntry incoming;
+    for (auto name : {kFlagsFile, kGraphFile}) {
+      fs::path path = work.path() / name;
+      auto got = remote_->get_file(key_of(key, name), path);
+      if (!got) return fail(got.error());
+      if (!*got) return false;
+      (name == kGraphFile ? incoming.graph : incoming.flags) = path;
+    }
+    for (auto [file, name] : {std::pair{&incoming.flags, kFlagsFile}, std::pair{&incoming.graph, kGraphFile}}) {
+      fs::path target = entry.dir() / name;
+      if (exists_regular(target)) continue; // first writer wins
+      if (::rename((*file)->c_str(), target.c_str()) != 0)
+        return fail(util::errno_text("cannot publish", target, errno));
+    }
+    return true;
+  }();
+  // Nothing to fetch: no empty entry folder is left behind in the mirror
+  // (rmdir leaves one that another process has filled meanwhile).
+  if (!fetched || !*fetched) std::ignore = ::rmdir(entry.dir().c_str());
+  return fetched;
 }
 
 Status RemoteCache::push(const CacheKey& key) const {

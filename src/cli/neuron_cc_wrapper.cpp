@@ -38,7 +38,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
-                                  [--result-file FILE]
+                                  [--result-file FILE] [--remote-cache s3://BUCKET/PREFIX]
   neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
 
 Serves a graph's NEFF from the Neuron persistent cache, or compiles it with
@@ -69,6 +69,9 @@ options:
                          into the local cache, verified, and served
   --result-file FILE     compile-entry: write how it ended to FILE as JSON (what the
                          parallel compile's workers tell it)
+  --remote-cache URL     compile-entry: DIR is an entry of the local mirror of the
+                         S3 cache URL; it is compiled under the lock of the entry
+                         in S3 (or its result there downloaded) and pushed there
   --                     every word after it is a compiler flag
 
 environment:
@@ -121,6 +124,7 @@ std::unique_ptr<CLI::App> completion_command_line() {
   compile_entry->add_flag("--no-evict");
   compile_entry->add_flag("--no-wait");
   compile_entry->add_option("--result-file")->type_name("FILE");
+  compile_entry->add_option("--remote-cache")->type_name("URL");
   add_common(*compile_entry);
   auto* key = app->add_subcommand("key");
   key->add_option("--graph")->type_name("FILE");
@@ -580,10 +584,12 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   CommonOptions common;
   std::optional<fs::path> entry_dir;
   bool no_evict = false;
+  std::optional<std::string> remote_url;
   std::vector<std::string> cache_words;
   while (!args.done()) {
     if (take_common(args, common)) continue;
     if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
+    else if (auto url = args.take_value("--remote-cache")) remote_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) common.lock_wait = std::chrono::milliseconds(0);
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
@@ -622,7 +628,11 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before the entry is
   // locked (unreadable flags are compile_entry's to report).
   if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
-  auto result = compile::compile_entry(cache, dir, options);
+  // The mirror's entry of an S3 cache (what the launcher's workers compile
+  // there): the remote's lock, result and upload too.
+  std::optional<cache::RemoteCache> remote;
+  if (remote_url) remote.emplace(compile::open_remote_storage(*remote_url), cache);
+  auto result = remote ? compile::compile_remote_entry(*remote, *key, options) : compile::compile_entry(cache, dir, options);
   report = compile::make_worker_report(result);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(cache.entry(dir));

@@ -15,7 +15,6 @@ int neuron_parallel_compile_main(int argc, char** argv) {
     cache::set_lock_tool_name("neuron_parallel_compile");
     launcher::Options options = launcher::parse_options(argc, argv);
     Settings settings = load_settings({});
-    refuse_remote_cache(settings, "neuron_parallel_compile");
     if (options.log_level) {
       util::LogLevel level{};
       if (util::parse_log_level(*options.log_level, level)) util::set_log_level(level);
@@ -24,7 +23,9 @@ int neuron_parallel_compile_main(int argc, char** argv) {
     case launcher::Mode::collect_and_compile:
     case launcher::Mode::collect:
     case launcher::Mode::compile: return launcher::run(options, settings);
-    default: return launcher::run_maintenance(options, settings);
+    default:
+      refuse_remote_cache(settings, "neuron_parallel_compile --command " + launcher::mode_name(options.mode));
+      return launcher::run_maintenance(options, settings);
     }
   });
 }

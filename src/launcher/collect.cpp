@@ -40,6 +40,9 @@ Collector::Collector(const fs::path& cache_root, std::string compiler_version)
 }
 
 void Collector::refuse(const std::string& text, const std::string& source, const std::string& why) {
+  // Each rank of the trial names its graphs, and the path log again: one
+  // refusal per graph, as one compile per graph.
+  if (!refused_texts_.insert(text).second) return;
   std::string line = "'" + text + "' (from " + source + "): " + why;
   spdlog::warn("refusing graph {}", line);
   refused_.push_back(line);
@@ -54,7 +57,11 @@ bool Collector::add_root(const std::string& text, const std::string& source) {
   if (url.starts_with("file://")) url.erase(0, 7);
   fs::path root(url);
   if (url.find("://") != std::string::npos || !root.is_absolute()) {
-    refuse(text, source, "not a local cache root (remote caches such as s3:// are not supported yet)");
+    refuse(text, source,
+           url.find("://") != std::string::npos
+               ? "a remote cache root other than the launcher's (set NEURON_COMPILE_CACHE_URL to it, and the "
+                 "launcher compiles into it)"
+               : "not an absolute path");
     return false;
   }
   fs::path real = canonical_or_normal(root);

@@ -49,6 +49,12 @@ size_t find_command_start(const CLI::App& app, const std::vector<std::string>& w
 
 } // namespace
 
+std::string mode_name(Mode mode) {
+  for (const auto& [name, m] : kModes)
+    if (m == mode && name != "all") return name;
+  return "?";
+}
+
 bool mode_runs_trial(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::collect; }
 
 Options parse_options(int argc, char** argv) {

@@ -35,6 +35,10 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem&
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (retry) argv.emplace_back("--retry_failed_compilation");
+  if (config.remote_cache) {
+    argv.emplace_back("--remote-cache");
+    argv.push_back(*config.remote_cache);
+  }
   return argv;
 }
 

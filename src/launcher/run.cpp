@@ -12,10 +12,12 @@
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/compile/compiler.hpp>
+#include <npc/compile/remote_entry.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/cost_model.hpp>
 #include <npc/launcher/launcher.hpp>
 #include <npc/launcher/pool_runner.hpp>
+#include <npc/launcher/remote_graphs.hpp>
 #include <npc/launcher/report.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
@@ -232,6 +234,25 @@ int run(const Options& options, const config::Settings& settings) {
   util::become_subreaper(); // so no process of the run outlives an interrupt
 
   Collector collector(cache.root(), version);
+  // An S3 cache: `cache` is its local mirror, where its graphs are brought
+  // before they are collected (remote_graphs.hpp). Opened before the trial:
+  // missing credentials are found before the training command runs.
+  std::optional<cache::RemoteCache> remote;
+  std::optional<RemoteGraphs> remote_graphs;
+  if (settings.remote_cache) {
+    remote.emplace(compile::open_remote_storage(*settings.remote_cache), cache);
+    remote_graphs.emplace(*remote, *settings.remote_cache, version);
+  }
+  auto take_graph = [&](const std::string& text, const std::string& source) {
+    if (!RemoteGraphs::is_url(text)) return collector.add_graph_path(text, source);
+    if (!remote_graphs)
+      return collector.refuse(text, source,
+                              "a graph in a remote cache, but the launcher's cache is " + cache.root().string() +
+                                  " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
+    auto taken = remote_graphs->take(text);
+    if (taken.graph) collector.add_graph_path(taken.graph->string(), source);
+    else if (!taken.refused.empty()) collector.refuse(text, source, taken.refused);
+  };
   if (mode_runs_trial(options.mode)) {
     util::Environment environment = util::Environment::current();
     environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
@@ -247,8 +268,11 @@ int run(const Options& options, const config::Settings& settings) {
       return exit_status_for_signal(trial.interrupted_by);
     }
     // The roots first: the framework names the one it used there.
-    for (const auto& line : read_path_log(files.path_log)) collector.add_path_log_line(line);
-    for (const auto& path : trial.reported_paths) collector.add_graph_path(path, "the trial's output");
+    for (const auto& line : read_path_log(files.path_log)) {
+      if (remote_graphs && RemoteGraphs::is_url(line)) take_graph(line, "the cache-path log");
+      else collector.add_path_log_line(line);
+    }
+    for (const auto& path : trial.reported_paths) take_graph(path, "the trial's output");
     if (trial.unreadable_extraction_lines > 0) {
       std::string roots;
       for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
@@ -277,10 +301,19 @@ int run(const Options& options, const config::Settings& settings) {
                    trial.status.describe(), collector.entries().size());
     }
   } else {
+    if (remote_graphs)
+      for (const auto& graph : remote_graphs->take_pending(settings.cache.retry_failed_compilation))
+        collector.add_graph_path(graph.string(), "the S3 cache");
     for (const auto& e : cache.list_version(version))
       if (e.state != cache::EntryState::done && e.state != cache::EntryState::incomplete) collector.add_entry_dir(e.dir);
   }
   facts.refused = collector.refused();
+  if (remote_graphs && remote_graphs->results_downloaded() > 0)
+    spdlog::info("{} result(s) already in {} downloaded into {}", remote_graphs->results_downloaded(),
+                 *settings.remote_cache, cache.root().string());
+  if (remote_graphs && remote_graphs->results_uploaded() > 0)
+    spdlog::info("{} result(s) of {} that {} lacked uploaded", remote_graphs->results_uploaded(),
+                 cache.root().string(), *settings.remote_cache);
   // Extracted graphs of which none can be compiled: a pre-warm that warms
   // nothing must not pass for one that warmed everything.
   if (collector.entries().empty() && !collector.refused().empty()) {
@@ -323,7 +356,7 @@ int run(const Options& options, const config::Settings& settings) {
                pool.count(ItemState::cached), to_compile, parallel);
 
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age()};
+                      retry_failed, cache.stale_lock_age(), settings.remote_cache};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -2,90 +2,19 @@
 // compiles in the local mirror and uploads the entry; another node's mirror
 // downloads it instead of compiling; extraction stores the graph in S3;
 // two nodes at once compile a graph once; an unreachable endpoint is one
-// line and exit 3; the programs that do not drive S3 yet say so.
+// line and exit 3; the commands that do not drive S3 yet say so.
 
 #include <algorithm>
 #include <sys/wait.h>
 
 #include <npc/cache/key.hpp>
-#include <npc/storage/s3_client.hpp>
 
-#include "s3_server.hpp"
-#include "test_support.hpp"
+#include "s3_fixture.hpp"
 
 namespace npc::test {
 namespace {
 
-constexpr const char* kUrl = "s3://test-bucket/team";
-
-class S3Cache : public CacheTest {
-protected:
-  void SetUp() override {
-    CacheTest::SetUp();
-    ASSERT_NO_FATAL_FAILURE(server_.start(dir() / "s3"));
-    env_["NEURON_CC_FLAGS"] = std::string("--cache_dir=") + kUrl;
-    env_["NEURON_COMPILE_CACHE_MIRROR"] = (dir() / "node-a").string();
-    env_["AWS_ACCESS_KEY_ID"] = kS3rverAccessKey;
-    env_["AWS_SECRET_ACCESS_KEY"] = kS3rverSecretKey;
-    env_["AWS_REGION"] = "us-east-1";
-    env_["AWS_ENDPOINT_URL_S3"] = server_.endpoint();
-    // Nothing from this machine's AWS set-up or instance metadata.
-    env_["AWS_CONFIG_FILE"] = (dir() / "no-aws-config").string();
-    env_["AWS_SHARED_CREDENTIALS_FILE"] = (dir() / "no-aws-credentials").string();
-    env_["AWS_EC2_METADATA_DISABLED"] = "true";
-  }
-  void TearDown() override {
-    server_.stop();
-    CacheTest::TearDown();
-  }
-
-  fs::path graph(const std::string& name, const std::string& text) {
-    fs::path p = dir() / "graphs" / name;
-    write_text(p, text);
-    return p;
-  }
-  RunResult compile(const fs::path& g, const fs::path& out, std::map<std::string, std::string> env = {}) {
-    return run_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", out.string()}, std::move(env));
-  }
-  // Every object of the bucket, sorted, with the entry's folder shortened to E.
-  std::vector<std::string> objects() {
-    auto client = storage::S3Client::create(server_.config());
-    if (!client) {
-      ADD_FAILURE() << client.error();
-      return {};
-    }
-    auto all = (*client)->list_all(kS3TestBucket, {});
-    if (!all) {
-      ADD_FAILURE() << all.error();
-      return {};
-    }
-    std::vector<std::string> keys;
-    for (const auto& o : all->objects) {
-      std::string key = o.key;
-      auto module = key.find("/MODULE_");
-      if (module != std::string::npos) key = key.substr(0, module) + "/E" + key.substr(key.find('/', module + 1));
-      keys.push_back(key);
-    }
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  }
-  std::string object(const std::string& suffix) {
-    auto client = storage::S3Client::create(server_.config());
-    auto all = (*client)->list_all(kS3TestBucket, {});
-    for (const auto& o : all->objects)
-      if (o.key.ends_with(suffix)) return *(*(*client)->get_object(kS3TestBucket, o.key, 1 << 24));
-    return "<absent>";
-  }
-  static std::string version_dir() { return std::string("team/neuronxcc-") + kStandinVersion; }
-  std::vector<std::string> done_entry() const {
-    std::vector<std::string> keys;
-    for (const char* f : {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff", "npc-entry.json"})
-      keys.push_back(version_dir() + "/E/" + f);
-    return keys;
-  }
-
-  S3Server server_;
-};
+using S3Cache = S3CacheTest;
 
 TEST_F(S3Cache, AMissCompilesInTheMirrorAndUploadsTheWholeEntry) {
   fs::path g = graph("a.hlo", "HloModule a\n");
@@ -172,16 +101,17 @@ TEST_F(S3Cache, AnUnreachableEndpointIsOneLineAndExit3) {
   EXPECT_EQ(compiles(), 0u);
 }
 
-TEST_F(S3Cache, TheProgramsThatDoNotDriveS3YetSaySo) {
-  const std::string tail = " does not work on an S3 cache yet (neuron_cc_wrapper does); name a local or mounted "
-                           "directory with --cache_dir or NEURON_COMPILE_CACHE_URL\n";
+TEST_F(S3Cache, TheCommandsThatDoNotDriveS3YetSaySo) {
+  const std::string tail = " does not work on an S3 cache yet (neuron_cc_wrapper and the launcher's collect and "
+                           "compile do); name a local or mounted directory with --cache_dir or "
+                           "NEURON_COMPILE_CACHE_URL\n";
   auto ls = run_tool("neuron_cache", {"ls"});
   EXPECT_EQ(ls.exit_code, 2);
   EXPECT_EQ(ls.err, "neuron_cache: error: the cache s3://test-bucket/team is in S3: neuron_cache" + tail);
-  auto launcher = run_tool("neuron_parallel_compile", {"--command", "compile"});
+  auto launcher = run_tool("neuron_parallel_compile", {"--command", "scan"});
   EXPECT_EQ(launcher.exit_code, 2);
-  EXPECT_EQ(launcher.err,
-            "neuron_parallel_compile: error: the cache s3://test-bucket/team is in S3: neuron_parallel_compile" + tail);
+  EXPECT_EQ(launcher.err, "neuron_parallel_compile: error: the cache s3://test-bucket/team is in S3: "
+                          "neuron_parallel_compile --command scan" + tail);
 }
 
 } // namespace

@@ -12,7 +12,9 @@
 //
 // The result reaches the remote after it is in the mirror: when the upload
 // fails the compile still counts (the caller has its NEFF), with a warning
-// that the remote lacks it; the next run on any node compiles it again.
+// that the remote lacks it. Another node then compiles it again; this node's
+// mirror serves its own hits without asking S3, and its next launcher run
+// uploads the result (launcher/remote_graphs.hpp).
 
 #include <memory>
 #include <string>

@@ -47,16 +47,19 @@ public:
   // copy of every path is megabytes.
   [[nodiscard]] std::vector<fs::path> take_entries();
   [[nodiscard]] const std::vector<std::string>& refused() const { return refused_; }
+  // Refuses a graph the trial named, saying why (for the checks made before
+  // a graph reaches the collector: an S3 graph's, remote_graphs.hpp).
+  void refuse(const std::string& text, const std::string& source, const std::string& why);
 
 private:
   [[nodiscard]] bool known_root(const fs::path& root) const;
-  void refuse(const std::string& text, const std::string& source, const std::string& why);
 
   std::vector<fs::path> roots_;
   std::string version_;
   std::vector<fs::path> entries_;
   std::unordered_set<std::string> seen_; // strings: a path object is several times larger
   std::vector<std::string> refused_;
+  std::unordered_set<std::string> refused_texts_;
 };
 
 // The lines of a cache-path log; empty when it does not exist. Current

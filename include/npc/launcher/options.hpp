@@ -51,5 +51,7 @@ struct Options {
 [[nodiscard]] Options parse_options(int argc, char** argv);
 
 [[nodiscard]] bool mode_runs_trial(Mode mode);
+// The --command word of `mode` ("scan-with-failed").
+[[nodiscard]] std::string mode_name(Mode mode);
 
 } // namespace npc::launcher

@@ -25,6 +25,9 @@ struct RunnerConfig {
   fs::path log_dir;  // one log per attempt
   bool retry_cached_failures = false;
   std::chrono::seconds stale_lock_age{6 * 3600}; // passed to the workers as --lock-timeout
+  // s3://bucket/prefix when the entries are a remote cache's mirror: the
+  // workers compile under the remote lock and push the result there.
+  std::optional<std::string> remote_cache;
 };
 
 struct PoolRunResult {

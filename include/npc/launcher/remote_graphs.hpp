@@ -1,0 +1,74 @@
+#pragma once
+// The launcher on an S3 cache (s3://bucket/prefix, cache/remote.hpp). The
+// trial extracts each graph into S3 and names it by URL: "Extracting graphs
+// (s3://bucket/prefix/neuronxcc-<v>/MODULE_<k>/model.hlo_module.pb)". The
+// cache-path log holds the root URL (current torch-neuronx) or the graph's
+// URL (neuron_cc_wrapper's extraction); both are taken.
+//
+// Each graph is brought into the local mirror before it is collected: the
+// remote's result when it has one (done, or a cached failure), otherwise the
+// graph and its flags, pending. A result the mirror has and the remote lacks
+// (an upload killed midway, a run while S3 was down) is uploaded then, under
+// the remote entry's lock: a wrapper's hit in the mirror never looks at S3,
+// so this is where a node repairs what it failed to upload. From there it is a graph of the mirror like
+// any other, and the workers compile it under the remote entry's lock and
+// push the result (neuron_cc_wrapper compile-entry --remote-cache URL).
+//
+// Only the graphs of the S3 cache the launcher was given
+// (NEURON_COMPILE_CACHE_URL, or --cache_dir in NEURON_CC_FLAGS) are taken: a
+// graph of another bucket or prefix is refused by name, as a local path
+// outside the cache is.
+//
+// Requests: per graph, 1 LIST for a miss and 2 GETs for its graph and flags;
+// a done entry's result is downloaded (see RemoteCache::fetch_result). One
+// after another: 1,000 graphs at 20 ms a request take about a minute.
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/cache/remote.hpp>
+
+namespace npc::launcher {
+
+namespace fs = std::filesystem;
+
+class RemoteGraphs {
+public:
+  RemoteGraphs(const cache::RemoteCache& remote, std::string root_url, std::string compiler_version);
+
+  // A URL (s3://...) rather than a local path.
+  [[nodiscard]] static bool is_url(std::string_view text);
+
+  struct Taken {
+    std::optional<fs::path> graph; // the graph's path in the mirror
+    std::string refused;           // otherwise why not; both empty: this cache's root, nothing to take
+  };
+  // A URL the trial named. Throws EnvironmentError when S3 cannot be read.
+  [[nodiscard]] Taken take(std::string_view url);
+  // Every entry of our compiler version in S3 with a graph and no result
+  // (nor a cached failure, unless `with_failed`), brought into the mirror:
+  // --command compile. Throws EnvironmentError when S3 cannot be read.
+  [[nodiscard]] std::vector<fs::path> take_pending(bool with_failed);
+
+  // Results found in S3 and copied into the mirror so far, and results of
+  // the mirror that S3 lacked, uploaded.
+  [[nodiscard]] std::size_t results_downloaded() const { return results_downloaded_; }
+  [[nodiscard]] std::size_t results_uploaded() const { return results_uploaded_; }
+
+private:
+  [[nodiscard]] fs::path bring(const cache::CacheKey& key, bool& absent);
+  // False when the mirror has no result for `key` either.
+  [[nodiscard]] bool upload_mirror_result(const cache::CacheKey& key);
+
+  const cache::RemoteCache& remote_;
+  std::string root_url_;
+  std::string version_;
+  std::size_t results_downloaded_ = 0;
+  std::size_t results_uploaded_ = 0;
+};
+
+} // namespace npc::launcher

@@ -1,0 +1,119 @@
+#include <npc/launcher/remote_graphs.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/key.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/error.hpp>
+
+namespace npc::launcher {
+
+namespace {
+
+std::string_view without_trailing_slashes(std::string_view text) {
+  while (text.ends_with('/')) text.remove_suffix(1);
+  return text;
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+} // namespace
+
+RemoteGraphs::RemoteGraphs(const cache::RemoteCache& remote, std::string root_url, std::string compiler_version)
+    : remote_(remote), root_url_(without_trailing_slashes(root_url)), version_(std::move(compiler_version)) {}
+
+bool RemoteGraphs::is_url(std::string_view text) { return text.find("://") != std::string_view::npos; }
+
+fs::path RemoteGraphs::bring(const cache::CacheKey& key, bool& absent) {
+  absent = false;
+  // The result first: a graph another node compiled is downloaded, not
+  // compiled again. A mirror entry another local process holds ("busy") or
+  // a result that fails its record ("rejected") leaves the graph to fetch.
+  auto result = remote_.fetch_result(key, std::chrono::milliseconds(0));
+  if (!result) throw EnvironmentError(result.error());
+  switch (result->outcome) {
+  case cache::RemoteOutcome::copied:
+  case cache::RemoteOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
+  case cache::RemoteOutcome::already_done: return remote_.mirror().entry(key).graph_path();
+  case cache::RemoteOutcome::rejected:
+    spdlog::warn("not using {}: {}; compiling it again", remote_.describe(key), result->detail);
+    break;
+  case cache::RemoteOutcome::busy:
+  case cache::RemoteOutcome::miss: break;
+  }
+  if (upload_mirror_result(key)) return remote_.mirror().entry(key).graph_path();
+  auto graph = remote_.fetch_graph(key);
+  if (!graph) throw EnvironmentError(graph.error());
+  absent = !*graph;
+  return remote_.mirror().entry(key).graph_path();
+}
+
+bool RemoteGraphs::upload_mirror_result(const cache::CacheKey& key) {
+  const cache::Entry entry = remote_.mirror().entry(key);
+  if (!entry.looks_done() && !entry.looks_failed()) return false;
+  // Under the entry's lock in S3, as a compile's upload: the lock of an
+  // upload that died with its process on this host is taken over at once.
+  auto got = cache::RemoteLock::try_acquire(remote_.storage(), key.relative_path().generic_string(),
+                                            util::LockHolder::self(cache::lock_tool_name()), cache::kRemoteLockTtl,
+                                            std::chrono::system_clock::now());
+  if (!got) throw EnvironmentError(got.error());
+  // Held: another process is compiling or uploading it; the mirror's result
+  // serves this node meanwhile.
+  if (!std::holds_alternative<cache::RemoteLock>(*got)) return true;
+  if (auto pushed = remote_.push(key); !pushed)
+    spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote_.describe(key),
+                 pushed.error());
+  else
+    ++results_uploaded_;
+  return true;
+}
+
+RemoteGraphs::Taken RemoteGraphs::take(std::string_view text) {
+  std::string_view url = without_trailing_slashes(text);
+  if (url == root_url_) return {};
+  if (!url.starts_with(root_url_ + "/"))
+    return {std::nullopt, "not in the S3 cache " + root_url_ +
+                              " (the launcher compiles into the cache NEURON_COMPILE_CACHE_URL or --cache_dir names)"};
+  std::string_view relative = url.substr(root_url_.size() + 1);
+  const std::string expected = "not a graph of a cache entry (<cache>/neuronxcc-<version>/MODULE_<hash>+<hash>/" +
+                               std::string(cache::kGraphFile) + ")";
+  if (!relative.ends_with("/" + std::string(cache::kGraphFile))) return {std::nullopt, expected};
+  relative.remove_suffix(cache::kGraphFile.size() + 1);
+  auto key = cache::parse_key(relative);
+  if (!key || key->relative_path().generic_string() != relative) return {std::nullopt, expected};
+  if (key->compiler_version != version_)
+    return {std::nullopt, "extracted for compiler version " + key->compiler_version + ", but we compile with " + version_};
+  bool absent = false;
+  fs::path graph = bring(*key, absent);
+  if (absent) return {std::nullopt, "no such graph in S3"};
+  return {graph, {}};
+}
+
+std::vector<fs::path> RemoteGraphs::take_pending(bool with_failed) {
+  const std::string version_dir = std::string(cache::kVersionDirPrefix) + version_;
+  auto modules = remote_.storage()->list(version_dir);
+  if (!modules) throw EnvironmentError(modules.error());
+  std::vector<fs::path> graphs;
+  for (const auto& module : *modules) {
+    auto key = cache::parse_key(version_dir + "/" + module);
+    if (!key) continue; // not an entry: left alone, as a local scan does
+    auto files = remote_.storage()->list(key->relative_path().generic_string());
+    if (!files) throw EnvironmentError(files.error());
+    if (!contains(*files, cache::kGraphFile) || contains(*files, cache::kDoneFile)) continue;
+    if (contains(*files, cache::kLogFile) && !with_failed) continue;
+    bool absent = false;
+    fs::path graph = bring(*key, absent);
+    if (!absent) graphs.push_back(std::move(graph));
+  }
+  return graphs;
+}
+
+} // namespace npc::launcher

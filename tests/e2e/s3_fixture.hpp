@@ -1,0 +1,103 @@
+#pragma once
+// The end-to-end tests' S3 cache: a real s3rver on loopback over the test's
+// folder, the programs pointed at it by the AWS environment (and nothing
+// of this machine's AWS set-up), node A's mirror in <test dir>/node-a.
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <npc/storage/s3_client.hpp>
+
+#include "s3_server.hpp"
+#include "test_support.hpp"
+
+namespace npc::test {
+
+inline constexpr const char* kUrl = "s3://test-bucket/team";
+
+class S3CacheTest : public CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    ASSERT_NO_FATAL_FAILURE(server_.start(dir() / "s3"));
+    env_["NEURON_CC_FLAGS"] = std::string("--cache_dir=") + kUrl;
+    env_["NEURON_COMPILE_CACHE_MIRROR"] = (dir() / "node-a").string();
+    env_["AWS_ACCESS_KEY_ID"] = kS3rverAccessKey;
+    env_["AWS_SECRET_ACCESS_KEY"] = kS3rverSecretKey;
+    env_["AWS_REGION"] = "us-east-1";
+    env_["AWS_ENDPOINT_URL_S3"] = server_.endpoint();
+    // Nothing from this machine's AWS set-up or instance metadata.
+    env_["AWS_CONFIG_FILE"] = (dir() / "no-aws-config").string();
+    env_["AWS_SHARED_CREDENTIALS_FILE"] = (dir() / "no-aws-credentials").string();
+    env_["AWS_EC2_METADATA_DISABLED"] = "true";
+  }
+  void TearDown() override {
+    server_.stop();
+    CacheTest::TearDown();
+  }
+
+  fs::path graph(const std::string& name, const std::string& text) {
+    fs::path p = dir() / "graphs" / name;
+    write_text(p, text);
+    return p;
+  }
+  RunResult compile(const fs::path& g, const fs::path& out, std::map<std::string, std::string> env = {}) {
+    return run_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", out.string()}, std::move(env));
+  }
+  // Every object of the bucket, sorted, with the entry's folder shortened to E.
+  std::vector<std::string> objects() {
+    auto client = storage::S3Client::create(server_.config());
+    if (!client) {
+      ADD_FAILURE() << client.error();
+      return {};
+    }
+    auto all = (*client)->list_all(kS3TestBucket, {});
+    if (!all) {
+      ADD_FAILURE() << all.error();
+      return {};
+    }
+    std::vector<std::string> keys;
+    for (const auto& o : all->objects) {
+      std::string key = o.key;
+      auto module = key.find("/MODULE_");
+      if (module != std::string::npos) key = key.substr(0, module) + "/E" + key.substr(key.find('/', module + 1));
+      keys.push_back(key);
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+  std::string object(const std::string& suffix) {
+    auto client = storage::S3Client::create(server_.config());
+    auto all = (*client)->list_all(kS3TestBucket, {});
+    for (const auto& o : all->objects)
+      if (o.key.ends_with(suffix)) return *(*(*client)->get_object(kS3TestBucket, o.key, 1 << 24));
+    return "<absent>";
+  }
+  static std::string version_dir() { return std::string("team/neuronxcc-") + kStandinVersion; }
+  // Node `node`'s mirror of the cache: its compiler version folder.
+  fs::path mirror_version_dir(const std::string& node = "node-a") const {
+    return dir() / node / "s3" / "test-bucket" / "team" / (std::string("neuronxcc-") + kStandinVersion);
+  }
+  std::vector<std::string> done_entry() const {
+    std::vector<std::string> keys;
+    for (const char* f : {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff", "npc-entry.json"})
+      keys.push_back(version_dir() + "/E/" + f);
+    return keys;
+  }
+  // The objects of `n` done entries (objects() shortens every entry to E).
+  std::vector<std::string> done_entries(std::size_t n) const {
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto one = done_entry();
+      keys.insert(keys.end(), one.begin(), one.end());
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  S3Server server_;
+};
+
+} // namespace npc::test

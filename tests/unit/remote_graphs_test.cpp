@@ -1,0 +1,184 @@
+// launcher/remote_graphs: the graphs a trial names by s3:// URL, brought
+// into the local mirror. The remote is a directory here (the Storage
+// contract is S3's; tests/e2e/s3_launcher_test.cpp runs the same over a real
+// S3 server), so every file can be looked at.
+
+#include <npc/launcher/remote_graphs.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/storage/local.hpp>
+
+#include "files.hpp"
+#include "test_support.hpp"
+
+namespace npc::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kRoot = "s3://bucket/team";
+const std::vector<std::string> kFlags = {"-O2"};
+
+class RemoteGraphsTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    origin.emplace(dir() / "remote");
+    mirror.emplace(dir() / "mirror");
+    ASSERT_TRUE(origin->ensure_root().ok());
+    ASSERT_TRUE(mirror->ensure_root().ok());
+    remote = std::make_unique<cache::RemoteCache>(
+        std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"), *mirror);
+    graphs.emplace(*remote, kRoot + "/", "1.0"); // a trailing slash, as users write it sometimes
+  }
+  // A pending entry in the remote, as extraction leaves it.
+  cache::CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
+    auto key = cache::make_key_for_graph(graph, kFlags, version);
+    EXPECT_TRUE(origin->entry(key).store_graph(graph, kFlags).ok());
+    return key;
+  }
+  void finish(const cache::CacheKey& key, bool success) {
+    cache::Entry entry = origin->entry(key);
+    test::write_text(dir() / "result", success ? "neff-bytes" : "error: no\n");
+    auto taken = entry.lock(0ms);
+    ASSERT_TRUE(taken && std::holds_alternative<cache::EntryLock>(*taken));
+    cache::AttemptRecord record;
+    record.attempt = 1;
+    record.outcome = success ? "success" : "failed";
+    record.exit = success ? "exit code 0" : "exit code 70";
+    ASSERT_TRUE((success ? entry.publish_success(dir() / "result", record)
+                         : entry.publish_failure(dir() / "result", record))
+                    .ok());
+  }
+  static std::string url(const cache::CacheKey& key) {
+    return kRoot + "/" + key.relative_path().generic_string() + "/model.hlo_module.pb";
+  }
+  fs::path in_mirror(const cache::CacheKey& key) const { return mirror->entry_dir(key); }
+
+  std::optional<cache::Cache> origin;
+  std::optional<cache::Cache> mirror;
+  std::unique_ptr<cache::RemoteCache> remote;
+  std::optional<RemoteGraphs> graphs;
+};
+
+TEST_F(RemoteGraphsTest, APendingGraphComesIntoTheMirrorPending) {
+  auto key = pending("HloModule a\n");
+  auto taken = graphs->take(url(key));
+  ASSERT_TRUE(taken.graph) << taken.refused;
+  EXPECT_EQ(*taken.graph, in_mirror(key) / "model.hlo_module.pb");
+  EXPECT_EQ(test::names_in(in_mirror(key)), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_EQ(test::read_text(*taken.graph), "HloModule a\n");
+  EXPECT_EQ(graphs->results_downloaded(), 0u);
+}
+
+TEST_F(RemoteGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
+  auto done = pending("HloModule done\n");
+  finish(done, true);
+  auto failed = pending("HloModule failed\n");
+  finish(failed, false);
+  auto a = graphs->take(url(done));
+  ASSERT_TRUE(a.graph) << a.refused;
+  EXPECT_EQ(test::read_text(in_mirror(done) / "model.neff"), "neff-bytes");
+  EXPECT_TRUE(fs::exists(in_mirror(done) / "model.done"));
+  auto b = graphs->take(url(failed));
+  ASSERT_TRUE(b.graph) << b.refused;
+  EXPECT_EQ(test::read_text(in_mirror(failed) / "model.log"), "error: no\n");
+  EXPECT_FALSE(fs::exists(in_mirror(failed) / "model.done"));
+  EXPECT_EQ(graphs->results_downloaded(), 2u);
+  // Taken again: already in the mirror, nothing downloaded.
+  ASSERT_TRUE(graphs->take(url(done)).graph);
+  EXPECT_EQ(graphs->results_downloaded(), 2u);
+}
+
+// An upload killed midway leaves the remote without the result the mirror
+// has: taken again, the graph's result goes up, under the remote lock.
+TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
+  auto key = pending("HloModule a\n");
+  cache::Entry in_the_mirror = mirror->entry(key);
+  ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kFlags).ok());
+  {
+    test::write_text(dir() / "result", "neff-bytes");
+    auto taken = in_the_mirror.lock(0ms);
+    ASSERT_TRUE(taken && std::holds_alternative<cache::EntryLock>(*taken));
+    cache::AttemptRecord record;
+    record.attempt = 1;
+    record.outcome = "success";
+    record.exit = "exit code 0";
+    ASSERT_TRUE(in_the_mirror.publish_success(dir() / "result", record).ok());
+  }
+  auto taken = graphs->take(url(key));
+  ASSERT_TRUE(taken.graph) << taken.refused;
+  EXPECT_EQ(graphs->results_uploaded(), 1u);
+  EXPECT_EQ(graphs->results_downloaded(), 0u);
+  EXPECT_EQ(test::names_in(dir() / "remote" / key.relative_path()),
+            (std::vector<std::string>{"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
+                                      "npc-entry.json"}));
+  EXPECT_EQ(test::read_text(dir() / "remote" / key.relative_path() / "model.neff"), "neff-bytes");
+  // Now the remote has it: the next look downloads nothing, uploads nothing.
+  ASSERT_TRUE(graphs->take(url(key)).graph);
+  EXPECT_EQ(graphs->results_uploaded(), 1u);
+  EXPECT_EQ(graphs->results_downloaded(), 0u);
+}
+
+TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {
+  auto key = pending("HloModule a\n");
+  for (const std::string& root : {kRoot, kRoot + "/"}) {
+    auto taken = graphs->take(root);
+    EXPECT_FALSE(taken.graph);
+    EXPECT_EQ(taken.refused, "");
+  }
+  const std::string not_ours = "not in the S3 cache s3://bucket/team (the launcher compiles into the cache "
+                               "NEURON_COMPILE_CACHE_URL or --cache_dir names)";
+  EXPECT_EQ(graphs->take("s3://bucket/other/" + key.relative_path().generic_string() + "/model.hlo_module.pb").refused,
+            not_ours);
+  EXPECT_EQ(graphs->take("s3://bucket/teamwork/x").refused, not_ours);
+  EXPECT_EQ(graphs->take("s3://other-bucket/team").refused, not_ours);
+  const std::string not_a_graph = "not a graph of a cache entry (<cache>/neuronxcc-<version>/MODULE_<hash>+<hash>/"
+                                  "model.hlo_module.pb)";
+  EXPECT_EQ(graphs->take(kRoot + "/" + key.relative_path().generic_string() + "/model.neff").refused, not_a_graph);
+  EXPECT_EQ(graphs->take(kRoot + "/deeper/" + key.relative_path().generic_string() + "/model.hlo_module.pb").refused,
+            not_a_graph);
+  EXPECT_EQ(graphs->take(kRoot + "/neuronxcc-1.0/MODULE_zz/model.hlo_module.pb").refused, not_a_graph);
+  auto other_version = pending("HloModule b\n", "2.0");
+  EXPECT_EQ(graphs->take(url(other_version)).refused, "extracted for compiler version 2.0, but we compile with 1.0");
+  auto absent = cache::make_key_for_graph("HloModule never stored\n", kFlags, "1.0");
+  EXPECT_EQ(graphs->take(url(absent)).refused, "no such graph in S3");
+  // Nothing of the refused ones came into the mirror, not even a folder.
+  EXPECT_EQ(test::names_in(mirror->root() / "neuronxcc-1.0"), std::vector<std::string>{});
+  EXPECT_FALSE(fs::exists(mirror->root() / "neuronxcc-2.0"));
+}
+
+TEST_F(RemoteGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
+  auto a = pending("HloModule a\n");
+  auto b = pending("HloModule b\n");
+  auto done = pending("HloModule done\n");
+  finish(done, true);
+  auto failed = pending("HloModule failed\n");
+  finish(failed, false);
+  std::ignore = pending("HloModule other\n", "2.0");
+  test::write_text(dir() / "remote" / "neuronxcc-1.0" / "not-an-entry" / "x", "x");
+  auto sorted = [](std::vector<fs::path> paths) {
+    std::sort(paths.begin(), paths.end());
+    return paths;
+  };
+  EXPECT_EQ(sorted(graphs->take_pending(false)),
+            sorted({in_mirror(a) / "model.hlo_module.pb", in_mirror(b) / "model.hlo_module.pb"}));
+  EXPECT_EQ(sorted(graphs->take_pending(true)),
+            sorted({in_mirror(a) / "model.hlo_module.pb", in_mirror(b) / "model.hlo_module.pb",
+                    in_mirror(failed) / "model.hlo_module.pb"}));
+  EXPECT_FALSE(fs::exists(in_mirror(done)));
+  // The failure came with its log (compiled again if the run retries failures).
+  EXPECT_EQ(graphs->results_downloaded(), 1u);
+  EXPECT_EQ(test::read_text(in_mirror(failed) / "model.log"), "error: no\n");
+}
+
+} // namespace
+} // namespace npc::launcher
