@@ -27,6 +27,14 @@ std::int64_t unix_seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
 }
 
+// The holder is a process of this host and boot that is gone: as for a
+// local lock (file_lock.hpp), a lock of another host is judged by its
+// expiry alone.
+bool held_by_dead_process(const RemoteLockRecord& record) {
+  auto holder = util::LockHolder::parse(record.owner);
+  return holder && util::liveness(*holder) == util::Liveness::dead;
+}
+
 } // namespace
 
 std::string RemoteLockRecord::serialize() const {
@@ -92,8 +100,11 @@ Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage:
       if (found && found->token == mine.token)
         return TakenOrHeld(RemoteLock(std::move(storage), key, std::move(mine), ttl));
     }
-    if (found && found->expires_unix > unix_seconds(now)) return TakenOrHeld(Held{found->describe()});
-    // Stale: its holder stopped renewing it (or it is not a lock record).
+    if (found && found->expires_unix > unix_seconds(now) && !held_by_dead_process(*found))
+      return TakenOrHeld(Held{found->describe()});
+    // Stale: its holder stopped renewing it, or is a process of this host
+    // that is gone (killed, say: no need to wait for the expiry), or it is
+    // not a lock record.
     spdlog::info("removing the stale lock {} ({})", storage->describe(key),
                  found ? "held by " + found->describe() : std::string("not a lock record"));
     if (auto s = storage->remove(key); !s) return fail(s.error());

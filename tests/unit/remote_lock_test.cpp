@@ -121,6 +121,38 @@ TEST_F(RemoteLockTest, DestroyingTheLockReleasesIt) {
   EXPECT_FALSE(fs::exists(lock_file()));
 }
 
+// A holder on this host that is gone (killed mid-upload) leaves its lock
+// unexpired: it is taken over at once, not ten minutes later. A holder of
+// another host is judged by the expiry alone (the test above).
+TEST_F(RemoteLockTest, ALockOfADeadProcessOfThisHostIsTakenOverBeforeItsExpiry) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto own = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
+    auto got = RemoteLock::try_acquire(own, kEntry, holder("killed"), 600s, Clock::now());
+    ::_exit(got && std::holds_alternative<RemoteLock>(*got) ? 0 : 1); // no release: as by SIGKILL
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(util::LockHolder::parse(on_disk()->owner)->pid, child);
+  auto next = RemoteLock::try_acquire(storage, kEntry, holder("next"), 600s, Clock::now());
+  ASSERT_TRUE(next) << next.error();
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*next));
+  EXPECT_EQ(util::LockHolder::parse(on_disk()->owner)->pid, ::getpid());
+
+  // Another host's lock, its holder unknown here: held until its expiry.
+  ASSERT_TRUE(std::get<RemoteLock>(*next).release().ok());
+  util::LockHolder elsewhere = holder("elsewhere");
+  elsewhere.host = "other-node";
+  elsewhere.boot_id = "other-boot";
+  auto first = RemoteLock::try_acquire(storage, kEntry, elsewhere, 600s, Clock::now());
+  ASSERT_TRUE(first && std::holds_alternative<RemoteLock>(*first));
+  auto second = RemoteLock::try_acquire(storage, kEntry, holder("next"), 600s, Clock::now());
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
+}
+
 TEST_F(RemoteLockTest, OfManyProcessesRacingExactlyOneTakesIt) {
   constexpr int kProcesses = 12;
   std::vector<pid_t> children;
