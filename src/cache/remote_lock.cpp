@@ -58,6 +58,19 @@ std::string RemoteLockRecord::describe() const {
   return (holder ? holder->describe() : "'" + owner + "'") + ", until " + util::format_utc(std::chrono::system_clock::time_point(std::chrono::seconds(expires_unix)));
 }
 
+Result<bool> RemoteLock::held(const storage::Storage& storage, std::string_view entry_key,
+                              std::chrono::system_clock::time_point now) {
+  const std::string key = std::string(entry_key) + "/" + std::string(kFrameworkLockFile);
+  auto text = storage.read(key, kMaxRecordBytes);
+  if (!text) {
+    auto there = storage.stat(key);
+    if (there && !*there) return false; // released meanwhile
+    return fail(text.error());
+  }
+  auto found = RemoteLockRecord::parse(*text);
+  return found && found->expires_unix > unix_seconds(now) && !held_by_dead_process(*found);
+}
+
 Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage::Storage> storage,
                                                         std::string entry_key, const util::LockHolder& me,
                                                         std::chrono::seconds ttl,

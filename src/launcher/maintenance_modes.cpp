@@ -4,7 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
+#include <npc/compile/remote_entry.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/launcher.hpp>
@@ -41,11 +46,51 @@ int scan(const cache::Cache& cache, const std::string& version, bool failed_apar
   return 0;
 }
 
+// The same counts over an S3 cache's objects (the cache every node shares,
+// not this node's mirror): 1 LIST for the version folder and 1 per entry,
+// and a GET of each lock object to tell a held lock from an expired one.
+int scan_remote(const std::string& url, const std::string& version, bool failed_apart) {
+  auto storage = compile::open_remote_storage(url);
+  const std::string version_dir = std::string(cache::kVersionDirPrefix) + version;
+  auto modules = storage->list(version_dir);
+  if (!modules) throw EnvironmentError(modules.error());
+  auto has = [](const std::vector<std::string>& names, std::string_view name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  const auto now = std::chrono::system_clock::now();
+  std::size_t done = 0, failed = 0, pending = 0, locked = 0;
+  for (const auto& module : *modules) {
+    auto key = cache::parse_key(version_dir + "/" + module);
+    if (!key) continue;
+    const std::string entry = key->relative_path().generic_string();
+    auto files = storage->list(entry);
+    if (!files) throw EnvironmentError(files.error());
+    if (has(*files, cache::kDoneFile)) ++done;
+    else if (has(*files, cache::kLogFile)) ++(failed_apart ? failed : done);
+    else if (has(*files, cache::kFrameworkLockFile)) {
+      auto held = cache::RemoteLock::held(*storage, entry, now);
+      if (!held) throw EnvironmentError(held.error());
+      ++(*held ? locked : pending);
+    }
+    else if (has(*files, cache::kGraphFile)) ++pending;
+  }
+  std::cout << "neuronxcc-" << version << ": " << done << " done, ";
+  if (failed_apart) std::cout << failed << " failed, ";
+  std::cout << pending << " pending, " << locked << " locked (" << url << ")\n";
+  return 0;
+}
+
 } // namespace
 
 int run_maintenance(const Options& options, const config::Settings& settings) {
   cache::Cache cache(settings.cache_root);
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
+  if (settings.remote_cache) {
+    // Only the scans work on an S3 cache so far; the program refuses the rest.
+    const bool failed_apart = options.mode == Mode::scan_with_failed;
+    if (options.mode != Mode::scan && !failed_apart) throw Error("not a mode for an S3 cache", ExitCode::usage);
+    return scan_remote(*settings.remote_cache, current_version(options, cache), failed_apart);
+  }
   switch (options.mode) {
   case Mode::clear_locks: {
     auto report = cache::clear_locks(cache, /*force=*/false);

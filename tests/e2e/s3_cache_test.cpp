@@ -102,16 +102,16 @@ TEST_F(S3Cache, AnUnreachableEndpointIsOneLineAndExit3) {
 }
 
 TEST_F(S3Cache, TheCommandsThatDoNotDriveS3YetSaySo) {
-  const std::string tail = " does not work on an S3 cache yet (neuron_cc_wrapper and the launcher's collect and "
-                           "compile do); name a local or mounted directory with --cache_dir or "
+  const std::string tail = " does not work on an S3 cache yet (neuron_cc_wrapper and the launcher's collect, "
+                           "compile and scan do); name a local or mounted directory with --cache_dir or "
                            "NEURON_COMPILE_CACHE_URL\n";
   auto ls = run_tool("neuron_cache", {"ls"});
   EXPECT_EQ(ls.exit_code, 2);
   EXPECT_EQ(ls.err, "neuron_cache: error: the cache s3://test-bucket/team is in S3: neuron_cache" + tail);
-  auto launcher = run_tool("neuron_parallel_compile", {"--command", "scan"});
+  auto launcher = run_tool("neuron_parallel_compile", {"--command", "clean"});
   EXPECT_EQ(launcher.exit_code, 2);
   EXPECT_EQ(launcher.err, "neuron_parallel_compile: error: the cache s3://test-bucket/team is in S3: "
-                          "neuron_parallel_compile --command scan" + tail);
+                          "neuron_parallel_compile --command clean" + tail);
 }
 
 } // namespace

@@ -321,13 +321,13 @@ protected:
     EXPECT_GT(record->expires_unix, now + cache::kRemoteLockTtl.count() / 2) << text;
   }
 
-  // The dead holder's lock as another node sees it once kRemoteLockTtl has
-  // passed: a holder of another host (whose liveness cannot be told from
-  // here), its expiry past. The test rewrites host, boot and expiry (the
+  // The dead holder's lock as another node sees it (a holder of another
+  // host, whose liveness cannot be told from here), and once kRemoteLockTtl
+  // has passed (`expired`: its expiry past). The test rewrites host, boot and expiry (the
   // rest of the record as it was) instead of running a second host and
   // waiting ten minutes; --lock-timeout cannot help, as it bounds the wait
   // only, not the remote lock's time to live.
-  void make_the_lock_another_hosts_and_expired() {
+  void make_the_lock_another_hosts(bool expired = true) {
     std::string key = full_key("/model.hlo_module.pb.lock");
     ASSERT_FALSE(key.empty()) << testing::PrintToString(objects());
     auto c = client();
@@ -341,7 +341,8 @@ protected:
     holder->host = "node-elsewhere";
     holder->boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
     record->owner = holder->serialize();
-    record->expires_unix = std::chrono::duration_cast<std::chrono::seconds>(
+    if (expired)
+      record->expires_unix = std::chrono::duration_cast<std::chrono::seconds>(
                                (std::chrono::system_clock::now() - std::chrono::minutes(1)).time_since_epoch())
                                .count();
     auto put = c->put_object(kS3TestBucket, key, record->serialize());
@@ -354,7 +355,7 @@ protected:
   // lock not be taken over: it then fails (exit 3) in 20 s, not 6 hours.
   enum class DeadHolder { on_this_host, elsewhere_expired };
   void the_next_run_completes_the_entry(pid_t killed, DeadHolder dead) {
-    if (dead == DeadHolder::elsewhere_expired) ASSERT_NO_FATAL_FAILURE(make_the_lock_another_hosts_and_expired());
+    if (dead == DeadHolder::elsewhere_expired) ASSERT_NO_FATAL_FAILURE(make_the_lock_another_hosts());
     auto next = run_tool("neuron_cc_wrapper",
                          {"compile", "--graph", graph_path().string(), "--output", (dir() / "next.neff").string(),
                           "--lock-timeout", "20"},
@@ -412,6 +413,14 @@ TEST_F(S3Kill, AWrapperKilledBeforeTheDoneMarkerLeavesNoDoneEntry) {
   EXPECT_EQ(object("/model.neff"), read_text(mirror_entry("node-a") / "model.neff"));
   expect_lock_of(pid);
   EXPECT_EQ(compiles(), 1u);
+  // The scan of S3: the lock of a process of this host that is gone holds
+  // nothing; the same lock of another host holds until its expiry.
+  const std::string scan_line = std::string("neuronxcc-") + kStandinVersion + ": 0 done, ";
+  EXPECT_EQ(run_tool("neuron_parallel_compile", {"--command", "scan"}).out,
+            scan_line + "1 pending, 0 locked (s3://test-bucket/team)\n");
+  ASSERT_NO_FATAL_FAILURE(make_the_lock_another_hosts(/*expired=*/false));
+  EXPECT_EQ(run_tool("neuron_parallel_compile", {"--command", "scan"}).out,
+            scan_line + "0 pending, 1 locked (s3://test-bucket/team)\n");
 }
 
 TEST_F(S3Kill, TheNextRunAfterAKillBeforeTheDoneMarkerCompletesTheEntry) {

@@ -99,6 +99,9 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
       << collected.out;
   auto pending = objects();
   EXPECT_EQ(pending.size(), 8u); // graph and flags of each
+  // The scan counts S3's entries, not a mirror's: node C has none.
+  EXPECT_EQ(launch("node-c", {"--command", "scan"}).out,
+            std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 pending, 0 locked (s3://test-bucket/team)\n");
 
   // Node B compiles them from S3 without a trial.
   auto run = launch("node-b", {"--command", "compile"});
@@ -106,6 +109,8 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
   EXPECT_EQ(compiles(), 4u);
   EXPECT_EQ(objects(), done_entries(4));
   EXPECT_EQ(done_in_mirror("node-b"), 4u);
+  EXPECT_EQ(launch("node-b", {"--command", "scan-with-failed"}).out,
+            std::string("neuronxcc-") + kStandinVersion + ": 4 done, 0 failed, 0 pending, 0 locked (s3://test-bucket/team)\n");
   // Nothing left to do the next time.
   auto again = launch("node-c", {"--command", "compile"});
   ASSERT_EQ(again.exit_code, 0) << again.describe();

@@ -67,6 +67,11 @@ public:
                                                        const util::LockHolder& me, std::chrono::seconds ttl,
                                                        std::chrono::system_clock::time_point now);
 
+  // Whether the entry's lock is held now: a record there, unexpired, and
+  // not of a process of this host that is gone (what try_acquire respects).
+  [[nodiscard]] static Result<bool> held(const storage::Storage& storage, std::string_view entry_key,
+                                         std::chrono::system_clock::time_point now);
+
   RemoteLock(RemoteLock&&) = default;
   RemoteLock& operator=(RemoteLock&&) = default;
   ~RemoteLock(); // releases, ignoring errors
