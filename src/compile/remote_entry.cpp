@@ -19,6 +19,14 @@ std::shared_ptr<storage::Storage> open_remote_storage(const std::string& url) {
   return std::shared_ptr<storage::Storage>(std::move(*opened));
 }
 
+std::vector<std::shared_ptr<storage::Storage>> open_remote_storages(const std::string& url, std::size_t count) {
+  auto opened = storage::S3Storage::open_many(url, count);
+  if (!opened) throw EnvironmentError("cannot use the cache " + url + ": " + opened.error());
+  std::vector<std::shared_ptr<storage::Storage>> storages;
+  for (auto& one : *opened) storages.push_back(std::move(one));
+  return storages;
+}
+
 cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                          std::chrono::milliseconds lock_wait) {
   auto fetched = remote.fetch_result(key, lock_wait);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -27,56 +30,92 @@ bool contains(const std::vector<std::string>& names, std::string_view name) {
 
 } // namespace
 
-RemoteGraphs::RemoteGraphs(const cache::RemoteCache& remote, std::string root_url, std::string compiler_version)
-    : remote_(remote), root_url_(without_trailing_slashes(root_url)), version_(std::move(compiler_version)) {}
+RemoteGraphs::RemoteGraphs(std::vector<std::shared_ptr<storage::Storage>> connections, const cache::Cache& mirror,
+                           std::string root_url, std::string compiler_version)
+    : root_url_(without_trailing_slashes(root_url)), version_(std::move(compiler_version)) {
+  for (auto& connection : connections) remotes_.push_back(std::make_unique<cache::RemoteCache>(std::move(connection), mirror));
+}
+
+void RemoteGraphs::for_each_parallel(std::size_t count,
+                                     const std::function<void(const cache::RemoteCache&, std::size_t)>& work) {
+  std::atomic<std::size_t> next = 0;
+  std::atomic<bool> failed = false;
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  auto run = [&](const cache::RemoteCache& remote) {
+    for (std::size_t i = next++; i < count && !failed; i = next++) {
+      try {
+        work(remote, i);
+      } catch (...) {
+        // The first error stops the rest: S3 unreachable, say, for all.
+        std::lock_guard lock(error_mutex);
+        if (!failed.exchange(true)) first_error = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads = std::min(remotes_.size(), count);
+  std::vector<std::thread> helpers;
+  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(run, std::cref(*remotes_[t]));
+  run(*remotes_[0]);
+  for (auto& helper : helpers) helper.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
 
 bool RemoteGraphs::is_url(std::string_view text) { return text.find("://") != std::string_view::npos; }
 
-fs::path RemoteGraphs::bring(const cache::CacheKey& key, bool& absent) {
+fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::CacheKey& key, bool& absent) {
   absent = false;
   // The result first: a graph another node compiled is downloaded, not
   // compiled again. A mirror entry another local process holds ("busy") or
   // a result that fails its record ("rejected") leaves the graph to fetch.
-  auto result = remote_.fetch_result(key, std::chrono::milliseconds(0));
+  auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
   if (!result) throw EnvironmentError(result.error());
   switch (result->outcome) {
   case cache::RemoteOutcome::copied:
   case cache::RemoteOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
-  case cache::RemoteOutcome::already_done: return remote_.mirror().entry(key).graph_path();
+  case cache::RemoteOutcome::already_done: return remote.mirror().entry(key).graph_path();
   case cache::RemoteOutcome::rejected:
-    spdlog::warn("not using {}: {}; compiling it again", remote_.describe(key), result->detail);
+    spdlog::warn("not using {}: {}; compiling it again", remote.describe(key), result->detail);
     break;
   case cache::RemoteOutcome::busy:
   case cache::RemoteOutcome::miss: break;
   }
-  if (upload_mirror_result(key)) return remote_.mirror().entry(key).graph_path();
-  auto graph = remote_.fetch_graph(key);
+  if (upload_mirror_result(remote, key)) return remote.mirror().entry(key).graph_path();
+  auto graph = remote.fetch_graph(key);
   if (!graph) throw EnvironmentError(graph.error());
   absent = !*graph;
-  return remote_.mirror().entry(key).graph_path();
+  return remote.mirror().entry(key).graph_path();
 }
 
-bool RemoteGraphs::upload_mirror_result(const cache::CacheKey& key) {
-  const cache::Entry entry = remote_.mirror().entry(key);
+bool RemoteGraphs::upload_mirror_result(const cache::RemoteCache& remote, const cache::CacheKey& key) {
+  const cache::Entry entry = remote.mirror().entry(key);
   if (!entry.looks_done() && !entry.looks_failed()) return false;
   // Under the entry's lock in S3, as a compile's upload: the lock of an
   // upload that died with its process on this host is taken over at once.
-  auto got = cache::RemoteLock::try_acquire(remote_.storage(), key.relative_path().generic_string(),
+  auto got = cache::RemoteLock::try_acquire(remote.storage(), key.relative_path().generic_string(),
                                             util::LockHolder::self(cache::lock_tool_name()), cache::kRemoteLockTtl,
                                             std::chrono::system_clock::now());
   if (!got) throw EnvironmentError(got.error());
   // Held: another process is compiling or uploading it; the mirror's result
   // serves this node meanwhile.
   if (!std::holds_alternative<cache::RemoteLock>(*got)) return true;
-  if (auto pushed = remote_.push(key); !pushed)
-    spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote_.describe(key),
+  if (auto pushed = remote.push(key); !pushed)
+    spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote.describe(key),
                  pushed.error());
   else
     ++results_uploaded_;
   return true;
 }
 
-RemoteGraphs::Taken RemoteGraphs::take(std::string_view text) {
+RemoteGraphs::Taken RemoteGraphs::take(std::string_view url) { return take_with(*remotes_.front(), url); }
+
+std::vector<RemoteGraphs::Taken> RemoteGraphs::take_all(const std::vector<std::string>& urls) {
+  std::vector<Taken> taken(urls.size());
+  for_each_parallel(urls.size(), [&](const cache::RemoteCache& remote, std::size_t i) { taken[i] = take_with(remote, urls[i]); });
+  return taken;
+}
+
+RemoteGraphs::Taken RemoteGraphs::take_with(const cache::RemoteCache& remote, std::string_view text) {
   std::string_view url = without_trailing_slashes(text);
   if (url == root_url_) return {};
   if (!url.starts_with(root_url_ + "/"))
@@ -92,28 +131,34 @@ RemoteGraphs::Taken RemoteGraphs::take(std::string_view text) {
   if (key->compiler_version != version_)
     return {std::nullopt, "extracted for compiler version " + key->compiler_version + ", but we compile with " + version_};
   bool absent = false;
-  fs::path graph = bring(*key, absent);
+  fs::path graph = bring(remote, *key, absent);
   if (absent) return {std::nullopt, "no such graph in S3"};
   return {graph, {}};
 }
 
 std::vector<fs::path> RemoteGraphs::take_pending(bool with_failed) {
+  const cache::RemoteCache& first = *remotes_.front();
   const std::string version_dir = std::string(cache::kVersionDirPrefix) + version_;
-  auto modules = remote_.storage()->list(version_dir);
+  auto modules = first.storage()->list(version_dir);
   if (!modules) throw EnvironmentError(modules.error());
-  std::vector<fs::path> graphs;
-  for (const auto& module : *modules) {
-    auto key = cache::parse_key(version_dir + "/" + module);
-    if (!key) continue; // not an entry: left alone, as a local scan does
-    auto files = remote_.storage()->list(key->relative_path().generic_string());
+  std::vector<cache::CacheKey> keys;
+  for (const auto& module : *modules)
+    if (auto key = cache::parse_key(version_dir + "/" + module)) keys.push_back(*key); // others left alone
+  // A LIST of each entry, and what is pending brought into the mirror.
+  std::vector<std::optional<fs::path>> graphs(keys.size());
+  for_each_parallel(keys.size(), [&](const cache::RemoteCache& remote, std::size_t i) {
+    auto files = remote.storage()->list(keys[i].relative_path().generic_string());
     if (!files) throw EnvironmentError(files.error());
-    if (!contains(*files, cache::kGraphFile) || contains(*files, cache::kDoneFile)) continue;
-    if (contains(*files, cache::kLogFile) && !with_failed) continue;
+    if (!contains(*files, cache::kGraphFile) || contains(*files, cache::kDoneFile)) return;
+    if (contains(*files, cache::kLogFile) && !with_failed) return;
     bool absent = false;
-    fs::path graph = bring(*key, absent);
-    if (!absent) graphs.push_back(std::move(graph));
-  }
-  return graphs;
+    fs::path graph = bring(remote, keys[i], absent);
+    if (!absent) graphs[i] = std::move(graph);
+  });
+  std::vector<fs::path> pending;
+  for (auto& graph : graphs)
+    if (graph) pending.push_back(std::move(*graph));
+  return pending;
 }
 
 } // namespace npc::launcher

@@ -237,21 +237,33 @@ int run(const Options& options, const config::Settings& settings) {
   // An S3 cache: `cache` is its local mirror, where its graphs are brought
   // before they are collected (remote_graphs.hpp). Opened before the trial:
   // missing credentials are found before the training command runs.
-  std::optional<cache::RemoteCache> remote;
   std::optional<RemoteGraphs> remote_graphs;
-  if (settings.remote_cache) {
-    remote.emplace(compile::open_remote_storage(*settings.remote_cache), cache);
-    remote_graphs.emplace(*remote, *settings.remote_cache, version);
-  }
-  auto take_graph = [&](const std::string& text, const std::string& source) {
-    if (!RemoteGraphs::is_url(text)) return collector.add_graph_path(text, source);
-    if (!remote_graphs)
-      return collector.refuse(text, source,
-                              "a graph in a remote cache, but the launcher's cache is " + cache.root().string() +
-                                  " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
-    auto taken = remote_graphs->take(text);
-    if (taken.graph) collector.add_graph_path(taken.graph->string(), source);
-    else if (!taken.refused.empty()) collector.refuse(text, source, taken.refused);
+  if (settings.remote_cache)
+    remote_graphs.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteGraphConnections), cache,
+                          *settings.remote_cache, version);
+  // The graphs the trial named, in order; those in S3 are brought into the
+  // mirror all at once before the collector takes them.
+  std::vector<std::pair<std::string, std::string>> named; // text, source
+  auto take_named = [&] {
+    std::vector<std::string> urls;
+    if (remote_graphs)
+      for (const auto& [text, source] : named)
+        if (RemoteGraphs::is_url(text)) urls.push_back(text);
+    std::vector<RemoteGraphs::Taken> taken = remote_graphs ? remote_graphs->take_all(urls) : std::vector<RemoteGraphs::Taken>();
+    std::size_t next_url = 0;
+    for (const auto& [text, source] : named) {
+      if (!RemoteGraphs::is_url(text)) {
+        collector.add_graph_path(text, source);
+      } else if (!remote_graphs) {
+        collector.refuse(text, source,
+                         "a graph in a remote cache, but the launcher's cache is " + cache.root().string() +
+                             " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
+      } else {
+        const auto& one = taken[next_url++];
+        if (one.graph) collector.add_graph_path(one.graph->string(), source);
+        else if (!one.refused.empty()) collector.refuse(text, source, one.refused);
+      }
+    }
   };
   if (mode_runs_trial(options.mode)) {
     util::Environment environment = util::Environment::current();
@@ -269,10 +281,15 @@ int run(const Options& options, const config::Settings& settings) {
     }
     // The roots first: the framework names the one it used there.
     for (const auto& line : read_path_log(files.path_log)) {
-      if (remote_graphs && RemoteGraphs::is_url(line)) take_graph(line, "the cache-path log");
+      if (remote_graphs && RemoteGraphs::is_url(line)) named.emplace_back(line, "the cache-path log");
       else collector.add_path_log_line(line);
     }
-    for (const auto& path : trial.reported_paths) take_graph(path, "the trial's output");
+    // Each rank names its graphs: the same URL is brought once.
+    std::set<std::string> seen;
+    for (const auto& [text, source] : named) seen.insert(text);
+    for (const auto& path : trial.reported_paths)
+      if (!RemoteGraphs::is_url(path) || seen.insert(path).second) named.emplace_back(path, "the trial's output");
+    take_named();
     if (trial.unreadable_extraction_lines > 0) {
       std::string roots;
       for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();

@@ -54,6 +54,21 @@ Result<std::unique_ptr<S3Storage>> S3Storage::open(std::string_view url, const E
   return std::make_unique<S3Storage>(std::move(*client), std::move(*location));
 }
 
+Result<std::vector<std::unique_ptr<S3Storage>>> S3Storage::open_many(std::string_view url, std::size_t count,
+                                                                       const EnvLookup& env, S3ClientOptions options) {
+  auto location = parse_s3_url(url);
+  if (!location) return fail(location.error());
+  auto config = load_s3_config(env);
+  if (!config) return fail(config.error());
+  std::vector<std::unique_ptr<S3Storage>> storages;
+  for (std::size_t i = 0; i < count; ++i) {
+    auto client = S3Client::create(*config, options);
+    if (!client) return fail(client.error());
+    storages.push_back(std::make_unique<S3Storage>(std::move(*client), *location));
+  }
+  return storages;
+}
+
 S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location)
     : client_(std::move(client)), location_(std::move(location)) {
   while (!location_.prefix.empty() && location_.prefix.back() == '/') location_.prefix.pop_back();

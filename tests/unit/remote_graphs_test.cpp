@@ -15,6 +15,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/storage/local.hpp>
+#include <npc/util/error.hpp>
 
 #include "files.hpp"
 #include "test_support.hpp"
@@ -35,9 +36,12 @@ protected:
     mirror.emplace(dir() / "mirror");
     ASSERT_TRUE(origin->ensure_root().ok());
     ASSERT_TRUE(mirror->ensure_root().ok());
-    remote = std::make_unique<cache::RemoteCache>(
-        std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"), *mirror);
-    graphs.emplace(*remote, kRoot + "/", "1.0"); // a trailing slash, as users write it sometimes
+    // Three connections, as the launcher's several: take_all and
+    // take_pending share the graphs out over them, a thread each.
+    std::vector<std::shared_ptr<storage::Storage>> connections;
+    for (int i = 0; i < 3; ++i)
+      connections.push_back(std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"));
+    graphs.emplace(connections, *mirror, kRoot + "/", "1.0"); // a trailing slash, as users write it sometimes
   }
   // A pending entry in the remote, as extraction leaves it.
   cache::CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
@@ -65,7 +69,6 @@ protected:
 
   std::optional<cache::Cache> origin;
   std::optional<cache::Cache> mirror;
-  std::unique_ptr<cache::RemoteCache> remote;
   std::optional<RemoteGraphs> graphs;
 };
 
@@ -126,6 +129,39 @@ TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   ASSERT_TRUE(graphs->take(url(key)).graph);
   EXPECT_EQ(graphs->results_uploaded(), 1u);
   EXPECT_EQ(graphs->results_downloaded(), 0u);
+}
+
+TEST_F(RemoteGraphsTest, ManyAtOnceEachInItsPlace) {
+  std::vector<std::string> urls;
+  std::vector<cache::CacheKey> keys;
+  for (int i = 0; i < 40; ++i) {
+    keys.push_back(pending("HloModule g" + std::to_string(i) + "\n"));
+    if (i % 4 == 0) finish(keys.back(), true);
+    urls.push_back(url(keys.back()));
+  }
+  urls.push_back("s3://elsewhere/x");
+  urls.push_back(kRoot);
+  auto taken = graphs->take_all(urls);
+  ASSERT_EQ(taken.size(), 42u);
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(taken[i].graph) << i << ": " << taken[i].refused;
+    EXPECT_EQ(*taken[i].graph, in_mirror(keys[i]) / "model.hlo_module.pb");
+    EXPECT_EQ(test::read_text(*taken[i].graph), "HloModule g" + std::to_string(i) + "\n");
+    EXPECT_EQ(fs::exists(in_mirror(keys[i]) / "model.done"), i % 4 == 0) << i;
+  }
+  EXPECT_NE(taken[40].refused, "");
+  EXPECT_FALSE(taken[41].graph);
+  EXPECT_EQ(taken[41].refused, "");
+  EXPECT_EQ(graphs->results_downloaded(), 10u);
+}
+
+TEST_F(RemoteGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
+  std::vector<std::string> urls;
+  for (int i = 0; i < 20; ++i) urls.push_back(url(pending("HloModule g" + std::to_string(i) + "\n")));
+  // The mirror cannot take them: its version folder is a file.
+  fs::remove_all(mirror->root() / "neuronxcc-1.0");
+  test::write_text(mirror->root() / "neuronxcc-1.0", "not a folder");
+  EXPECT_THROW(std::ignore = graphs->take_all(urls), EnvironmentError);
 }
 
 TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {

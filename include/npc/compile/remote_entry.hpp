@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <npc/cache/remote.hpp>
 #include <npc/compile/entry_compile.hpp>
@@ -29,6 +30,10 @@ namespace npc::compile {
 // credentials, region and endpoint from the AWS environment. Throws
 // EnvironmentError when it cannot be opened (no credentials, a bad endpoint).
 [[nodiscard]] std::shared_ptr<storage::Storage> open_remote_storage(const std::string& url);
+// `count` of them, a connection each (for as many threads), the credentials
+// looked up once.
+[[nodiscard]] std::vector<std::shared_ptr<storage::Storage>> open_remote_storages(const std::string& url,
+                                                                                  std::size_t count);
 
 // How often a waiter looks at a held remote lock.
 inline constexpr auto kRemoteLockPoll = std::chrono::seconds(2);

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <npc/storage/s3_client.hpp>
 #include <npc/storage/s3_config.hpp>
@@ -49,6 +50,11 @@ public:
   [[nodiscard]] static Result<std::unique_ptr<S3Storage>> open(std::string_view url,
                                                                const EnvLookup& env = process_environment(),
                                                                S3ClientOptions options = {});
+  // `count` storages of one cache, a connection each, for threads that must
+  // not wait on each other: the credentials are looked up once.
+  [[nodiscard]] static Result<std::vector<std::unique_ptr<S3Storage>>> open_many(std::string_view url, std::size_t count,
+                                                                                 const EnvLookup& env = process_environment(),
+                                                                                 S3ClientOptions options = {});
   // A trailing '/' of the prefix is dropped: "p/" and "p" are one folder.
   S3Storage(std::unique_ptr<S3Client> client, S3Location location);
 
