@@ -15,6 +15,8 @@
 
 #include <npc/storage/s3_config.hpp>
 
+#include "s3rver_process.hpp" // tests/support: starting and stopping it, shared with the tests
+
 namespace bench {
 
 class S3rver {
@@ -22,12 +24,12 @@ public:
   // Starts it with its data under `dir`/data and its log in `dir`/s3rver.log;
   // throws when s3rver or node is missing or it does not start.
   S3rver(const std::filesystem::path& dir, const std::string& bucket);
-  ~S3rver(); // SIGTERM, SIGKILL past a grace period, reaped
+  ~S3rver() = default; // SIGTERM, SIGKILL past a grace period, reaped
   S3rver(const S3rver&) = delete;
   S3rver& operator=(const S3rver&) = delete;
 
-  [[nodiscard]] std::string endpoint() const; // http://127.0.0.1:PORT
-  [[nodiscard]] npc::storage::S3Config config() const;
+  [[nodiscard]] std::string endpoint() const { return process_.endpoint(); } // http://127.0.0.1:PORT
+  [[nodiscard]] npc::storage::S3Config config() const { return process_.config(); }
   [[nodiscard]] const std::filesystem::path& data_dir() const { return data_; }
   // Responses logged so far (waits for the log to stop growing first: node
   // writes a line after the response has gone out).
@@ -36,8 +38,7 @@ public:
 private:
   std::filesystem::path data_;
   std::filesystem::path log_;
-  int pid_ = -1;
-  int port_ = 0;
+  npc::test::S3rverProcess process_;
 };
 
 } // namespace bench

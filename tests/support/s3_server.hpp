@@ -11,35 +11,31 @@
 #include <npc/storage/s3_config.hpp>
 
 #include "process.hpp"
+#include "s3rver_process.hpp" // kS3rverAccessKey, kS3rverSecretKey, s3rver_path, free_loopback_port
 #include "temp_dir.hpp"
 
 namespace npc::test {
 
-// s3rver's built-in account.
-inline constexpr const char* kS3rverAccessKey = "S3RVER";
-inline constexpr const char* kS3rverSecretKey = "S3RVER";
 inline constexpr const char* kS3TestBucket = "test-bucket";
-
-fs::path s3rver_path(); // <source>/.deps/s3rver/node_modules/.bin/s3rver
 
 class S3Server {
 public:
   S3Server() = default;
   S3Server(const S3Server&) = delete;
   S3Server& operator=(const S3Server&) = delete;
-  ~S3Server(); // SIGTERM, then SIGKILL past a grace period; reaped
+  ~S3Server() = default; // SIGTERM, then SIGKILL past a grace period; reaped
 
   // Starts it over dir/data with kS3TestBucket and waits until it answers;
   // a failure is a fatal test failure (call under ASSERT_NO_FATAL_FAILURE).
+  // Output in dir/s3rver.out and dir/s3rver.err.
   void start(const fs::path& dir);
-  void stop();
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] std::string endpoint() const; // http://127.0.0.1:PORT
-  [[nodiscard]] storage::S3Config config() const;
+  void stop() { process_.stop(); }
+  [[nodiscard]] int port() const { return process_.port(); }
+  [[nodiscard]] std::string endpoint() const { return process_.endpoint(); } // http://127.0.0.1:PORT
+  [[nodiscard]] storage::S3Config config() const { return process_.config(); }
 
 private:
-  std::optional<Child> child_;
-  int port_ = 0;
+  S3rverProcess process_;
 };
 
 // A temp directory with an S3 server started in it.
@@ -49,8 +45,5 @@ protected:
   void TearDown() override;
   S3Server server_;
 };
-
-// A loopback port nothing listens on right now.
-[[nodiscard]] int free_loopback_port();
 
 } // namespace npc::test

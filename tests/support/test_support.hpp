@@ -13,6 +13,9 @@
 //   fault_proxy.hpp    a proxy in front of it that throttles, resets, stalls
 //   scripted_http.hpp  a server that answers a fixed script and records requests
 //   silent_port.hpp    a port where a connect never completes
+//   s3rver_process.hpp s3rver as a child process (its own library, shared
+//                      with the benchmarks: no GoogleTest in it)
+//   fake_env.hpp       a made-up environment for the AWS set-up lookups
 
 #include "cache_test.hpp"
 #include "files.hpp"

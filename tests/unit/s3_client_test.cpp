@@ -21,6 +21,7 @@
 
 #include <npc/util/sha256.hpp>
 
+#include "fake_env.hpp"
 #include "files.hpp"
 #include "s3_server.hpp"
 
@@ -94,14 +95,8 @@ TEST(S3Xml, ParsesAnError) {
 
 class S3ConfigTest : public npc::test::TempDirTest {
 protected:
-  EnvLookup env() const {
-    return [vars = vars_](std::string_view name) -> std::optional<std::string> {
-      auto it = vars.find(std::string(name));
-      if (it == vars.end()) return std::nullopt;
-      return it->second;
-    };
-  }
-  std::map<std::string, std::string> vars_;
+  EnvLookup env() const { return npc::test::env_lookup(vars_); }
+  npc::test::FakeEnv vars_;
 };
 
 TEST_F(S3ConfigTest, EnvironmentWins) {

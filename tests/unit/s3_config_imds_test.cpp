@@ -12,6 +12,7 @@
 
 #include "silent_port.hpp"
 
+#include "fake_env.hpp"
 #include "s3_server.hpp"
 #include "scripted_http.hpp"
 #include "temp_dir.hpp"
@@ -34,20 +35,14 @@ constexpr const char* kRoleKeys = R"({"Code":"Success","LastUpdated":"2024-05-01
 class S3ConfigImds : public npc::test::TempDirTest {
 protected:
   // No keys in the environment, no profile files: only IMDS is left.
-  EnvLookup env() const {
-    return [vars = vars_](std::string_view name) -> std::optional<std::string> {
-      auto it = vars.find(std::string(name));
-      if (it == vars.end()) return std::nullopt;
-      return it->second;
-    };
-  }
+  EnvLookup env() const { return npc::test::env_lookup(vars_); }
   std::string no_keys_prefix() const {
     return "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile 'default' "
            "aws_access_key_id and aws_secret_access_key in '" +
            dir().string() + "/.aws/credentials' or '" + dir().string() +
            "/.aws/config', or run on an EC2 instance with a role (";
   }
-  std::map<std::string, std::string> vars_;
+  npc::test::FakeEnv vars_;
 };
 
 TEST_F(S3ConfigImds, TokenThenRoleThenKeysWithExactRequests) {

@@ -19,6 +19,7 @@
 
 #include "fault_proxy.hpp"
 #include "files.hpp"
+#include "fake_env.hpp"
 #include "s3_server.hpp"
 #include "silent_port.hpp"
 #include "wait.hpp"
@@ -317,11 +318,7 @@ TEST_F(S3Fault, ClosedPortFailsInOneLine) {
                                           {"AWS_SECRET_ACCESS_KEY", "SK"},
                                           {"AWS_ENDPOINT_URL_S3", endpoint},
                                           {"AWS_EC2_METADATA_DISABLED", "true"}};
-  EnvLookup env = [&](std::string_view name) -> std::optional<std::string> {
-    auto it = vars.find(std::string(name));
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
+  EnvLookup env = npc::test::env_lookup(vars);
   auto storage = S3Storage::open("s3://test-bucket/x", env, fast_options(3));
   ASSERT_TRUE(storage) << storage.error();
   auto started = std::chrono::steady_clock::now();
