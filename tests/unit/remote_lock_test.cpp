@@ -167,8 +167,12 @@ TEST_F(RemoteLockTest, OfManyProcessesRacingExactlyOneTakesIt) {
       const char* what = !got ? "error" : std::holds_alternative<RemoteLock>(*got) ? "taken" : "held";
       test::write_text(results / std::to_string(::getpid()), what);
       if (got && std::holds_alternative<RemoteLock>(*got)) {
-        // Keep it until every racer has tried.
-        std::this_thread::sleep_for(500ms);
+        // Alive until every racer has tried: a holder of this host that is
+        // gone is taken over at once, which would make a second winner.
+        const auto deadline = std::chrono::steady_clock::now() + 60s;
+        while (test::names_in(results).size() < static_cast<std::size_t>(kProcesses) &&
+               std::chrono::steady_clock::now() < deadline)
+          std::this_thread::sleep_for(10ms);
       }
       ::_exit(0);
     }
