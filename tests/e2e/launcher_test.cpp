@@ -38,18 +38,6 @@ protected:
     for (const auto& e : entries()) n += fs::exists(e / "model.done");
     return n;
   }
-  // Distinct graphs the stand-in compiled, and how many compiles in all.
-  std::pair<std::size_t, std::size_t> compile_counts() {
-    std::set<std::string> graphs;
-    std::istringstream in(read_text(invocation_log()));
-    std::string pid, sha, path;
-    std::size_t total = 0;
-    while (in >> pid >> sha >> path) {
-      graphs.insert(sha);
-      ++total;
-    }
-    return {graphs.size(), total};
-  }
 };
 
 TEST_F(Launcher, ColdPrecompileThenTrainingCompilesNothing) {
@@ -328,9 +316,8 @@ TEST_F(Launcher, TwoLaunchersOnOneCacheCompileEachGraphOnce) {
     auto status = util::wait_child(pid);
     EXPECT_TRUE(status.success()) << status.describe();
   }
-  auto [distinct, total] = compile_counts();
-  EXPECT_EQ(distinct, graphs);
-  EXPECT_EQ(total, graphs) << "a graph was compiled twice";
+  EXPECT_EQ(distinct_graphs_compiled(), graphs);
+  EXPECT_EQ(compiles(), graphs) << "a graph was compiled twice";
   EXPECT_EQ(done_entries(), graphs);
 }
 

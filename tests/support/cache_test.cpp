@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <npc/util/process.hpp>
@@ -28,6 +29,14 @@ void CacheTest::SetUp() {
 }
 
 std::size_t CacheTest::compiles() const { return count_lines(invocation_log()); }
+
+std::size_t CacheTest::distinct_graphs_compiled() const {
+  std::set<std::string> graphs;
+  std::istringstream lines(read_text(invocation_log()));
+  std::string pid, sha256, path;
+  while (lines >> pid >> sha256 >> path) graphs.insert(sha256);
+  return graphs.size();
+}
 
 std::vector<pid_t> CacheTest::compiler_pids() const {
   std::vector<pid_t> pids;

@@ -25,6 +25,9 @@ protected:
   [[nodiscard]] fs::path cache_root() const { return dir() / "c"; } // --cache_dir=DIR: DIR is the root
   [[nodiscard]] fs::path invocation_log() const { return dir() / "invocations.log"; }
   [[nodiscard]] std::size_t compiles() const;
+  // How many distinct graphs (by the SHA-256 the stand-in logs) were
+  // compiled: with compiles(), whether any graph was compiled twice.
+  [[nodiscard]] std::size_t distinct_graphs_compiled() const;
   // Pids of the stand-in compilers that ran, one per compile, from the log.
   [[nodiscard]] std::vector<pid_t> compiler_pids() const;
   // Entry directories of the stand-in's compiler version, sorted.
