@@ -20,6 +20,7 @@
 #include <npc/storage/s3.hpp>
 
 #include "files.hpp"
+#include "remote_dirs.hpp"
 #include "s3_server.hpp"
 #include "test_support.hpp"
 
@@ -44,45 +45,31 @@ AttemptRecord attempt(const std::string& outcome) {
   return r;
 }
 
-// Two caches in directories: the one in the role of the remote (written as
-// a node of the cluster would) and this machine's mirror.
-class RemoteCacheTest : public test::TempDirTest {
+class RemoteCacheTest : public test::RemoteDirsTest {
 protected:
   void SetUp() override {
-    TempDirTest::SetUp();
-    origin.emplace(dir() / "remote");
-    mirror.emplace(dir() / "mirror");
-    ASSERT_TRUE(origin->ensure_root().ok());
-    ASSERT_TRUE(mirror->ensure_root().ok());
+    RemoteDirsTest::SetUp();
+    if (HasFatalFailure()) return;
     key = make_key_for_graph(kGraph, kFlags, "1.0");
-    remote = std::make_unique<RemoteCache>(
-        std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"), *mirror);
+    remote = std::make_unique<RemoteCache>(remote_storage(), *mirror);
   }
 
   // A done entry in `cache`, as our tools publish it (with its record).
   void publish_done(const Cache& cache, const std::string& neff = kNeff) {
     Entry entry = cache.entry(key);
     ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
-    test::write_text(dir() / "new.neff", neff);
-    auto taken = entry.lock(0ms);
-    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
-    ASSERT_TRUE(entry.publish_success(dir() / "new.neff", attempt("success")).ok());
+    publish_result(entry, true, neff);
   }
 
   void publish_failed(const Cache& cache) {
     Entry entry = cache.entry(key);
     ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
-    test::write_text(dir() / "model.log", "error: out of cheese\n");
-    auto taken = entry.lock(0ms);
-    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
-    ASSERT_TRUE(entry.publish_failure(dir() / "model.log", attempt("failed")).ok());
+    publish_result(entry, false, "error: out of cheese\n");
   }
 
   fs::path remote_dir() const { return origin->entry_dir(key); }
   fs::path mirror_dir() const { return mirror->entry_dir(key); }
 
-  std::optional<Cache> origin;
-  std::optional<Cache> mirror;
   CacheKey key;
   std::unique_ptr<RemoteCache> remote;
 };

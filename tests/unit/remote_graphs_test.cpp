@@ -18,6 +18,7 @@
 #include <npc/util/error.hpp>
 
 #include "files.hpp"
+#include "remote_dirs.hpp"
 #include "test_support.hpp"
 
 namespace npc::launcher {
@@ -28,19 +29,15 @@ using namespace std::chrono_literals;
 const std::string kRoot = "s3://bucket/team";
 const std::vector<std::string> kFlags = {"-O2"};
 
-class RemoteGraphsTest : public test::TempDirTest {
+class RemoteGraphsTest : public test::RemoteDirsTest {
 protected:
   void SetUp() override {
-    TempDirTest::SetUp();
-    origin.emplace(dir() / "remote");
-    mirror.emplace(dir() / "mirror");
-    ASSERT_TRUE(origin->ensure_root().ok());
-    ASSERT_TRUE(mirror->ensure_root().ok());
+    RemoteDirsTest::SetUp();
+    if (HasFatalFailure()) return;
     // Three connections, as the launcher's several: take_all and
     // take_pending share the graphs out over them, a thread each.
     std::vector<std::shared_ptr<storage::Storage>> connections;
-    for (int i = 0; i < 3; ++i)
-      connections.push_back(std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "remote-trash"));
+    for (int i = 0; i < 3; ++i) connections.push_back(remote_storage());
     graphs.emplace(connections, *mirror, kRoot + "/", "1.0"); // a trailing slash, as users write it sometimes
   }
   // A pending entry in the remote, as extraction leaves it.
@@ -50,25 +47,13 @@ protected:
     return key;
   }
   void finish(const cache::CacheKey& key, bool success) {
-    cache::Entry entry = origin->entry(key);
-    test::write_text(dir() / "result", success ? "neff-bytes" : "error: no\n");
-    auto taken = entry.lock(0ms);
-    ASSERT_TRUE(taken && std::holds_alternative<cache::EntryLock>(*taken));
-    cache::AttemptRecord record;
-    record.attempt = 1;
-    record.outcome = success ? "success" : "failed";
-    record.exit = success ? "exit code 0" : "exit code 70";
-    ASSERT_TRUE((success ? entry.publish_success(dir() / "result", record)
-                         : entry.publish_failure(dir() / "result", record))
-                    .ok());
+    publish_result(origin->entry(key), success, success ? "neff-bytes" : "error: no\n");
   }
   static std::string url(const cache::CacheKey& key) {
     return kRoot + "/" + key.relative_path().generic_string() + "/model.hlo_module.pb";
   }
   fs::path in_mirror(const cache::CacheKey& key) const { return mirror->entry_dir(key); }
 
-  std::optional<cache::Cache> origin;
-  std::optional<cache::Cache> mirror;
   std::optional<RemoteGraphs> graphs;
 };
 
@@ -107,16 +92,7 @@ TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   auto key = pending("HloModule a\n");
   cache::Entry in_the_mirror = mirror->entry(key);
   ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kFlags).ok());
-  {
-    test::write_text(dir() / "result", "neff-bytes");
-    auto taken = in_the_mirror.lock(0ms);
-    ASSERT_TRUE(taken && std::holds_alternative<cache::EntryLock>(*taken));
-    cache::AttemptRecord record;
-    record.attempt = 1;
-    record.outcome = "success";
-    record.exit = "exit code 0";
-    ASSERT_TRUE(in_the_mirror.publish_success(dir() / "result", record).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(publish_result(in_the_mirror, true, "neff-bytes"));
   auto taken = graphs->take(url(key));
   ASSERT_TRUE(taken.graph) << taken.refused;
   EXPECT_EQ(graphs->results_uploaded(), 1u);
