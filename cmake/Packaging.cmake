@@ -40,6 +40,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER ${NPC_MAINTAINER})
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libcurl is loaded with dlopen() when an s3:// cache is used
+# (src/storage/curl_library.cpp), so dpkg-shlibdeps cannot see it: name it
+# here (CPack merges this with what dpkg-shlibdeps finds). 7.88 is Debian
+# 12's, the oldest the S3 client is tested with.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4 (>= 7.88)")
 # Maintainer files (none here) and the md5sums: 0644, as dpkg expects.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 

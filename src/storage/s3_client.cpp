@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include <npc/storage/curl_library.hpp>
 #include <npc/storage/s3_url.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/sha256.hpp>
@@ -30,6 +31,7 @@ enum class SinkKind { memory, file, none };
 
 // One request's moving parts, shared with the libcurl callbacks.
 struct Transfer {
+  const CurlLibrary* lib = nullptr;
   CURL* curl = nullptr;
   // Upload.
   std::string_view body;
@@ -46,16 +48,16 @@ struct Transfer {
   std::map<std::string, std::string> headers; // names lower-case
 };
 
-bool success_status(CURL* curl) {
+bool success_status(const Transfer& t) {
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  t.lib->easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &status);
   return status >= 200 && status < 300;
 }
 
 std::size_t on_write(char* ptr, std::size_t size, std::size_t count, void* user) {
   auto& t = *static_cast<Transfer*>(user);
   std::size_t n = size * count;
-  if (!success_status(t.curl) || t.sink == SinkKind::none) {
+  if (!success_status(t) || t.sink == SinkKind::none) {
     if (t.error_body.size() < kMaxErrorBody) t.error_body.append(ptr, std::min(n, kMaxErrorBody - t.error_body.size()));
     return n;
   }
@@ -150,9 +152,13 @@ bool retryable_status(long status, const std::string& code) {
 }
 
 struct CurlSlist {
+  explicit CurlSlist(const CurlLibrary& lib_) : lib(lib_) {}
+  CurlSlist(const CurlSlist&) = delete;
+  CurlSlist& operator=(const CurlSlist&) = delete;
+  ~CurlSlist() { lib.slist_free_all(list); }
+  void add(const std::string& line) { list = lib.slist_append(list, line.c_str()); }
+  const CurlLibrary& lib;
   curl_slist* list = nullptr;
-  ~CurlSlist() { curl_slist_free_all(list); }
-  void add(const std::string& line) { list = curl_slist_append(list, line.c_str()); }
 };
 
 std::string s3_target(std::string_view bucket, std::string_view key) {
@@ -212,10 +218,6 @@ struct S3Client::Response {
 
 namespace {
 
-struct CurlGlobal {
-  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-};
-
 bool virtual_hosted(const S3Config& config, std::string_view bucket) {
   // A dotted bucket name would not match the wildcard TLS certificate.
   return config.endpoint.empty() && bucket.find('.') == std::string_view::npos;
@@ -236,13 +238,15 @@ std::string endpoint_name(const S3Config& config, std::string_view bucket) {
 } // namespace
 
 Result<std::unique_ptr<S3Client>> S3Client::create(S3Config config, S3ClientOptions options) {
-  static CurlGlobal global;
   if (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty())
     return fail("S3 client needs an access key id and a secret access key");
   if (!config.endpoint.empty() && config.endpoint.find("://") == std::string::npos)
     return fail("S3 endpoint '" + config.endpoint + "' has no scheme (write http://HOST:PORT or https://HOST)");
   while (!config.endpoint.empty() && config.endpoint.back() == '/') config.endpoint.pop_back();
-  CURL* curl = curl_easy_init();
+  // The first S3 client of the process loads libcurl (see curl_library.hpp).
+  auto lib = load_curl_library();
+  if (!lib) return fail(lib.error());
+  CURL* curl = (*lib)->easy_init();
   if (curl == nullptr) return fail("cannot start libcurl (curl_easy_init failed)");
   return std::unique_ptr<S3Client>(new S3Client(std::move(config), options, curl));
 }
@@ -250,7 +254,10 @@ Result<std::unique_ptr<S3Client>> S3Client::create(S3Config config, S3ClientOpti
 S3Client::S3Client(S3Config config, S3ClientOptions options, void* curl)
     : config_(std::move(config)), options_(options), curl_(curl) {}
 
-S3Client::~S3Client() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+S3Client::~S3Client() {
+  // A client exists only once libcurl is loaded: this finds it loaded.
+  if (auto lib = load_curl_library()) (*lib)->easy_cleanup(static_cast<CURL*>(curl_));
+}
 
 std::string S3Client::object_url(std::string_view bucket, std::string_view key) const {
   return bucket_base(config_, bucket) + "/" + s3_uri_encode(key, EncodeSlash::no);
@@ -258,6 +265,9 @@ std::string S3Client::object_url(std::string_view bucket, std::string_view key) 
 
 Result<S3Client::Response> S3Client::perform(Request& request) {
   auto* curl = static_cast<CURL*>(curl_);
+  auto loaded = load_curl_library();
+  if (!loaded) return fail(loaded.error());
+  const CurlLibrary& lib = **loaded;
   std::string url = request.key.empty() && request.method != "PUT" ? bucket_base(config_, request.bucket)
                                                                     : object_url(request.bucket, request.key);
   if (!request.query.empty()) url += "?" + request.query;
@@ -268,8 +278,9 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
   for (int attempt = 1;; ++attempt) {
     last_attempts_ = attempt;
     // reset keeps the open connection, the DNS and TLS session caches.
-    curl_easy_reset(curl);
+    lib.easy_reset(curl);
     Transfer t;
+    t.lib = &lib;
     t.curl = curl;
     t.body = request.body;
     t.body_fd = request.body_fd;
@@ -281,50 +292,50 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     if (t.sink_fd >= 0 && (::ftruncate(t.sink_fd, 0) != 0 || ::lseek(t.sink_fd, 0, SEEK_SET) < 0))
       return fail(std::string("cannot truncate the download file: ") + std::strerror(errno));
 
-    CurlSlist headers;
+    CurlSlist headers(lib);
     headers.add("x-amz-content-sha256: " + request.payload_hash);
     if (!config_.credentials.session_token.empty())
       headers.add("x-amz-security-token: " + config_.credentials.session_token);
     for (const auto& h : request.headers) headers.add(h);
 
     char error_buffer[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    lib.easy_setopt(curl, CURLOPT_URL, url.c_str());
     // Keys such as "a/../b" are names in S3, not paths to normalize.
-    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+    lib.easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+    lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    lib.easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+    lib.easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    lib.easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
+    lib.easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
+    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+    lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
+    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+    lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+    lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+    lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+    lib.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+    lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    lib.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
     if (request.upload) {
-      curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
-      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-      curl_easy_setopt(curl, CURLOPT_READDATA, &t);
-      curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
-      curl_easy_setopt(curl, CURLOPT_SEEKDATA, &t);
+      lib.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+      lib.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+      lib.easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+      lib.easy_setopt(curl, CURLOPT_READDATA, &t);
+      lib.easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+      lib.easy_setopt(curl, CURLOPT_SEEKDATA, &t);
     } else if (request.method == "HEAD") {
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+      lib.easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else if (request.method != "GET") {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      lib.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
 
-    CURLcode code = curl_easy_perform(curl);
+    CURLcode code = lib.easy_perform(curl);
     std::string failure;
     bool retry = false;
     Response response;
     if (code == CURLE_OK) {
-      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+      lib.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
       response.headers = std::move(t.headers);
       bool ok = response.status >= 200 && response.status < 300;
       response.body = ok && t.sink == SinkKind::memory ? std::move(t.data) : std::move(t.error_body);
@@ -338,10 +349,10 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
                   std::strerror(t.write_errno));
     } else {
       long os_errno = 0;
-      curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+      lib.easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
       std::string reason = code == CURLE_COULDNT_CONNECT && os_errno != 0 ? std::strerror(static_cast<int>(os_errno))
                            : error_buffer[0] != '\0'                      ? std::string(error_buffer)
-                                                                          : curl_easy_strerror(code);
+                                                                          : lib.easy_strerror(code);
       failure = "cannot reach S3 endpoint " + endpoint_name(config_, request.bucket) + ": " + reason;
       retry = transient(code);
     }
@@ -473,7 +484,7 @@ Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucke
   const auto& h = response->headers;
   if (auto it = h.find("content-length"); it != h.end()) head.size = std::stoull(it->second);
   if (auto it = h.find("last-modified"); it != h.end()) {
-    std::time_t when = curl_getdate(it->second.c_str(), nullptr);
+    std::time_t when = curl_library().getdate(it->second.c_str(), nullptr);
     if (when >= 0) head.modified = std::chrono::system_clock::from_time_t(when);
   }
   if (auto it = h.find("etag"); it != h.end()) head.etag = it->second;

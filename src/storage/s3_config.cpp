@@ -12,6 +12,8 @@
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include <npc/storage/curl_library.hpp>
+
 namespace npc::storage {
 
 namespace {
@@ -106,51 +108,61 @@ std::size_t collect_body(char* ptr, std::size_t size, std::size_t count, void* u
 }
 
 struct CurlEasy {
-  CURL* curl = curl_easy_init();
-  ~CurlEasy() { curl_easy_cleanup(curl); }
+  explicit CurlEasy(const CurlLibrary& lib_) : lib(lib_), curl(lib.easy_init()) {}
+  CurlEasy(const CurlEasy&) = delete;
+  CurlEasy& operator=(const CurlEasy&) = delete;
+  ~CurlEasy() { lib.easy_cleanup(curl); }
+  const CurlLibrary& lib;
+  CURL* curl;
 };
 
 struct CurlHeaders {
+  explicit CurlHeaders(const CurlLibrary& lib_) : lib(lib_) {}
+  CurlHeaders(const CurlHeaders&) = delete;
+  CurlHeaders& operator=(const CurlHeaders&) = delete;
+  ~CurlHeaders() { lib.slist_free_all(list); }
+  const CurlLibrary& lib;
   curl_slist* list = nullptr;
-  ~CurlHeaders() { curl_slist_free_all(list); }
 };
 
 // One request to IMDS, tried kImdsAttempts times on a transport failure or
 // a 5xx; the failure is a phrase for the missing-credentials message.
 Result<ImdsAnswer> imds_request(const std::string& url, const char* method, const std::vector<std::string>& headers) {
-  static const bool curl_ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  if (!curl_ready) return fail("libcurl did not start");
+  // Loads libcurl and runs curl_global_init, once per process.
+  auto loaded = load_curl_library();
+  if (!loaded) return fail(loaded.error());
+  const CurlLibrary& lib = **loaded;
   std::string reason;
   for (int attempt = 1; attempt <= kImdsAttempts; ++attempt) {
-    CurlEasy easy;
+    CurlEasy easy(lib);
     if (easy.curl == nullptr) return fail("libcurl did not start");
-    CurlHeaders list;
-    for (const auto& h : headers) list.list = curl_slist_append(list.list, h.c_str());
+    CurlHeaders list(lib);
+    for (const auto& h : headers) list.list = lib.slist_append(list.list, h.c_str());
     ImdsAnswer answer;
     char error_buffer[CURL_ERROR_SIZE] = {};
-    curl_easy_setopt(easy.curl, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(easy.curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(easy.curl, CURLOPT_HTTPHEADER, list.list);
+    lib.easy_setopt(easy.curl, CURLOPT_URL, url.c_str());
+    lib.easy_setopt(easy.curl, CURLOPT_CUSTOMREQUEST, method);
+    lib.easy_setopt(easy.curl, CURLOPT_HTTPHEADER, list.list);
     // A proxy from http_proxy cannot reach a link-local address: AWS's own
     // SDKs never send IMDS requests through one either.
-    curl_easy_setopt(easy.curl, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(easy.curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy.curl, CURLOPT_CONNECTTIMEOUT_MS, kImdsConnectTimeoutMs);
-    curl_easy_setopt(easy.curl, CURLOPT_TIMEOUT_MS, kImdsTimeoutMs);
-    curl_easy_setopt(easy.curl, CURLOPT_ERRORBUFFER, error_buffer);
-    curl_easy_setopt(easy.curl, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(easy.curl, CURLOPT_WRITEDATA, &answer.body);
-    CURLcode code = curl_easy_perform(easy.curl);
+    lib.easy_setopt(easy.curl, CURLOPT_NOPROXY, "*");
+    lib.easy_setopt(easy.curl, CURLOPT_NOSIGNAL, 1L);
+    lib.easy_setopt(easy.curl, CURLOPT_CONNECTTIMEOUT_MS, kImdsConnectTimeoutMs);
+    lib.easy_setopt(easy.curl, CURLOPT_TIMEOUT_MS, kImdsTimeoutMs);
+    lib.easy_setopt(easy.curl, CURLOPT_ERRORBUFFER, error_buffer);
+    lib.easy_setopt(easy.curl, CURLOPT_WRITEFUNCTION, collect_body);
+    lib.easy_setopt(easy.curl, CURLOPT_WRITEDATA, &answer.body);
+    CURLcode code = lib.easy_perform(easy.curl);
     if (code == CURLE_OK) {
-      curl_easy_getinfo(easy.curl, CURLINFO_RESPONSE_CODE, &answer.status);
+      lib.easy_getinfo(easy.curl, CURLINFO_RESPONSE_CODE, &answer.status);
       if (answer.status < 500 || attempt == kImdsAttempts) return answer;
       continue;
     }
     long os_errno = 0;
-    curl_easy_getinfo(easy.curl, CURLINFO_OS_ERRNO, &os_errno);
+    lib.easy_getinfo(easy.curl, CURLINFO_OS_ERRNO, &os_errno);
     reason = code == CURLE_COULDNT_CONNECT && os_errno != 0 ? std::strerror(static_cast<int>(os_errno))
              : error_buffer[0] != '\0'                      ? std::string(error_buffer)
-                                                            : curl_easy_strerror(code);
+                                                            : lib.easy_strerror(code);
   }
   return fail("not reachable: " + reason);
 }
