@@ -80,7 +80,10 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   EntryLock lock = std::move(std::get<EntryLock>(*taken));
   auto info = entry.inspect();
   if (!info) return fail(info.error());
-  if (info->state == EntryState::done) return RemoteResult{RemoteOutcome::already_done, ""};
+  if (info->state == EntryState::done) {
+    if (done) record_use(key);
+    return RemoteResult{RemoteOutcome::already_done, ""};
+  }
 
   // Staged inside the mirror entry (a temp name its lock holder owns), then
   // published by rename.
@@ -134,7 +137,16 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
     if (*got) (name == kGraphFile ? incoming.graph : incoming.flags) = path;
   }
   if (auto s = entry.publish_incoming(incoming); !s) return fail(s.error());
+  if (done) record_use(key);
   return RemoteResult{done ? RemoteOutcome::copied : RemoteOutcome::failure_copied, ""};
+}
+
+void RemoteCache::record_use(const CacheKey& key) const {
+  // Eviction of the remote (neuron_cache prune) takes the least recently
+  // used first; a use not recorded only makes an entry look older, so a
+  // failure here is not the caller's.
+  if (auto s = remote_->set_last_use(key_of(key, ""), std::chrono::system_clock::now()); !s)
+    spdlog::debug("cannot record the use of {}: {}", describe(key), s.error());
 }
 
 Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {

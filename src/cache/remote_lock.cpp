@@ -58,17 +58,27 @@ std::string RemoteLockRecord::describe() const {
   return (holder ? holder->describe() : "'" + owner + "'") + ", until " + util::format_utc(std::chrono::system_clock::time_point(std::chrono::seconds(expires_unix)));
 }
 
-Result<bool> RemoteLock::held(const storage::Storage& storage, std::string_view entry_key,
-                              std::chrono::system_clock::time_point now) {
+bool RemoteLockRecord::in_force(std::chrono::system_clock::time_point now) const {
+  return expires_unix > unix_seconds(now) && !held_by_dead_process(*this);
+}
+
+Result<std::optional<RemoteLockRecord>> RemoteLock::read(const storage::Storage& storage,
+                                                         std::string_view entry_key) {
   const std::string key = std::string(entry_key) + "/" + std::string(kFrameworkLockFile);
   auto text = storage.read(key, kMaxRecordBytes);
   if (!text) {
     auto there = storage.stat(key);
-    if (there && !*there) return false; // released meanwhile
+    if (there && !*there) return std::optional<RemoteLockRecord>{}; // released meanwhile
     return fail(text.error());
   }
-  auto found = RemoteLockRecord::parse(*text);
-  return found && found->expires_unix > unix_seconds(now) && !held_by_dead_process(*found);
+  return std::optional<RemoteLockRecord>(RemoteLockRecord::parse(*text).value_or(RemoteLockRecord{}));
+}
+
+Result<bool> RemoteLock::held(const storage::Storage& storage, std::string_view entry_key,
+                              std::chrono::system_clock::time_point now) {
+  auto found = read(storage, entry_key);
+  if (!found) return fail(found.error());
+  return *found && (*found)->in_force(now);
 }
 
 Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage::Storage> storage,
@@ -113,7 +123,7 @@ Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage:
       if (found && found->token == mine.token)
         return TakenOrHeld(RemoteLock(std::move(storage), key, std::move(mine), ttl));
     }
-    if (found && found->expires_unix > unix_seconds(now) && !held_by_dead_process(*found))
+    if (found && found->in_force(now))
       return TakenOrHeld(Held{found->describe()});
     // Stale: its holder stopped renewing it, or is a process of this host
     // that is gone (killed, say: no need to wait for the expiry), or it is

@@ -37,13 +37,6 @@ Settings load_settings(const config::CacheSettings& overrides) {
   return settings;
 }
 
-void refuse_remote_cache(const Settings& settings, const std::string& program) {
-  if (!settings.remote_cache) return;
-  throw UsageError("the cache " + *settings.remote_cache + " is in S3: " + program +
-                   " does not work on an S3 cache yet (neuron_cc_wrapper and the launcher's collect, compile and scan do); "
-                   "name a local or mounted directory with --cache_dir or NEURON_COMPILE_CACHE_URL");
-}
-
 void add_cache_options(CLI::App& app, config::CacheSettings& settings,
                        std::string& cache_size_text, std::string& cache_ttl_text) {
   app.add_option_function<std::string>(

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/bundle/bundle.hpp>
+#include <npc/cache/cache_target.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/maintenance.hpp>
@@ -13,6 +14,7 @@
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
+#include <npc/compile/remote_entry.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
@@ -26,27 +28,28 @@ namespace {
 using nlohmann::json;
 using cache::EntryInfo;
 using cache::EntryState;
+using cache::CacheTarget;
 
-json entry_json(const EntryInfo& e) {
+json entry_json(const EntryInfo& e, const CacheTarget& target) {
   return {{"key", e.key.str()},
           {"state", cache::to_string(e.state)},
           {"bytes", e.bytes},
           {"last_used", util::format_utc(e.last_used)},
           {"last_used_unix", util::to_unix_seconds(e.last_used)},
           {"compiler_version", e.key.compiler_version},
-          {"path", e.dir.string()}};
+          {"path", target.where(e)}};
 }
 
 void print_json(const json& doc, std::ostream& out = std::cout) { out << util::to_json_text(doc, 2) << '\n'; }
 
-int cmd_ls(const cache::Cache& cache, bool as_json) {
+int cmd_ls(const CacheTarget& cache, bool as_json) {
   auto entries = cache.list();
   std::sort(entries.begin(), entries.end(),
             [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
   if (as_json) {
     json list = json::array();
-    for (const auto& e : entries) list.push_back(entry_json(e));
-    print_json({{"cache_root", cache.root().string()}, {"entries", list}});
+    for (const auto& e : entries) list.push_back(entry_json(e, cache));
+    print_json({{"cache_root", cache.root()}, {"entries", list}});
     return 0;
   }
   util::Table table({"KEY", "STATE", "SIZE", "LAST USED", "COMPILER"});
@@ -58,7 +61,7 @@ int cmd_ls(const cache::Cache& cache, bool as_json) {
   return 0;
 }
 
-int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, bool as_json) {
+int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, bool as_json) {
   auto entries = cache.list();
   std::map<std::string, std::size_t> by_state = {
       {"pending", 0}, {"locked", 0}, {"done", 0}, {"failed", 0}, {"incomplete", 0}};
@@ -72,7 +75,7 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
   }
   double ttl_days = settings.cache_ttl_days.value_or(config::kDefaultCacheTtlDays);
   if (as_json) {
-    json doc = {{"cache_root", cache.root().string()},
+    json doc = {{"cache_root", cache.root()},
                 {"entries", entries.size()},
                 {"states", by_state},
                 {"bytes", total},
@@ -84,7 +87,7 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
     return 0;
   }
   util::Table table({"FIELD", "VALUE"});
-  table.add({"cache root", cache.root().string()});
+  table.add({"cache root", cache.root()});
   table.add({"entries", std::to_string(entries.size())});
   for (const auto& [state, count] : by_state) table.add({"  " + state, std::to_string(count)});
   table.add({"total size", util::format_bytes(total) + " (" + std::to_string(total) + " bytes)"});
@@ -97,18 +100,18 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
   return 0;
 }
 
-int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, bool dry_run,
+int cmd_prune(const CacheTarget& cache, const config::CacheSettings& settings, bool dry_run,
               bool as_json) {
   cache::EvictionPolicy policy{settings.size_limit(), settings.ttl()};
-  auto report = cache::evict(cache, policy, dry_run ? cache::DryRun::yes : cache::DryRun::no);
+  auto report = cache.evict(policy, dry_run ? cache::DryRun::yes : cache::DryRun::no);
   if (!report.ran) {
-    spdlog::warn("another process is evicting from {} now; nothing done", cache.root().string());
+    spdlog::warn("another process is evicting from {} now; nothing done", cache.root());
     if (as_json) print_json({{"ran", false}});
     return 0;
   }
   if (as_json) {
     json deleted = json::array();
-    for (const auto& e : report.deleted) deleted.push_back(entry_json(e));
+    for (const auto& e : report.deleted) deleted.push_back(entry_json(e, cache));
     print_json({{"ran", true},
                 {"dry_run", dry_run},
                 {"limit_bytes", policy.max_bytes},
@@ -148,8 +151,8 @@ json leftover_temps_json(const std::vector<cache::LeftoverTemp>& temps, bool rem
   return list;
 }
 
-int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
-  auto report = cache::verify_cache(cache, repair ? cache::Repair::yes : cache::Repair::no);
+int cmd_verify(const CacheTarget& cache, bool repair, bool as_json) {
+  auto report = cache.verify(repair ? cache::Repair::yes : cache::Repair::no);
   bool all_repaired = true;
   for (const auto& p : report.problems) all_repaired = all_repaired && p.repaired;
   int status = report.problems.empty() || (repair && all_repaired) ? 0 : 1;
@@ -180,8 +183,8 @@ int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
   return status;
 }
 
-int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
-  auto report = cache::clear_locks(cache, force);
+int cmd_clear_locks(const CacheTarget& cache, bool force, bool as_json) {
+  auto report = cache.clear_locks(force);
   if (as_json) {
     json removed = json::array(), held = json::array();
     for (const auto& p : report.removed) removed.push_back(p.string());
@@ -203,8 +206,8 @@ int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
   return 0;
 }
 
-int cmd_clear_failed(const cache::Cache& cache, bool as_json) {
-  auto cleared = cache::clear_failed(cache);
+int cmd_clear_failed(const CacheTarget& cache, bool as_json) {
+  auto cleared = cache.clear_failed();
   if (as_json) {
     json list = json::array();
     for (const auto& e : cleared) list.push_back(e.key.str());
@@ -216,38 +219,18 @@ int cmd_clear_failed(const cache::Cache& cache, bool as_json) {
   return 0;
 }
 
-// Finds the entries a user named: "neuronxcc-V/MODULE_g+f", an entry path,
-// or "MODULE_g+f" alone (every compiler version that has it).
-std::vector<EntryInfo> find_entries(const cache::Cache& cache, const std::string& name) {
-  std::vector<EntryInfo> found;
-  if (auto key = cache::parse_key(name)) {
-    auto info = cache.entry(*key).inspect();
-    if (info && info->state != EntryState::absent) found.push_back(std::move(*info));
-    return found;
-  }
-  std::string g, f;
-  std::string module = fs::path(name).filename().string();
-  if (!cache::parse_module_name(module, g, f))
-    throw UsageError("'" + name + "' is not a cache key (expected neuronxcc-<version>/MODULE_<hash>+<hash> or MODULE_<hash>+<hash>)");
-  for (auto& e : cache.list())
-    if (e.key.module_name() == module) found.push_back(std::move(e));
-  return found;
-}
-
-int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool as_json) {
+int cmd_rm(const CacheTarget& cache, const std::vector<std::string>& keys, bool as_json) {
   int status = 0;
   json removed = json::array(), missing = json::array(), locked = json::array();
   for (const auto& name : keys) {
-    auto entries = find_entries(cache, name);
+    auto entries = cache.find(name);
     if (entries.empty()) {
-      spdlog::error("no cache entry {} in {}", name, cache.root().string());
+      spdlog::error("no cache entry {} in {}", name, cache.root());
       missing.push_back(name);
       status = 1;
     }
     for (const auto& e : entries) {
-      auto r = cache.entry(e.dir).remove();
-      if (!r) throw EnvironmentError(r.error());
-      if (!*r) {
+      if (!cache.remove(e)) {
         spdlog::error("cache entry {} is being compiled (locked); not removed", e.key.str());
         locked.push_back(e.key.str());
         status = 1;
@@ -456,6 +439,10 @@ int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::
 
 } // namespace
 
+// Connections to an S3 cache: verify downloads and prune deletes this many
+// entries at once.
+constexpr std::size_t kRemoteConnections = 8;
+
 int neuron_cache_main(int argc, char** argv) {
   return run_program("neuron_cache", [&]() -> int {
     CLI::App app{"Inspect and maintain the Neuron persistent compile cache.", "neuron_cache"};
@@ -530,17 +517,29 @@ int neuron_cache_main(int argc, char** argv) {
       overrides.cache_ttl_days = *days;
     }
     Settings settings = load_settings(overrides);
-    refuse_remote_cache(settings, "neuron_cache");
-    cache::Cache cache(settings.cache_root);
     cache::set_lock_tool_name("neuron_cache");
+    cache::Cache cache(settings.cache_root);
+    // On an S3 cache the commands work on its objects, every node's shared
+    // copy, not on this node's mirror; explain and the bundles work on a
+    // local cache only so far.
+    std::optional<cache::RemoteCacheAdmin> remote;
+    if (settings.remote_cache) {
+      if (*explain || *export_cmd || *import_cmd)
+        throw UsageError("the cache " + *settings.remote_cache + " is in S3: neuron_cache " +
+                         (*explain ? "explain" : *export_cmd ? "export" : "import") +
+                         " works on a local cache only so far; name a local or mounted directory with "
+                         "--cache_dir or NEURON_COMPILE_CACHE_URL");
+      remote.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteConnections));
+    }
+    const CacheTarget target = remote ? CacheTarget(*remote) : CacheTarget(cache);
 
-    if (*ls) return cmd_ls(cache, as_json);
-    if (*stats) return cmd_stats(cache, settings.cache, as_json);
-    if (*prune) return cmd_prune(cache, settings.cache, dry_run, as_json);
-    if (*verify) return cmd_verify(cache, repair, as_json);
-    if (*clear_locks) return cmd_clear_locks(cache, force, as_json);
-    if (*clear_failed) return cmd_clear_failed(cache, as_json);
-    if (*rm) return cmd_rm(cache, keys, as_json);
+    if (*ls) return cmd_ls(target, as_json);
+    if (*stats) return cmd_stats(target, settings.cache, as_json);
+    if (*prune) return cmd_prune(target, settings.cache, dry_run, as_json);
+    if (*verify) return cmd_verify(target, repair, as_json);
+    if (*clear_locks) return cmd_clear_locks(target, force, as_json);
+    if (*clear_failed) return cmd_clear_failed(target, as_json);
+    if (*rm) return cmd_rm(target, keys, as_json);
     if (*explain) return cmd_explain(cache, settings, explain_target, explain_compiler, as_json);
     if (*export_cmd)
       return cmd_export(cache, export_output, export_report, export_all, export_used_since, include_failed, as_json);

@@ -23,11 +23,7 @@ int neuron_parallel_compile_main(int argc, char** argv) {
     case launcher::Mode::collect_and_compile:
     case launcher::Mode::collect:
     case launcher::Mode::compile: return launcher::run(options, settings);
-    case launcher::Mode::scan:
-    case launcher::Mode::scan_with_failed: return launcher::run_maintenance(options, settings);
-    default:
-      refuse_remote_cache(settings, "neuron_parallel_compile --command " + launcher::mode_name(options.mode));
-      return launcher::run_maintenance(options, settings);
+    default: return launcher::run_maintenance(options, settings);
     }
   });
 }

@@ -1,5 +1,6 @@
 #include <npc/storage/local.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -53,6 +54,31 @@ Result<std::vector<std::string>> LocalStorage::list(std::string_view dir) const 
   auto names = util::list_names(path(dir));
   if (!names && !exists_no_follow(path(dir))) return std::vector<std::string>{};
   return names;
+}
+
+Result<std::vector<TreeFile>> LocalStorage::list_tree(std::string_view dir) const {
+  fs::path top = path(dir);
+  std::vector<TreeFile> files;
+  if (!exists_no_follow(top)) return files;
+  std::error_code ec;
+  // Symlinks are listed as what they are, never followed: a link out of the
+  // cache must not make a listing walk elsewhere.
+  fs::recursive_directory_iterator it(top, fs::directory_options::none, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0) {
+      if (errno == ENOENT) continue; // removed while we walked
+      return fail(util::errno_text("cannot stat", it->path(), errno));
+    }
+    if (S_ISDIR(st.st_mode)) continue;
+    using namespace std::chrono;
+    files.push_back({it->path().lexically_relative(top).generic_string(), static_cast<std::uint64_t>(st.st_size),
+                     Time(duration_cast<Time::duration>(seconds(st.st_mtim.tv_sec) + nanoseconds(st.st_mtim.tv_nsec)))});
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return fail(util::errno_text("cannot list", top, ec.value()));
+  std::sort(files.begin(), files.end(), [](const TreeFile& a, const TreeFile& b) { return a.key < b.key; });
+  return files;
 }
 
 Result<std::optional<ObjectInfo>> LocalStorage::stat(std::string_view key) const {

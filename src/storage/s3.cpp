@@ -118,6 +118,24 @@ Result<std::vector<std::string>> S3Storage::list(std::string_view dir) const {
   return names;
 }
 
+Result<std::vector<TreeFile>> S3Storage::list_tree(std::string_view dir) const {
+  std::lock_guard lock(mutex_);
+  // No delimiter: every object below, 1000 to a page, with the size and
+  // LastModified a whole-cache listing needs (no HEAD per object).
+  auto page = list_under(dir, "");
+  if (!page) return fail(page.error());
+  std::size_t skip = folder_prefix(dir).size();
+  std::vector<TreeFile> files;
+  files.reserve(page->objects.size());
+  for (const auto& object : page->objects) {
+    // Keys ending in '/' are the empty objects some consoles make for folders.
+    if (object.key.size() <= skip || object.key.back() == '/') continue;
+    files.push_back({object.key.substr(skip), object.size, object.modified});
+  }
+  std::sort(files.begin(), files.end(), [](const TreeFile& a, const TreeFile& b) { return a.key < b.key; });
+  return files;
+}
+
 Result<std::optional<ObjectInfo>> S3Storage::stat(std::string_view key) const {
   std::lock_guard lock(mutex_);
   // An object and a folder of the same name can both exist in S3 (a key

@@ -1,6 +1,9 @@
 #include <npc/util/parallel.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -24,6 +27,30 @@ void parallel_ranges(std::size_t count, std::size_t min_per_thread,
     pool.emplace_back(work, begin, std::min(begin + step, count));
   work(0, std::min(step, count)); // the first range on this thread
   for (auto& t : pool) t.join();
+}
+
+void for_each_shared_out(std::size_t count, std::size_t workers,
+                         const std::function<void(std::size_t worker, std::size_t i)>& work) {
+  std::atomic<std::size_t> next = 0;
+  std::atomic<bool> failed = false;
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  auto run = [&](std::size_t worker) {
+    for (std::size_t i = next++; i < count && !failed; i = next++) {
+      try {
+        work(worker, i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!failed.exchange(true)) first_error = std::current_exception();
+      }
+    }
+  };
+  const std::size_t threads = std::max<std::size_t>(1, std::min(workers, count));
+  std::vector<std::thread> helpers;
+  for (std::size_t w = 1; w < threads; ++w) helpers.emplace_back(run, w);
+  run(0);
+  for (auto& helper : helpers) helper.join();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 } // namespace npc::util

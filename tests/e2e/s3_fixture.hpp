@@ -46,8 +46,10 @@ protected:
   RunResult compile(const fs::path& g, const fs::path& out, std::map<std::string, std::string> env = {}) {
     return run_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", out.string()}, std::move(env));
   }
-  // Every object of the bucket, sorted, with the entry's folder shortened to E.
-  std::vector<std::string> objects() {
+  // Every object of the bucket, sorted, with the entry's folder shortened to
+  // E; without the npc-last-use markers where a test cannot know which
+  // entries a node fetched (two nodes racing).
+  std::vector<std::string> objects(bool with_uses = true) {
     auto client = storage::S3Client::create(server_.config());
     if (!client) {
       ADD_FAILURE() << client.error();
@@ -63,6 +65,7 @@ protected:
       std::string key = o.key;
       auto module = key.find("/MODULE_");
       if (module != std::string::npos) key = key.substr(0, module) + "/E" + key.substr(key.find('/', module + 1));
+      if (!with_uses && key.ends_with("/npc-last-use")) continue;
       keys.push_back(key);
     }
     std::sort(keys.begin(), keys.end());
@@ -80,10 +83,13 @@ protected:
   fs::path mirror_version_dir(const std::string& node = "node-a") const {
     return dir() / node / "s3" / "test-bucket" / "team" / (std::string("neuronxcc-") + kStandinVersion);
   }
-  std::vector<std::string> done_entry() const {
+  // The objects of a done entry; `used` adds the npc-last-use marker that a
+  // node fetching the result writes.
+  std::vector<std::string> done_entry(bool used = false) const {
     std::vector<std::string> keys;
     for (const char* f : {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff", "npc-entry.json"})
       keys.push_back(version_dir() + "/E/" + f);
+    if (used) keys.push_back(version_dir() + "/E/npc-last-use");
     return keys;
   }
   // The objects of `n` done entries (objects() shortens every entry to E).

@@ -7,7 +7,8 @@
 // used. Nothing here keeps the two in step on its own: callers fetch what
 // they need and push what they made.
 //
-//   fetch_result  a remote done entry (model.done there) into the mirror:
+//   fetch_result  a remote done entry (model.done there) into the mirror
+//                 (and its use recorded there, for the remote's eviction):
 //                 the NEFF downloaded, checked against the remote's integrity
 //                 record (size and SHA-256, when npc-entry.json is there; an
 //                 entry written by another tool has none), and published
@@ -25,8 +26,8 @@
 //                 midway leaves an entry that is not done.
 //
 // Requests (S3): fetch_result of a miss is 1 LIST of the entry's folder;
-// of a done entry 1 LIST and 2 to 5 GETs (record, NEFF, graph and flags when
-// the mirror lacks them). push of a done entry is 1 LIST, a HEAD and a PUT
+// of a done entry 1 LIST, 2 to 5 GETs (record, NEFF, graph and flags when
+// the mirror lacks them) and 1 PUT (the use). push of a done entry is 1 LIST, a HEAD and a PUT
 // for each of graph and flags the remote lacks, 3 PUTs (NEFF, record, marker)
 // and a DELETE for a marker or model.log already there.
 
@@ -78,6 +79,11 @@ public:
   // wins, as Entry::store_graph): what extraction does with an S3 cache.
   [[nodiscard]] Status store_graph(const CacheKey& key, std::string_view graph_bytes,
                                    const std::vector<std::string>& flags) const;
+
+  // Records a use of the remote entry now (its npc-last-use object, which
+  // remote eviction orders by; remote_maintenance.hpp): fetch_result does
+  // it for every done result it finds, downloaded or already in the mirror.
+  void record_use(const CacheKey& key) const;
 
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;

@@ -51,6 +51,9 @@ struct RemoteLockRecord {
   [[nodiscard]] static std::optional<RemoteLockRecord> parse(std::string_view text);
   // "pid 12 on node-3 (neuron_cc_wrapper), since ..., until 12:00:00 UTC"
   [[nodiscard]] std::string describe() const;
+  // Unexpired at `now`, and not of a process of this host that is gone:
+  // what try_acquire respects.
+  [[nodiscard]] bool in_force(std::chrono::system_clock::time_point now) const;
 };
 
 class RemoteLock {
@@ -71,6 +74,10 @@ public:
   // not of a process of this host that is gone (what try_acquire respects).
   [[nodiscard]] static Result<bool> held(const storage::Storage& storage, std::string_view entry_key,
                                          std::chrono::system_clock::time_point now);
+  // The entry's lock object: nullopt when there is none; a record that does
+  // not parse reads as an empty record (never in force).
+  [[nodiscard]] static Result<std::optional<RemoteLockRecord>> read(const storage::Storage& storage,
+                                                                   std::string_view entry_key);
 
   RemoteLock(RemoteLock&&) = default;
   RemoteLock& operator=(RemoteLock&&) = default;

@@ -30,10 +30,6 @@ using util::parse_command_line;
 // program creates. Called once at the start, before any thread.
 [[nodiscard]] Settings load_settings(const config::CacheSettings& overrides);
 
-// For the programs that do not drive a remote cache yet: a UsageError
-// naming it when the settings name one.
-void refuse_remote_cache(const Settings& settings, const std::string& program);
-
 // Adds --cache_dir, --cache_size, --cache_ttl (the NEURON_CC_FLAGS options)
 // to a command line.
 void add_cache_options(CLI::App& app, config::CacheSettings& settings,

@@ -65,6 +65,7 @@ public:
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] std::string describe(std::string_view key) const override;
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
+  [[nodiscard]] Result<std::vector<TreeFile>> list_tree(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
   [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
   [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;

@@ -28,6 +28,13 @@ struct ObjectInfo {
   bool directory = false;
 };
 
+// A file found by Storage::list_tree.
+struct TreeFile {
+  std::string key; // relative to the folder listed: "MODULE_1+abcd/model.neff"
+  std::uint64_t size = 0;
+  Time modified;
+};
+
 class Storage {
 public:
   virtual ~Storage() = default;
@@ -39,6 +46,10 @@ public:
 
   // The names directly under `dir`; an absent folder has none.
   [[nodiscard]] virtual Result<std::vector<std::string>> list(std::string_view dir) const = 0;
+  // Every file below `dir` at any depth, with its size and time, in one
+  // walk: what a whole-cache listing needs without a request per entry (S3:
+  // one LIST per 1000 objects). Sorted by key; an absent folder has none.
+  [[nodiscard]] virtual Result<std::vector<TreeFile>> list_tree(std::string_view dir) const = 0;
   // Nothing when absent.
   [[nodiscard]] virtual Result<std::optional<ObjectInfo>> stat(std::string_view key) const = 0;
   // The whole content; fails past max_bytes.

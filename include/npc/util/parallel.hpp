@@ -16,6 +16,15 @@ namespace npc::util {
 void parallel_ranges(std::size_t count, std::size_t min_per_thread,
                      const std::function<void(std::size_t begin, std::size_t end)>& work);
 
+// Calls work(worker, i) for each i in [0, count) on `workers` threads (the
+// calling thread is worker 0), handing out items one at a time, so slow
+// items (network requests) do not hold up a whole range. A worker number is
+// always the same thread: it may own a resource, such as a connection. The
+// first exception stops the items not yet started and is rethrown once all
+// threads have ended.
+void for_each_shared_out(std::size_t count, std::size_t workers,
+                         const std::function<void(std::size_t worker, std::size_t i)>& work);
+
 // The threads parallel_ranges uses at most on this machine.
 [[nodiscard]] std::size_t parallel_threads();
 

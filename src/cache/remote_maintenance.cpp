@@ -1,0 +1,310 @@
+#include <npc/cache/remote_maintenance.hpp>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/s3.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/fs.hpp>
+#include <npc/util/parallel.hpp>
+#include <npc/util/sha256.hpp>
+
+namespace npc::cache {
+
+namespace {
+
+// npc-entry.json is a few KiB.
+constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
+
+template <typename T> T checked(Result<T> result) {
+  if (!result) throw EnvironmentError(result.error());
+  return std::move(*result);
+}
+
+void checked(const Status& status) {
+  if (!status) throw EnvironmentError(status.error());
+}
+
+std::string file_key(const EntryInfo& entry, std::string_view file) {
+  return entry.dir.generic_string() + "/" + std::string(file);
+}
+
+// The entry's state from the files listed, as Entry::inspect decides it.
+void settle_state(EntryInfo& info) {
+  const bool done = info.has_done && info.has_neff;
+  if (done) info.state = EntryState::done;
+  else if (info.framework_lock.blocks()) info.state = EntryState::locked;
+  else if (info.has_log) info.state = EntryState::failed;
+  else if (info.has_graph && info.has_flags) info.state = EntryState::pending;
+  else info.state = EntryState::incomplete;
+}
+
+// The lock object of `entry`, judged now: held (in force) or stale_old.
+void judge_lock(const storage::Storage& remote, EntryInfo& entry, std::chrono::system_clock::time_point now) {
+  auto record = checked(RemoteLock::read(remote, entry.dir.generic_string()));
+  if (!record) {
+    entry.framework_lock.state = FrameworkLockState::absent; // released since the listing
+    return;
+  }
+  entry.framework_lock.state = record->in_force(now) ? FrameworkLockState::held : FrameworkLockState::stale_old;
+  entry.framework_lock.owner = util::LockHolder::parse(record->owner);
+}
+
+// Demotes a done entry: model.done first, so no reader takes the NEFF that
+// goes next; the record keeps its history without the NEFF's hash.
+Status demote(storage::Storage& remote, const EntryInfo& entry) {
+  if (auto s = remote.remove(file_key(entry, kDoneFile)); !s) return s;
+  if (auto s = remote.remove(file_key(entry, kNeffFile)); !s) return s;
+  auto text = remote.read(file_key(entry, kMetaFile), kMaxRecordBytes);
+  if (!text) return ok_status(); // no record (another tool's entry), or gone
+  auto record = parse_entry_meta(*text);
+  if (!record) return remote.remove(file_key(entry, kMetaFile));
+  record->neff_sha256.reset();
+  record->neff_bytes.reset();
+  return remote.write_atomic(file_key(entry, kMetaFile), serialize_entry_meta(*record));
+}
+
+// Why a done entry's NEFF cannot be served, or "" when it can;
+// `unverified` when it has no integrity record to check against.
+std::string check_neff(const storage::Storage& remote, const EntryInfo& entry, const fs::path& scratch,
+                       bool& unverified) {
+  if (!entry.has_neff) return "done marker without a NEFF";
+  std::optional<EntryMeta> record;
+  if (auto text = remote.read(file_key(entry, kMetaFile), kMaxRecordBytes)) {
+    auto parsed = parse_entry_meta(*text);
+    if (!parsed) return "its npc-entry.json is corrupt: " + parsed.error();
+    record = std::move(*parsed);
+  } else if (checked(remote.stat(file_key(entry, kMetaFile)))) {
+    throw EnvironmentError(text.error());
+  }
+  if (!record || !record->neff_sha256) {
+    unverified = true;
+    return "";
+  }
+  fs::path neff = scratch / kNeffFile;
+  if (!checked(remote.get_file(file_key(entry, kNeffFile), neff))) return "done marker without a NEFF";
+  auto digest = util::sha256_file(neff);
+  std::error_code ignored;
+  fs::remove(neff, ignored);
+  if (!digest) throw EnvironmentError(digest.error());
+  if (digest->sha256 != *record->neff_sha256 || (record->neff_bytes && *record->neff_bytes != digest->size))
+    return "NEFF does not match its integrity record";
+  return "";
+}
+
+} // namespace
+
+RemoteCacheAdmin::RemoteCacheAdmin(std::vector<std::shared_ptr<storage::Storage>> connections)
+    : connections_(std::move(connections)) {
+  if (connections_.empty()) throw std::logic_error("RemoteCacheAdmin needs a connection");
+}
+
+std::string RemoteCacheAdmin::describe() const { return first().describe(); }
+
+std::string RemoteCacheAdmin::describe(const CacheKey& key) const {
+  return first().describe(key.relative_path().generic_string());
+}
+
+std::vector<EntryInfo> RemoteCacheAdmin::list() const { return list_under(""); }
+
+std::vector<EntryInfo> RemoteCacheAdmin::list_version(const std::string& compiler_version) const {
+  return list_under(std::string(kVersionDirPrefix) + compiler_version);
+}
+
+std::vector<EntryInfo> RemoteCacheAdmin::list_under(const std::string& folder) const {
+  const auto now = std::chrono::system_clock::now();
+  auto files = checked(first().list_tree(folder));
+  if (!folder.empty())
+    for (auto& file : files) file.key = folder + "/" + file.key;
+  // Sorted by key, so each entry's objects come together.
+  std::map<std::string, EntryInfo> entries;
+  std::map<std::string, storage::Time> marked; // npc-last-use, where there is one
+  for (const auto& file : files) {
+    auto slash = file.key.find('/');
+    if (slash == std::string::npos) continue;
+    auto second = file.key.find('/', slash + 1);
+    if (second == std::string::npos) continue;
+    std::string entry_key = file.key.substr(0, second);
+    std::string name = file.key.substr(second + 1);
+    auto key = parse_key(entry_key);
+    if (!key) continue; // ours (.npc/), or not an entry
+    auto [it, added] = entries.try_emplace(entry_key);
+    EntryInfo& info = it->second;
+    if (added) {
+      info.key = *key;
+      info.dir = entry_key;
+      info.last_used = file.modified;
+    }
+    info.bytes += file.size;
+    info.last_used = std::max(info.last_used, file.modified);
+    if (name == kGraphFile) {
+      info.has_graph = true;
+      info.graph_bytes = file.size;
+    } else if (name == kFlagsFile) info.has_flags = true;
+    else if (name == kNeffFile) info.has_neff = true;
+    else if (name == kDoneFile) info.has_done = true;
+    else if (name == kLogFile) info.has_log = true;
+    else if (name == kKilledLogFile) info.has_killed_log = true;
+    else if (name == kFrameworkLockFile) info.framework_lock.state = FrameworkLockState::held;
+    else if (name == storage::kS3LastUseFile) marked[entry_key] = file.modified;
+  }
+  std::vector<EntryInfo> out;
+  out.reserve(entries.size());
+  for (auto& [entry_key, info] : entries) {
+    // A recorded use is the last use, even when a later object (a lock,
+    // a renewal) was written since: those are not uses.
+    if (auto m = marked.find(entry_key); m != marked.end()) info.last_used = m->second;
+    // Rare, so judged (a GET) only when a lock object is there. A done
+    // entry is done whoever holds its lock, as locally.
+    if (info.framework_lock.state != FrameworkLockState::absent && !(info.has_done && info.has_neff))
+      judge_lock(first(), info, now);
+    settle_state(info);
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
+  VerifyReport report;
+  std::vector<EntryInfo> done;
+  for (auto& entry : list())
+    if (entry.has_done) done.push_back(std::move(entry));
+  report.checked = done.size();
+  // One scratch folder per connection: each thread downloads one NEFF at a
+  // time there and removes it once hashed.
+  util::TempDir scratch_root(fs::temp_directory_path(), std::string(util::kTempPrefix) + "verify-");
+  std::vector<fs::path> scratch;
+  for (std::size_t w = 0; w < connections_.size(); ++w) {
+    scratch.push_back(scratch_root.path() / std::to_string(w));
+    checked(util::ensure_dir(scratch.back(), 0700));
+  }
+  std::vector<std::string> problems(done.size());
+  std::vector<char> unverified(done.size(), 0);
+  util::for_each_shared_out(done.size(), connections_.size(), [&](std::size_t w, std::size_t i) {
+    bool no_record = false;
+    problems[i] = check_neff(*connections_[w], done[i], scratch[w], no_record);
+    unverified[i] = no_record ? 1 : 0;
+  });
+  const util::LockHolder me = util::LockHolder::self(lock_tool_name());
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    report.unverified += unverified[i];
+    if (problems[i].empty()) continue;
+    VerifyReport::Problem item{done[i], problems[i], false};
+    if (repair == Repair::yes) {
+      // Under the entry's lock, and checked again there: a compile may have
+      // republished it since.
+      auto taken = checked(RemoteLock::try_acquire(connections_.front(), done[i].dir.generic_string(), me,
+                                                   kRemoteLockTtl, std::chrono::system_clock::now()));
+      if (auto* lock = std::get_if<RemoteLock>(&taken)) {
+        bool ignored = false;
+        std::string still = check_neff(first(), done[i], scratch[0], ignored);
+        item.repaired = still.empty() || static_cast<bool>(demote(first(), done[i]));
+        std::ignore = lock->release();
+      }
+    }
+    report.problems.push_back(std::move(item));
+  }
+  return report;
+}
+
+ClearLocksReport RemoteCacheAdmin::clear_locks(bool force) const {
+  ClearLocksReport report;
+  const auto now = std::chrono::system_clock::now();
+  auto consider = [&](const std::string& entry_key) {
+    const std::string key = entry_key + "/" + std::string(kFrameworkLockFile);
+    auto record = checked(RemoteLock::read(first(), entry_key));
+    if (!record) return; // released meanwhile
+    if (!force && record->in_force(now)) {
+      report.held.push_back(first().describe(key));
+      return;
+    }
+    checked(connections_.front()->remove(key));
+    report.removed.push_back(first().describe(key));
+  };
+  for (const auto& entry : list())
+    if (entry.framework_lock.state != FrameworkLockState::absent) consider(entry.dir.generic_string());
+  if (checked(first().stat(std::string(kRemoteEvictionLockDir) + "/" + std::string(kFrameworkLockFile))))
+    consider(std::string(kRemoteEvictionLockDir));
+  return report;
+}
+
+std::vector<EntryInfo> RemoteCacheAdmin::clear_failed() const {
+  std::vector<EntryInfo> cleared;
+  for (auto& entry : list()) {
+    if (entry.state != EntryState::failed) continue;
+    checked(connections_.front()->remove(file_key(entry, kLogFile)));
+    cleared.push_back(std::move(entry));
+  }
+  return cleared;
+}
+
+bool RemoteCacheAdmin::remove(const EntryInfo& entry) const { return remove_with(*connections_.front(), entry); }
+
+bool RemoteCacheAdmin::remove_with(storage::Storage& remote, const EntryInfo& entry) {
+  if (checked(remote.stat(file_key(entry, kFrameworkLockFile)))) return false;
+  return checked(remote.remove_tree(entry.dir.generic_string()));
+}
+
+bool RemoteCacheAdmin::clear_result(const EntryInfo& entry) const {
+  auto taken = checked(RemoteLock::try_acquire(connections_.front(), entry.dir.generic_string(),
+                                               util::LockHolder::self(lock_tool_name()), kRemoteLockTtl,
+                                               std::chrono::system_clock::now()));
+  auto* lock = std::get_if<RemoteLock>(&taken);
+  if (!lock) return false;
+  checked(demote(first(), entry));
+  checked(first().remove(file_key(entry, kLogFile)));
+  checked(lock->release());
+  return true;
+}
+
+EvictionReport RemoteCacheAdmin::evict(const EvictionPolicy& policy, DryRun dry_run) const {
+  EvictionReport report;
+  std::optional<RemoteLock> lock;
+  std::optional<RemoteLockKeeper> keeper;
+  if (dry_run == DryRun::no) {
+    auto taken = checked(RemoteLock::try_acquire(connections_.front(), std::string(kRemoteEvictionLockDir),
+                                                 util::LockHolder::self(lock_tool_name()), kRemoteLockTtl,
+                                                 std::chrono::system_clock::now()));
+    if (auto* held = std::get_if<RemoteLock::Held>(&taken)) {
+      spdlog::debug("{} is being evicted by {}", describe(), held->holder);
+      return report;
+    }
+    lock.emplace(std::move(std::get<RemoteLock>(taken)));
+    // A pass over a big remote takes many requests: renewed while it runs.
+    keeper.emplace(*lock, std::chrono::duration_cast<std::chrono::milliseconds>(kRemoteLockTtl) / 3);
+  }
+  report.ran = true;
+  auto entries = list();
+  report.entries_before = entries.size();
+  for (const auto& e : entries) report.bytes_before += e.bytes;
+  report.bytes_after = report.bytes_before;
+  auto plan = plan_eviction(entries, policy, std::chrono::system_clock::now(), &report.kept_by_ttl,
+                            &report.kept_locked, &report.kept_pending);
+  // Each removal is a LIST and a DELETE per object: shared out over the
+  // connections, each result written by index.
+  std::vector<char> removed(plan.size(), 1);
+  if (dry_run == DryRun::no)
+    util::for_each_shared_out(plan.size(), connections_.size(), [&](std::size_t w, std::size_t i) {
+      removed[i] = remove_with(*connections_[w], *plan[i]) ? 1 : 0;
+    });
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (!removed[i]) {
+      ++report.kept_locked; // a compile took it since the listing
+      continue;
+    }
+    report.bytes_after -= plan[i]->bytes;
+    report.deleted.push_back(*plan[i]);
+  }
+  keeper.reset();
+  if (lock) std::ignore = lock->release();
+  return report;
+}
+
+} // namespace npc::cache

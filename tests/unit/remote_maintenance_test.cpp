@@ -1,0 +1,282 @@
+// cache/remote_maintenance: neuron_cache's commands on a remote cache's
+// objects. The remote is a directory here (the Storage contract is S3's;
+// tests/e2e/s3_maintenance_test.cpp runs the commands over a real S3
+// server), so file times can be set and every file looked at.
+
+#include <npc/cache/remote_maintenance.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/fs.hpp>
+
+#include "files.hpp"
+#include "remote_dirs.hpp"
+
+namespace npc::cache {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kFlags = {"-O2"};
+
+class RemoteMaintenanceTest : public test::RemoteDirsTest {
+protected:
+  void SetUp() override {
+    RemoteDirsTest::SetUp();
+    if (HasFatalFailure()) return;
+    // Two connections: verify and prune share entries out over them.
+    admin.emplace(std::vector<std::shared_ptr<storage::Storage>>{remote_storage(), remote_storage()});
+  }
+  CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
+    auto key = make_key_for_graph(graph, kFlags, version);
+    EXPECT_TRUE(origin->entry(key).store_graph(graph, kFlags).ok());
+    return key;
+  }
+  CacheKey done(const std::string& graph, const std::string& neff = "neff-bytes") {
+    auto key = pending(graph);
+    publish_result(origin->entry(key), true, neff);
+    return key;
+  }
+  CacheKey failed(const std::string& graph) {
+    auto key = pending(graph);
+    publish_result(origin->entry(key), false, "error: no\n");
+    return key;
+  }
+  // Every file of the entry dated `days_ago`.
+  void age(const CacheKey& key, int days_ago) {
+    auto when = std::chrono::system_clock::now() - std::chrono::days(days_ago);
+    for (const auto& name : test::names_in(origin->entry_dir(key)))
+      ASSERT_TRUE(util::set_mtime(origin->entry_dir(key) / name, when).ok());
+  }
+  // A lock record in the entry's folder, of another host, expiring in `ttl`.
+  void lock_from_elsewhere(const CacheKey& key, std::chrono::seconds ttl) {
+    RemoteLockRecord record{"pid 1 on another-host (neuron_cc_wrapper)", "token",
+                            std::chrono::duration_cast<std::chrono::seconds>(
+                                (std::chrono::system_clock::now() + ttl).time_since_epoch())
+                                .count()};
+    test::write_text(origin->entry_dir(key) / kFrameworkLockFile, record.serialize());
+  }
+  const EntryInfo* find(const std::vector<EntryInfo>& entries, const CacheKey& key) {
+    for (const auto& e : entries)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+  bool has(const CacheKey& key, std::string_view file) const {
+    return fs::exists(origin->entry_dir(key) / file);
+  }
+
+  std::optional<RemoteCacheAdmin> admin;
+};
+
+TEST_F(RemoteMaintenanceTest, TheListingHasEveryEntryInItsState) {
+  auto d = done("HloModule d\n");
+  auto f = failed("HloModule f\n");
+  auto p = pending("HloModule p\n");
+  auto held = pending("HloModule held\n");
+  lock_from_elsewhere(held, 600s);
+  auto expired = pending("HloModule expired\n");
+  lock_from_elsewhere(expired, -60s);
+  auto other = pending("HloModule other version\n", "2.0");
+  // Graph without flags: a writer that died.
+  auto incomplete = pending("HloModule incomplete\n");
+  fs::remove(origin->entry_dir(incomplete) / kFlagsFile);
+
+  auto all = admin->list();
+  ASSERT_EQ(all.size(), 7u);
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.key < b.key; }));
+  EXPECT_EQ(find(all, d)->state, EntryState::done);
+  EXPECT_EQ(find(all, f)->state, EntryState::failed);
+  EXPECT_EQ(find(all, p)->state, EntryState::pending);
+  EXPECT_EQ(find(all, held)->state, EntryState::locked);
+  EXPECT_EQ(find(all, expired)->state, EntryState::pending);
+  EXPECT_EQ(find(all, expired)->framework_lock.state, FrameworkLockState::stale_old);
+  EXPECT_EQ(find(all, other)->state, EntryState::pending);
+  EXPECT_EQ(find(all, incomplete)->state, EntryState::incomplete);
+  EXPECT_EQ(find(all, d)->dir, d.relative_path());
+  EXPECT_EQ(admin->describe(d), (dir() / "remote" / d.relative_path()).string());
+  // The bytes are every object of the entry.
+  std::uint64_t bytes = 0;
+  for (const auto& name : test::names_in(origin->entry_dir(d))) bytes += fs::file_size(origin->entry_dir(d) / name);
+  EXPECT_EQ(find(all, d)->bytes, bytes);
+
+  auto v2 = admin->list_version("2.0");
+  ASSERT_EQ(v2.size(), 1u);
+  EXPECT_EQ(v2[0].key, other);
+  EXPECT_EQ(admin->list_version("1.0").size(), 6u);
+  EXPECT_TRUE(admin->list_version("3.0").empty());
+}
+
+TEST_F(RemoteMaintenanceTest, TheLastUseIsTheNewestObjectOfTheEntry) {
+  auto old = done("HloModule old\n");
+  age(old, 40);
+  auto recent = done("HloModule recent\n");
+  age(recent, 2);
+  auto all = admin->list();
+  auto days = [&](const CacheKey& key) {
+    return std::chrono::duration_cast<std::chrono::hours>(std::chrono::system_clock::now() - find(all, key)->last_used)
+               .count() /
+           24;
+  };
+  EXPECT_EQ(days(old), 40);
+  EXPECT_EQ(days(recent), 2);
+}
+
+TEST_F(RemoteMaintenanceTest, ClearLocksRemovesWhatIsNotInForceAndForceRemovesAll) {
+  auto held = pending("HloModule held\n");
+  lock_from_elsewhere(held, 600s);
+  auto expired = pending("HloModule expired\n");
+  lock_from_elsewhere(expired, -60s);
+  auto report = admin->clear_locks(false);
+  const std::string lock_name = std::string(kFrameworkLockFile);
+  ASSERT_EQ(report.removed.size(), 1u);
+  EXPECT_EQ(report.removed[0], origin->entry_dir(expired) / lock_name);
+  ASSERT_EQ(report.held.size(), 1u);
+  EXPECT_EQ(report.held[0], origin->entry_dir(held) / lock_name);
+  EXPECT_FALSE(has(expired, kFrameworkLockFile));
+  EXPECT_TRUE(has(held, kFrameworkLockFile));
+  EXPECT_TRUE(has(expired, kGraphFile));
+
+  auto forced = admin->clear_locks(true);
+  ASSERT_EQ(forced.removed.size(), 1u);
+  EXPECT_TRUE(forced.held.empty());
+  EXPECT_FALSE(has(held, kFrameworkLockFile));
+}
+
+TEST_F(RemoteMaintenanceTest, ClearFailedRemovesOnlyTheLogOfFailedEntries) {
+  auto f = failed("HloModule f\n");
+  auto d = done("HloModule d\n");
+  auto cleared = admin->clear_failed();
+  ASSERT_EQ(cleared.size(), 1u);
+  EXPECT_EQ(cleared[0].key, f);
+  EXPECT_FALSE(has(f, kLogFile));
+  EXPECT_TRUE(has(f, kGraphFile));
+  EXPECT_TRUE(has(d, kNeffFile));
+  EXPECT_EQ(admin->list_version("1.0").size(), 2u);
+  EXPECT_TRUE(admin->clear_failed().empty());
+}
+
+TEST_F(RemoteMaintenanceTest, RemoveKeepsALockedEntryAndRemovesTheRest) {
+  auto d = done("HloModule d\n");
+  auto held = pending("HloModule held\n");
+  lock_from_elsewhere(held, -60s); // even a stale lock keeps it
+  auto all = admin->list();
+  EXPECT_TRUE(admin->remove(*find(all, d)));
+  EXPECT_FALSE(fs::exists(origin->entry_dir(d)));
+  EXPECT_FALSE(admin->remove(*find(all, held)));
+  EXPECT_TRUE(has(held, kGraphFile));
+}
+
+TEST_F(RemoteMaintenanceTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {
+  auto good = done("HloModule good\n");
+  auto bad = done("HloModule bad\n", "neff-bytes");
+  test::write_text(origin->entry_dir(bad) / kNeffFile, "tampered!!");
+  auto foreign = done("HloModule foreign\n");
+  fs::remove(origin->entry_dir(foreign) / kMetaFile); // another tool's entry: no record
+
+  auto report = admin->verify(Repair::no);
+  EXPECT_EQ(report.checked, 3u);
+  EXPECT_EQ(report.unverified, 1u);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].entry.key, bad);
+  EXPECT_EQ(report.problems[0].what, "NEFF does not match its integrity record");
+  EXPECT_FALSE(report.problems[0].repaired);
+  EXPECT_TRUE(has(bad, kDoneFile));
+
+  auto repaired = admin->verify(Repair::yes);
+  ASSERT_EQ(repaired.problems.size(), 1u);
+  EXPECT_TRUE(repaired.problems[0].repaired);
+  EXPECT_FALSE(has(bad, kDoneFile));
+  EXPECT_FALSE(has(bad, kNeffFile));
+  EXPECT_FALSE(has(bad, kFrameworkLockFile)); // the repair's lock is released
+  auto record = read_entry_meta(origin->entry_dir(bad));
+  ASSERT_TRUE(record.ok());
+  EXPECT_FALSE(record->neff_sha256);
+  EXPECT_EQ(record->attempts.size(), 1u);
+  EXPECT_TRUE(has(good, kDoneFile));
+  auto all = admin->list();
+  EXPECT_EQ(find(all, bad)->state, EntryState::pending);
+  EXPECT_TRUE(admin->verify(Repair::no).problems.empty());
+}
+
+TEST_F(RemoteMaintenanceTest, ClearResultLeavesTheGraphPending) {
+  auto d = done("HloModule d\n");
+  auto f = failed("HloModule f\n");
+  auto all = admin->list();
+  EXPECT_TRUE(admin->clear_result(*find(all, d)));
+  EXPECT_TRUE(admin->clear_result(*find(all, f)));
+  for (const auto& e : admin->list()) EXPECT_EQ(e.state, EntryState::pending) << e.key.str();
+  auto held = done("HloModule held\n");
+  lock_from_elsewhere(held, 600s);
+  auto again = admin->list();
+  EXPECT_FALSE(admin->clear_result(*find(again, held)));
+  EXPECT_TRUE(has(held, kDoneFile));
+}
+
+TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecent) {
+  auto oldest = done("HloModule oldest\n");
+  age(oldest, 90);
+  auto older = done("HloModule older\n");
+  age(older, 60);
+  auto recent = done("HloModule recent\n");
+  age(recent, 1);
+  auto graph_only = pending("HloModule pending\n");
+  age(graph_only, 120);
+  std::uint64_t total = 0;
+  auto all = admin->list();
+  for (const auto& e : all) total += e.bytes;
+
+  // Room for all but the oldest: it alone goes.
+  EvictionPolicy policy{total - find(all, oldest)->bytes, std::chrono::days(30)};
+  auto dry = admin->evict(policy, DryRun::yes);
+  ASSERT_TRUE(dry.ran);
+  ASSERT_EQ(dry.deleted.size(), 1u);
+  EXPECT_EQ(dry.deleted[0].key, oldest);
+  EXPECT_EQ(dry.bytes_after, policy.max_bytes);
+  EXPECT_TRUE(fs::exists(origin->entry_dir(oldest)));
+
+  // No room: every done entry older than the TTL goes, oldest first.
+  policy.max_bytes = 1;
+  auto report = admin->evict(policy, DryRun::no);
+  ASSERT_TRUE(report.ran);
+  ASSERT_EQ(report.deleted.size(), 2u);
+  EXPECT_EQ(report.deleted[0].key, oldest);
+  EXPECT_EQ(report.deleted[1].key, older);
+  EXPECT_EQ(report.kept_by_ttl, 1u);
+  EXPECT_EQ(report.kept_pending, 1u);
+  EXPECT_EQ(report.entries_before, 4u);
+  EXPECT_FALSE(fs::exists(origin->entry_dir(oldest)));
+  EXPECT_FALSE(fs::exists(origin->entry_dir(older)));
+  EXPECT_TRUE(fs::exists(origin->entry_dir(recent)));
+  EXPECT_TRUE(fs::exists(origin->entry_dir(graph_only)));
+  // The eviction lock is gone.
+  EXPECT_FALSE(fs::exists(dir() / "remote" / kRemoteEvictionLockDir / kFrameworkLockFile));
+}
+
+TEST_F(RemoteMaintenanceTest, OneProcessEvictsARemoteAtATime) {
+  auto old = done("HloModule old\n");
+  age(old, 90);
+  auto taken = RemoteLock::try_acquire(remote_storage(), std::string(kRemoteEvictionLockDir),
+                                       util::LockHolder::self("other"), 600s, std::chrono::system_clock::now());
+  ASSERT_TRUE(taken.ok());
+  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*taken));
+  auto report = admin->evict({1, std::chrono::seconds(0)}, DryRun::no);
+  EXPECT_FALSE(report.ran);
+  EXPECT_TRUE(fs::exists(origin->entry_dir(old)));
+  // clear-locks keeps it while it is in force.
+  auto cleared = admin->clear_locks(false);
+  EXPECT_TRUE(cleared.removed.empty());
+  ASSERT_EQ(cleared.held.size(), 1u);
+}
+
+} // namespace
+} // namespace npc::cache
