@@ -583,7 +583,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   util::ArgScanner args(words);
   CommonOptions common;
   std::optional<fs::path> entry_dir;
-  bool no_evict = false;
+  bool no_evict = false, no_wait = false;
   std::optional<std::string> remote_url;
   std::vector<std::string> cache_words;
   while (!args.done()) {
@@ -591,11 +591,14 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
     if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
     else if (auto url = args.take_value("--remote-cache")) remote_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
-    else if (args.take_flag("--no-wait")) common.lock_wait = std::chrono::milliseconds(0);
+    else if (args.take_flag("--no-wait")) no_wait = true;
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
     else if (!entry_dir) entry_dir = fs::path(args.next());
     else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
   }
+  // Whatever its place: --lock-timeout also sets the stale age, which the
+  // launcher passes with --no-wait, and must not bring the wait back.
+  if (no_wait) common.lock_wait = std::chrono::milliseconds(0);
   if (!entry_dir) throw UsageError("compile-entry needs the entry directory");
   auto from_command_line = config::split_cache_options(cache_words, "command line");
   if (!from_command_line.compiler_flags.empty())

@@ -162,12 +162,29 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
   std::vector<std::size_t> due;
   for (std::size_t i = 0; i < progress_.size(); ++i)
     if (progress_[i].state == ItemState::deferred && progress_[i].eligible_at <= now) due.push_back(i);
+  // The longest due first: a runner that looks at only some of them in one
+  // tick (looks at a remote cost a request each) reaches the rest next.
+  std::stable_sort(due.begin(), due.end(),
+                   [this](std::size_t a, std::size_t b) { return progress_[a].eligible_at < progress_[b].eligible_at; });
   return due;
 }
 
 void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
   auto& p = progress_[i];
+  if (found == Found::locked_remotely) {
+    if (!p.held_remotely) {
+      p.held_remotely = true;
+      p.held_remotely_since = now;
+    }
+    p.eligible_at = now + std::min(kRemoteHeldMaxPollSeconds,
+                                   kRemoteHeldFirstPollSeconds * std::pow(2.0, std::min(p.remote_looks, 16)));
+    ++p.remote_looks;
+    return;
+  }
+  p.held_remotely = false;
+  p.remote_looks = 0;
   switch (found) {
+  case Found::locked_remotely: return; // above
   case Found::done: return settle(i, ItemState::compiled_elsewhere);
   case Found::failed:
     p.cached_failure = true;

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/compile/remote_entry.hpp>
 #include <npc/compile/worker_report.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
@@ -16,6 +17,10 @@
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
+
+static_assert(kRemoteHeldFirstPollSeconds ==
+                  std::chrono::duration<double>(compile::kRemoteLockPoll).count(),
+              "the launcher's first look at a held remote lock follows the wrapper's poll");
 
 namespace {
 
@@ -104,6 +109,11 @@ bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry
   return info->framework_lock.state != cache::FrameworkLockState::held;
 }
 
+bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
+  auto info = cache.entry(entry_dir).inspect();
+  return info && info->state == cache::EntryState::locked;
+}
+
 Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir) {
   auto info = cache.entry(entry_dir).inspect();
   if (!info) return Pool::Found::failed;
@@ -142,13 +152,45 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
 
   while (!pool.finished()) {
     double now = util::monotonic_seconds();
-    for (std::size_t i : pool.due_revisits(now))
-      pool.revisit(i, look_at(cache, pool.items()[i].entry_dir), now,
-                   cache.entry(pool.items()[i].entry_dir).log_path());
+    const double looks_until = now + std::chrono::duration<double>(kRemoteLookBudgetPerTick).count();
+    for (std::size_t i : pool.due_revisits(now)) {
+      const WorkItem& item = pool.items()[i];
+      Pool::Found found = look_at(cache, item.entry_dir);
+      // Pending in the mirror: for a remote cache, the lock that deferred it
+      // may be another node's, which only the remote shows.
+      if (found == Pool::Found::pending && config.remote_look) {
+        if (util::monotonic_seconds() >= looks_until) continue; // still due: looked at next tick
+        found = config.remote_look->look(item.entry_dir);
+        if (found == Pool::Found::done) progress.event("compiled by another node, downloaded: " + short_name(item));
+        else if (found == Pool::Found::failed)
+          progress.event("FAILED " + short_name(item) + " (failed on another node); log " +
+                         cache.entry(item.entry_dir).log_path().string());
+      }
+      pool.revisit(i, found, now, cache.entry(item.entry_dir).log_path());
+    }
     if (pool.only_deferred_left()) {
       for (std::size_t i = 0; i < pool.items().size(); ++i) {
-        if (pool.progress()[i].state != ItemState::deferred) continue;
-        if (held_by_live_local_process(cache, pool.items()[i].entry_dir)) continue;
+        const ItemProgress& p = pool.progress()[i];
+        if (p.state != ItemState::deferred) continue;
+        const fs::path& dir = pool.items()[i].entry_dir;
+        if (config.remote_look && !locked_in_mirror(cache, dir)) {
+          // Another node's remote lock, unlike the framework's local one,
+          // says who holds it and until when, and its holder renews it
+          // while it compiles: waiting for its result (downloaded when it
+          // lands) or its expiry (then compiled here) leaves the mirror
+          // and the report complete, which is what pre-warming a node is
+          // for. Not yet looked at (deferred by a worker a moment ago):
+          // the look comes first. A holder that renews past --lock-timeout
+          // is left to itself, as a waiting wrapper gives up then.
+          if (!p.held_remotely || now - p.held_remotely_since < static_cast<double>(config.stale_lock_age.count()))
+            continue;
+          pool.leave_to_lock_holder(i);
+          progress.event("locked by another node for over " +
+                         util::format_seconds(static_cast<double>(config.stale_lock_age.count())) +
+                         " (--lock-timeout), left to it: " + short_name(pool.items()[i]));
+          continue;
+        }
+        if (held_by_live_local_process(cache, dir)) continue;
         pool.leave_to_lock_holder(i);
         progress.event("locked by another process, left to it: " + short_name(pool.items()[i]));
       }

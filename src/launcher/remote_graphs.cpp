@@ -2,9 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <exception>
-#include <mutex>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -14,6 +11,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/parallel.hpp>
 
 namespace npc::launcher {
 
@@ -38,27 +36,9 @@ RemoteGraphs::RemoteGraphs(std::vector<std::shared_ptr<storage::Storage>> connec
 
 void RemoteGraphs::for_each_parallel(std::size_t count,
                                      const std::function<void(const cache::RemoteCache&, std::size_t)>& work) {
-  std::atomic<std::size_t> next = 0;
-  std::atomic<bool> failed = false;
-  std::exception_ptr first_error;
-  std::mutex error_mutex;
-  auto run = [&](const cache::RemoteCache& remote) {
-    for (std::size_t i = next++; i < count && !failed; i = next++) {
-      try {
-        work(remote, i);
-      } catch (...) {
-        // The first error stops the rest: S3 unreachable, say, for all.
-        std::lock_guard lock(error_mutex);
-        if (!failed.exchange(true)) first_error = std::current_exception();
-      }
-    }
-  };
-  const std::size_t threads = std::min(remotes_.size(), count);
-  std::vector<std::thread> helpers;
-  for (std::size_t t = 1; t < threads; ++t) helpers.emplace_back(run, std::cref(*remotes_[t]));
-  run(*remotes_[0]);
-  for (auto& helper : helpers) helper.join();
-  if (first_error) std::rethrow_exception(first_error);
+  // The first error stops the rest: S3 unreachable, say, for all.
+  util::for_each_shared_out(count, remotes_.size(),
+                            [&](std::size_t worker, std::size_t i) { work(*remotes_[worker], i); });
 }
 
 bool RemoteGraphs::is_url(std::string_view text) { return text.find("://") != std::string_view::npos; }

@@ -373,7 +373,13 @@ int run(const Options& options, const config::Settings& settings) {
                pool.count(ItemState::cached), to_compile, parallel);
 
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.remote_cache};
+                      retry_failed, cache.stale_lock_age(), settings.remote_cache, nullptr};
+  // A graph another node holds is looked at in S3 by the launcher, over a
+  // connection already open (the graphs are all taken by now).
+  if (remote_graphs)
+    config.remote_look = std::make_shared<StorageEntryLook>(
+        remote_graphs->connection(), cache,
+        retry_failed ? StorageEntryLook::RetryFailed::yes : StorageEntryLook::RetryFailed::no);
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -3,10 +3,19 @@
 // node's mirror, compiles there and uploads each entry, model.done last;
 // another node's launcher downloads instead of compiling; --command compile
 // takes the pending graphs of S3; two launchers at once compile each graph
-// once.
+// once; a graph whose lock another node holds is waited for by looking at
+// S3 (not by starting a worker every second), downloaded when its result
+// lands, and compiled here when the lock expires.
 
+#include <chrono>
 #include <regex>
+#include <sstream>
+#include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include <npc/cache/remote_lock.hpp>
+#include <npc/util/file_lock.hpp>
 #include <npc/util/process.hpp>
 
 #include "s3_fixture.hpp"
@@ -32,6 +41,68 @@ protected:
                    std::map<std::string, std::string> env = {}) {
     env["NEURON_COMPILE_CACHE_MIRROR"] = (dir() / node).string();
     return run_tool("neuron_parallel_compile", launcher_args(node, std::move(ours), command), std::move(env));
+  }
+  std::unique_ptr<storage::S3Client> client() {
+    auto c = storage::S3Client::create(server_.config());
+    if (!c) {
+      ADD_FAILURE() << c.error();
+      return nullptr;
+    }
+    return std::move(*c);
+  }
+  // The S3 folder of one pending entry (the first by key): "team/neuronxcc-.../MODULE_...".
+  std::string first_entry_folder() {
+    auto c = client();
+    if (!c) return "";
+    auto all = c->list_all(kS3TestBucket, {});
+    if (!all) {
+      ADD_FAILURE() << all.error();
+      return "";
+    }
+    std::vector<std::string> folders;
+    const std::string graph = "/model.hlo_module.pb";
+    for (const auto& o : all->objects)
+      if (o.key.ends_with(graph)) folders.push_back(o.key.substr(0, o.key.size() - graph.size()));
+    std::sort(folders.begin(), folders.end());
+    return folders.empty() ? "" : folders.front();
+  }
+  static std::int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  // The lock of `folder` as a compiling node of another host leaves it
+  // (whose liveness cannot be told from here: only the expiry counts).
+  void hold_as_another_node(const std::string& folder, std::int64_t expires_unix) {
+    util::LockHolder holder;
+    holder.pid = 4242;
+    holder.host = "node-elsewhere";
+    holder.boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
+    holder.start_unix = unix_now();
+    holder.tool = "neuron_cc_wrapper";
+    cache::RemoteLockRecord record{holder.serialize(), "token-of-node-elsewhere", expires_unix};
+    auto c = client();
+    ASSERT_TRUE(c);
+    auto put = c->put_object(kS3TestBucket, folder + "/model.hlo_module.pb.lock", record.serialize());
+    ASSERT_TRUE(put) << put.error();
+  }
+  // The launcher's workers started for the entry `module` (MODULE_...), from
+  // its DEBUG log ("starting .../neuron_cc_wrapper compile-entry DIR ...").
+  static std::size_t workers_started_for(const std::string& log, const std::string& module) {
+    std::size_t n = 0;
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);)
+      n += line.find("starting ") != std::string::npos && line.find(" compile-entry ") != std::string::npos &&
+           line.find(module) != std::string::npos;
+    return n;
+  }
+  static std::string module_of(const std::string& folder) { return folder.substr(folder.rfind('/') + 1); }
+  // The --report record of the graph whose key names `module`.
+  static nlohmann::json report_of(const fs::path& report, const std::string& module) {
+    auto j = nlohmann::json::parse(read_text(report));
+    for (const auto& [graph, record] : j["compilation_report"].items())
+      if (graph.find(module) != std::string::npos) return record;
+    ADD_FAILURE() << "no " << module << " in " << j.dump(2);
+    return {};
   }
   std::size_t done_in_mirror(const std::string& node) {
     std::size_t n = 0;
@@ -130,8 +201,88 @@ TEST_F(S3Launcher, TwoLaunchersAtOnceCompileEachGraphOnce) {
   EXPECT_EQ(compiled_by_launchers, 4u) << read_text(dir() / "node-a.log") << read_text(dir() / "node-b.log");
   EXPECT_EQ(distinct_graphs_compiled(), 4u);
   EXPECT_EQ(compiles(), 4u) << "a graph was compiled twice\n" << read_text(dir() / "node-a.log") << read_text(dir() / "node-b.log");
-  EXPECT_EQ(objects(), done_entries(4));
+  // Which results a launcher downloaded (and marked used) is the race's.
+  EXPECT_EQ(objects(/*with_uses=*/false), done_entries(4));
   EXPECT_EQ(done_in_mirror("node-a"), 4u);
+  EXPECT_EQ(done_in_mirror("node-b"), 4u);
+}
+
+// Another node compiles one graph (its lock live for 10 minutes): the
+// launcher compiles the other three, then waits, looking at S3 itself; the
+// result the other node publishes after 3 s is downloaded. One worker ran
+// for that graph, the one that first met the lock, where a worker every
+// second would have made about five.
+TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) {
+  auto collected = launch("node-a", {"--command", "collect"}, train());
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  const std::string folder = first_entry_folder();
+  ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
+  const std::string module = module_of(folder);
+  ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
+
+  auto env = std::map<std::string, std::string>{{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}};
+  const fs::path report = dir() / "report.json";
+  const auto started = std::chrono::steady_clock::now();
+  pid_t launcher = start_tool(
+      "neuron_parallel_compile",
+      launcher_args("node-b", {"--command", "compile", "--log_level", "DEBUG", "--report", report.string()}, {}), env,
+      dir() / "node-b.log");
+  // The other node's result lands while the launcher waits (3 s after its
+  // worker met the lock, however long the launcher took to get there):
+  // NEFF, marker, then the lock released, in a compile's order.
+  for (int i = 0; i < 150 && workers_started_for(read_text(dir() / "node-b.log"), module) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const std::string neff = "NEFF compiled by node-elsewhere\n";
+  {
+    auto c = client();
+    ASSERT_TRUE(c);
+    ASSERT_TRUE(c->put_object(kS3TestBucket, folder + "/model.neff", neff));
+    ASSERT_TRUE(c->put_object(kS3TestBucket, folder + "/model.done", ""));
+    ASSERT_TRUE(c->delete_object(kS3TestBucket, folder + "/model.hlo_module.pb.lock"));
+  }
+  auto status = util::wait_child(launcher);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string log = read_text(dir() / "node-b.log");
+  ASSERT_TRUE(status.success()) << status.describe() << log;
+  EXPECT_EQ(compiles(), 3u) << log; // the other three; not the held one
+  EXPECT_EQ(distinct_graphs_compiled(), 3u);
+  EXPECT_EQ(workers_started_for(log, module), 1u) << log;
+  EXPECT_EQ(read_text(mirror_version_dir("node-b") / module / "model.neff"), neff);
+  EXPECT_TRUE(fs::exists(mirror_version_dir("node-b") / module / "model.done"));
+  EXPECT_EQ(done_in_mirror("node-b"), 4u);
+  EXPECT_NE(log.find("compiled by another node, downloaded: " + module), std::string::npos) << log;
+  auto record = report_of(report, module);
+  EXPECT_EQ(record["status"], "compiled_elsewhere") << record.dump();
+  EXPECT_EQ(record["attempts"], 0) << record.dump();
+  // Seen within the poll's ceiling of its landing.
+  EXPECT_LT(took, 3 + 10 + 5) << log; // 10: kRemoteHeldMaxPollSeconds
+}
+
+// Another node's lock that is not renewed (a node that died) expires after
+// 10 s (time enough for a loaded machine's launcher to meet it first): the
+// launcher, waiting for it, then compiles the graph itself. Two
+// workers for it: the first met the lock, the second took it over.
+TEST_F(S3Launcher, AGraphWhoseRemoteLockExpiresIsCompiledByTheWaitingLauncher) {
+  auto collected = launch("node-a", {"--command", "collect"}, train());
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  const std::string folder = first_entry_folder();
+  ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
+  const std::string module = module_of(folder);
+  const std::int64_t expires = unix_now() + 10;
+  ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, expires));
+
+  const fs::path report = dir() / "report.json";
+  auto run = launch("node-b", {"--command", "compile", "--log_level", "DEBUG", "--report", report.string()});
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_GE(unix_now(), expires); // it did wait for the expiry
+  EXPECT_EQ(compiles(), 4u) << run.err;
+  EXPECT_EQ(distinct_graphs_compiled(), 4u);
+  EXPECT_EQ(workers_started_for(run.err, module), 2u) << run.err;
+  auto record = report_of(report, module);
+  EXPECT_EQ(record["status"], "compiled") << record.dump();
+  EXPECT_EQ(record["attempts"], 1) << record.dump();
+  EXPECT_EQ(objects(), done_entries(4)); // the expired lock taken over and released
   EXPECT_EQ(done_in_mirror("node-b"), 4u);
 }
 

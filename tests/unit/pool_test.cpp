@@ -290,6 +290,53 @@ TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
   EXPECT_FALSE(pool.finished());
 }
 
+// A graph another node holds (a remote cache's lock): looked at again
+// after 2 s, then twice as long each time up to 10 s; anything else the
+// look finds ends the backoff.
+TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
+  Pool pool({item("a", 10)}, {1, 0, 0});
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 0);
+  EXPECT_FALSE(pool.progress()[0].held_remotely); // not looked at yet
+  double now = kRevisitSeconds;
+  std::vector<double> periods;
+  for (int look = 0; look < 5; ++look) {
+    ASSERT_EQ(pool.due_revisits(now), std::vector<std::size_t>{0});
+    pool.revisit(0, Pool::Found::locked_remotely, now);
+    EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
+    EXPECT_TRUE(pool.progress()[0].held_remotely);
+    EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, kRevisitSeconds); // the first look that found it
+    periods.push_back(pool.progress()[0].eligible_at - now);
+    EXPECT_TRUE(pool.due_revisits(pool.progress()[0].eligible_at - 0.01).empty());
+    now = pool.progress()[0].eligible_at;
+  }
+  EXPECT_EQ(periods, (std::vector<double>{2, 4, 8, 10, 10}));
+  EXPECT_TRUE(pool.only_deferred_left());
+  EXPECT_EQ(pool.pick(now), std::nullopt);
+
+  pool.revisit(0, Pool::Found::pending, now); // the lock expired: ours to compile
+  EXPECT_FALSE(pool.progress()[0].held_remotely);
+  EXPECT_EQ(pool.progress()[0].remote_looks, 0);
+  EXPECT_EQ(pool.pick(now), std::optional<std::size_t>(0));
+  pool.start(0, now);
+  pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), now); // taken again meanwhile
+  pool.revisit(0, Pool::Found::locked_remotely, now + 1);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kRemoteHeldFirstPollSeconds);
+  pool.revisit(0, Pool::Found::done, now + 3);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+  EXPECT_TRUE(pool.finished());
+}
+
+// A runner that looks at only some due items per tick reaches the longest
+// due first, whatever their order.
+TEST(Pool, DueRevisitsComeLongestDueFirst) {
+  Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {3, 0, 0});
+  pool.mark_locked_elsewhere(0, 5);
+  pool.mark_locked_elsewhere(1, 3);
+  pool.mark_locked_elsewhere(2, 4);
+  EXPECT_EQ(pool.due_revisits(10), (std::vector<std::size_t>{1, 2, 0}));
+}
+
 TEST(Pool, MarkLockedElsewhereAtTheStart) {
   Pool pool({item("a", 10)}, {1, 0, 0});
   pool.mark_locked_elsewhere(0, 2);

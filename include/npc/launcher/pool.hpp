@@ -65,6 +65,12 @@ struct ItemProgress {
   bool cached_failure = false;
   bool alone = false;     // its next attempt runs with nothing else (after OOM kills)
   bool ran_alone = false; // an attempt of it ran alone
+  // Deferred for a remote cache's lock that another node holds, as the
+  // launcher's own look at the remote found (Found::locked_remotely): since
+  // when, and how many looks in a row found it so (the poll's backoff).
+  bool held_remotely = false;
+  double held_remotely_since = 0;
+  int remote_looks = 0;
 };
 
 struct PoolLimits {
@@ -97,6 +103,16 @@ inline constexpr double kRetryBackoffSeconds = 0.5;
 inline constexpr double kMaxRetryBackoffSeconds = 8;
 // How often a graph locked by another process is looked at again.
 inline constexpr double kRevisitSeconds = 1.0;
+// A graph whose remote cache lock another node holds is looked at in the
+// remote by the launcher itself (one LIST of its folder, and a GET of the
+// lock while the lock is there), first after the wrapper's own poll period
+// (compile::kRemoteLockPoll), then twice as long each time up to the
+// ceiling. A compile takes minutes, so a result seen up to 10 s late costs
+// little of the node's time; at 10 s each held graph costs 0.1 LIST and 0.1
+// GET a second, so 500 graphs held by another node make 50 LISTs a second,
+// far under S3's request rates and about $1 an hour of LIST requests.
+inline constexpr double kRemoteHeldFirstPollSeconds = 2.0;
+inline constexpr double kRemoteHeldMaxPollSeconds = 10.0;
 // SIGKILLed compiles are retried (with less parallelism) this many times
 // even when --max-retries is 0: the failure says nothing about the graph.
 inline constexpr int kMaxOomRetries = 2;
@@ -116,9 +132,12 @@ public:
   void start(std::size_t i, double now);
   void finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
 
-  // Deferred items due for a look, and what that look found.
+  // Deferred items due for a look, the longest due first, and what that
+  // look found.
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
-  enum class Found { done, failed, pending, locked, removed };
+  // locked: a process of this host holds the entry (its local lock);
+  // locked_remotely: another node holds its remote cache lock, alive.
+  enum class Found { done, failed, pending, locked, locked_remotely, removed };
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
 
   // Stops waiting for a deferred item: it stays with its lock holder.

@@ -70,6 +70,10 @@ public:
   // the mirror that S3 lacked, uploaded.
   [[nodiscard]] std::size_t results_downloaded() const { return results_downloaded_; }
   [[nodiscard]] std::size_t results_uploaded() const { return results_uploaded_; }
+  // One of the connections, for use once the graphs are taken (the pool's
+  // looks at entries another node holds, remote_look.hpp): never while a
+  // take_* call runs.
+  [[nodiscard]] std::shared_ptr<storage::Storage> connection() const { return remotes_.front()->storage(); }
 
 private:
   [[nodiscard]] Taken take_with(const cache::RemoteCache& remote, std::string_view url);

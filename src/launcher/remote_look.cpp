@@ -1,0 +1,64 @@
+#include <npc/launcher/remote_look.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/key.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
+
+namespace npc::launcher {
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+} // namespace
+
+Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
+  auto key = cache::parse_key(entry_dir.string());
+  if (!key) return Pool::Found::pending; // not an entry the remote names: the worker says what is wrong
+  const std::string folder = key->relative_path().generic_string();
+  auto names = remote_.storage()->list(folder);
+  if (!names) {
+    spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", remote_.describe(*key),
+                 names.error());
+    return Pool::Found::pending;
+  }
+  const bool done = contains(*names, cache::kDoneFile) && contains(*names, cache::kNeffFile);
+  const bool failed = !contains(*names, cache::kDoneFile) && contains(*names, cache::kLogFile);
+  if (done || (failed && retry_ == RetryFailed::no)) {
+    // No wait for the mirror entry's lock: a local process holding it is
+    // looked at again as any local lock is.
+    auto fetched = remote_.fetch_result(*key, std::chrono::milliseconds(0));
+    if (!fetched) {
+      spdlog::warn("cannot download {}: {}; starting its compile, which reports it if it persists",
+                   remote_.describe(*key), fetched.error());
+      return Pool::Found::pending;
+    }
+    switch (fetched->outcome) {
+    case cache::RemoteOutcome::copied:
+    case cache::RemoteOutcome::already_done: return Pool::Found::done;
+    case cache::RemoteOutcome::failure_copied: return Pool::Found::failed;
+    case cache::RemoteOutcome::busy: return Pool::Found::locked;
+    case cache::RemoteOutcome::rejected:
+      // As a wrapper's lookup: an unusable result is compiled again.
+      spdlog::warn("not using {}: {}", remote_.describe(*key), fetched->detail);
+      return Pool::Found::pending;
+    case cache::RemoteOutcome::miss: break; // removed since the listing: the lock decides
+    }
+  }
+  if (!contains(*names, cache::kFrameworkLockFile)) return Pool::Found::pending;
+  auto held = cache::RemoteLock::held(*remote_.storage(), folder, std::chrono::system_clock::now());
+  if (!held) {
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), held.error());
+    return Pool::Found::pending;
+  }
+  return *held ? Pool::Found::locked_remotely : Pool::Found::pending;
+}
+
+} // namespace npc::launcher
