@@ -247,7 +247,9 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       case AttemptEnd::already_done:
         progress.event("compiled by another process: " + short_name(item));
         break;
-      case AttemptEnd::locked_elsewhere: break;
+      case AttemptEnd::locked_elsewhere:
+        spdlog::debug("{} is held by another process; looked at again later", short_name(item));
+        break;
       case AttemptEnd::removed:
         progress.event("removed by another process (not compiled): " + short_name(item));
         break;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,16 +47,23 @@ protected:
   RunResult compile(const fs::path& g, const fs::path& out, std::map<std::string, std::string> env = {}) {
     return run_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output", out.string()}, std::move(env));
   }
+  // A client of the test's server, as a node other than the programs under
+  // test (to look at objects, or to put them as another node would).
+  std::unique_ptr<storage::S3Client> client() {
+    auto c = storage::S3Client::create(server_.config());
+    if (!c) {
+      ADD_FAILURE() << c.error();
+      return nullptr;
+    }
+    return std::move(*c);
+  }
   // Every object of the bucket, sorted, with the entry's folder shortened to
   // E; without the npc-last-use markers where a test cannot know which
   // entries a node fetched (two nodes racing).
   std::vector<std::string> objects(bool with_uses = true) {
-    auto client = storage::S3Client::create(server_.config());
-    if (!client) {
-      ADD_FAILURE() << client.error();
-      return {};
-    }
-    auto all = (*client)->list_all(kS3TestBucket, {});
+    auto c = client();
+    if (!c) return {};
+    auto all = c->list_all(kS3TestBucket, {});
     if (!all) {
       ADD_FAILURE() << all.error();
       return {};
@@ -72,10 +80,12 @@ protected:
     return keys;
   }
   std::string object(const std::string& suffix) {
-    auto client = storage::S3Client::create(server_.config());
-    auto all = (*client)->list_all(kS3TestBucket, {});
+    auto c = client();
+    if (!c) return "<no client>";
+    auto all = c->list_all(kS3TestBucket, {});
+    if (!all) return "<cannot list: " + all.error() + ">";
     for (const auto& o : all->objects)
-      if (o.key.ends_with(suffix)) return *(*(*client)->get_object(kS3TestBucket, o.key, 1 << 24));
+      if (o.key.ends_with(suffix)) return *(*c->get_object(kS3TestBucket, o.key, 1 << 24));
     return "<absent>";
   }
   static std::string version_dir() { return std::string("team/neuronxcc-") + kStandinVersion; }

@@ -256,14 +256,6 @@ protected:
     return names.size() == 1 ? version / names[0] : version / "<not one entry>";
   }
 
-  std::unique_ptr<storage::S3Client> client() {
-    auto c = storage::S3Client::create(server_.config());
-    if (!c) {
-      ADD_FAILURE() << c.error();
-      return nullptr;
-    }
-    return std::move(*c);
-  }
   std::vector<std::string> full_keys() {
     auto c = client();
     if (!c) return {};

@@ -22,9 +22,8 @@ protected:
   void SetUp() override {
     S3CacheTest::SetUp();
     if (HasFatalFailure()) return;
-    auto c = storage::S3Client::create(server_.config());
-    ASSERT_TRUE(c.ok()) << c.error();
-    client_ = std::move(*c);
+    client_ = client();
+    ASSERT_TRUE(client_);
   }
   // Compiles `text` through the wrapper: a done entry in S3. Its key.
   std::string compiled(const std::string& name, const std::string& text) {
