@@ -87,6 +87,14 @@ protected:
            line.find(module) != std::string::npos;
     return n;
   }
+  // Node B's launcher, in the background: --command compile at DEBUG (whose
+  // log, node-b.log, names each worker started), with a --report.
+  pid_t start_compile_on_node_b(const fs::path& report) {
+    return start_tool(
+        "neuron_parallel_compile",
+        launcher_args("node-b", {"--command", "compile", "--log_level", "DEBUG", "--report", report.string()}, {}),
+        {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}}, dir() / "node-b.log");
+  }
   // Waits (up to 2 minutes) until node-b's launcher log says the first
   // worker for `module` ended on the lock ("MODULE_... is held by another
   // process", at DEBUG).
@@ -224,12 +232,8 @@ TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) 
   const std::string module = module_of(folder);
   ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
 
-  auto env = std::map<std::string, std::string>{{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}};
   const fs::path report = dir() / "report.json";
-  pid_t launcher = start_tool(
-      "neuron_parallel_compile",
-      launcher_args("node-b", {"--command", "compile", "--log_level", "DEBUG", "--report", report.string()}, {}), env,
-      dir() / "node-b.log");
+  pid_t launcher = start_compile_on_node_b(report);
   // The other node's result lands while the launcher waits: 3 s after the
   // launcher's first worker for the graph met the lock and ended, however
   // long a loaded machine took to get there. NEFF, marker, then the lock
@@ -279,10 +283,7 @@ TEST_F(S3Launcher, AGraphWhoseRemoteLockExpiresIsCompiledByTheWaitingLauncher) {
   ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
 
   const fs::path report = dir() / "report.json";
-  pid_t launcher = start_tool(
-      "neuron_parallel_compile",
-      launcher_args("node-b", {"--command", "compile", "--log_level", "DEBUG", "--report", report.string()}, {}),
-      {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}}, dir() / "node-b.log");
+  pid_t launcher = start_compile_on_node_b(report);
   ASSERT_TRUE(first_worker_met_the_lock(module)) << read_text(dir() / "node-b.log");
   const std::int64_t expires = unix_now() + 2;
   ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, expires));
