@@ -87,6 +87,16 @@ protected:
            line.find(module) != std::string::npos;
     return n;
   }
+  // Node A extracts the trial's graphs into S3 (--command collect); another
+  // node holds the first of them, its lock in force for 10 minutes.
+  void collect_and_hold_one(std::string& folder, std::string& module) {
+    auto collected = launch("node-a", {"--command", "collect"}, train());
+    ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+    folder = first_entry_folder();
+    ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
+    module = module_of(folder);
+    ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
+  }
   // Node B's launcher, in the background: --command compile at DEBUG (whose
   // log, node-b.log, names each worker started), with a --report.
   pid_t start_compile_on_node_b(const fs::path& report) {
@@ -225,13 +235,8 @@ TEST_F(S3Launcher, TwoLaunchersAtOnceCompileEachGraphOnce) {
 // first met the lock, where a worker every second would have made about
 // four.
 TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) {
-  auto collected = launch("node-a", {"--command", "collect"}, train());
-  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
-  const std::string folder = first_entry_folder();
-  ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
-  const std::string module = module_of(folder);
-  ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
-
+  std::string folder, module;
+  ASSERT_NO_FATAL_FAILURE(collect_and_hold_one(folder, module));
   const fs::path report = dir() / "report.json";
   pid_t launcher = start_compile_on_node_b(report);
   // The other node's result lands while the launcher waits: 3 s after the
@@ -275,13 +280,8 @@ TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) 
 // second took the expired lock over. The death waits for the first worker,
 // however long a loaded machine takes to get there.
 TEST_F(S3Launcher, AGraphWhoseRemoteLockExpiresIsCompiledByTheWaitingLauncher) {
-  auto collected = launch("node-a", {"--command", "collect"}, train());
-  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
-  const std::string folder = first_entry_folder();
-  ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
-  const std::string module = module_of(folder);
-  ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
-
+  std::string folder, module;
+  ASSERT_NO_FATAL_FAILURE(collect_and_hold_one(folder, module));
   const fs::path report = dir() / "report.json";
   pid_t launcher = start_compile_on_node_b(report);
   ASSERT_TRUE(first_worker_met_the_lock(module)) << read_text(dir() / "node-b.log");
