@@ -169,7 +169,7 @@ private:
       if (entries[i].failed && !options_.include_failed) {
         skip(in, "a cached failure (--include-failed imports it)");
       } else if (cache_.entry(entries[i].key).looks_done()) {
-        skip(in, "already done in this cache");
+        skip(in, std::string(kSkippedDoneHere));
       } else {
         for (const auto& [name, file] : entries[i].files) declared += file.bytes;
       }
@@ -392,11 +392,11 @@ private:
       return false;
     }
     if (info->state == cache::EntryState::done) {
-      skip(in, "already done in this cache");
+      skip(in, std::string(kSkippedDoneHere));
       return false;
     }
     if (in.entry->failed && info->has_log) {
-      skip(in, "a failure is cached here already");
+      skip(in, std::string(kSkippedFailedHere));
       return false;
     }
     return true;

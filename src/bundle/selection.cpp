@@ -48,9 +48,9 @@ namespace {
 // The done entries of the listing that `keep` takes; failed ones only when
 // asked for.
 template <typename Keep>
-void from_listing(const cache::Cache& cache, Keep keep, const ExportOptions& options,
+void from_listing(const Listing& listing, Keep keep, const ExportOptions& options,
                   std::vector<ExportCandidate>& candidates, ExportReport& report) {
-  for (const auto& e : cache.list()) {
+  for (const auto& e : listing()) {
     if (!keep(e)) continue;
     if (e.state == EntryState::done) candidates.push_back({e.key, true});
     else if (e.state == EntryState::failed) {
@@ -61,13 +61,13 @@ void from_listing(const cache::Cache& cache, Keep keep, const ExportOptions& opt
 }
 
 // Entries last used at or after `days` ago.
-void used_since(const cache::Cache& cache, double days, const ExportOptions& options,
+void used_since(const Listing& listing, util::WallTime now, double days, const ExportOptions& options,
                 std::vector<ExportCandidate>& candidates, ExportReport& report) {
-  auto cutoff = cache.clock().now() - std::chrono::duration_cast<util::WallTime::duration>(
-                                          std::chrono::duration<double>(days * 86400.0));
+  auto cutoff = now - std::chrono::duration_cast<util::WallTime::duration>(
+                          std::chrono::duration<double>(days * 86400.0));
   double cutoff_unix = static_cast<double>(util::to_unix_seconds(cutoff));
   from_listing(
-      cache,
+      listing,
       [cutoff_unix](const EntryInfo& e) { return static_cast<double>(util::to_unix_seconds(e.last_used)) >= cutoff_unix; },
       options, candidates, report);
 }
@@ -93,13 +93,19 @@ void from_report(const fs::path& report_file, const ExportOptions& options, std:
 
 std::vector<ExportCandidate> select_candidates(const cache::Cache& cache, const ExportSelection& selection,
                                                const ExportOptions& options, ExportReport& report) {
+  return select_candidates([&cache] { return cache.list(); }, cache.clock().now(), selection, options, report);
+}
+
+std::vector<ExportCandidate> select_candidates(const Listing& listing, util::WallTime now,
+                                               const ExportSelection& selection, const ExportOptions& options,
+                                               ExportReport& report) {
   std::vector<ExportCandidate> candidates;
   switch (selection.kind) {
   case ExportSelection::Kind::all:
-    from_listing(cache, [](const EntryInfo&) { return true; }, options, candidates, report);
+    from_listing(listing, [](const EntryInfo&) { return true; }, options, candidates, report);
     break;
   case ExportSelection::Kind::used_since:
-    used_since(cache, selection.used_since_days, options, candidates, report);
+    used_since(listing, now, selection.used_since_days, options, candidates, report);
     break;
   case ExportSelection::Kind::from_report:
     from_report(selection.report, options, candidates, report);

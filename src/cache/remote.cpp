@@ -63,7 +63,8 @@ std::string RemoteCache::key_of(const CacheKey& key, std::string_view file) cons
 
 std::string RemoteCache::describe(const CacheKey& key) const { return remote_->describe(key_of(key, "")); }
 
-Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait) const {
+Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
+                                               RecordUse record_it) const {
   // One listing tells a miss (the usual case) from a result.
   auto names = remote_->list(key_of(key, ""));
   if (!names) return fail(names.error());
@@ -81,7 +82,7 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   auto info = entry.inspect();
   if (!info) return fail(info.error());
   if (info->state == EntryState::done) {
-    if (done) record_use(key);
+    if (done && record_it == RecordUse::yes) record_use(key);
     return RemoteResult{RemoteOutcome::already_done, ""};
   }
 
@@ -137,7 +138,7 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
     if (*got) (name == kGraphFile ? incoming.graph : incoming.flags) = path;
   }
   if (auto s = entry.publish_incoming(incoming); !s) return fail(s.error());
-  if (done) record_use(key);
+  if (done && record_it == RecordUse::yes) record_use(key);
   return RemoteResult{done ? RemoteOutcome::copied : RemoteOutcome::failure_copied, ""};
 }
 
@@ -181,15 +182,24 @@ Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {
 }
 
 Status RemoteCache::push(const CacheKey& key) const {
+  auto pushed = push_with(key, false);
+  if (!pushed) return fail(pushed.error());
+  return ok_status();
+}
+
+Result<bool> RemoteCache::push_unless_there(const CacheKey& key) const { return push_with(key, true); }
+
+Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const {
   const Entry entry = mirror_.entry(key);
   auto snapshot = Entry::open_snapshot(entry.dir());
   if (!snapshot) return fail(snapshot.error());
-  if (!snapshot->done && !snapshot->failed) return ok_status();
+  if (!snapshot->done && !snapshot->failed) return false;
   auto there = remote_->list(key_of(key, ""));
   if (!there) return fail(there.error());
   const bool remote_done = contains(*there, kDoneFile);
   // Someone else's success stands over our failure.
-  if (snapshot->failed && remote_done) return ok_status();
+  if (snapshot->failed && remote_done) return false;
+  if (keep_theirs && (remote_done || (snapshot->failed && contains(*there, kLogFile)))) return false;
 
   util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "push-");
   auto staged = [&](std::string_view name) -> Result<std::optional<fs::path>> {
@@ -216,25 +226,26 @@ Status RemoteCache::push(const CacheKey& key) const {
         auto theirs = download_record(*remote_, key_of(key, kMetaFile));
         auto ours = read_entry_meta(entry.dir());
         if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
-          return ok_status();
+          return true;
       }
       // A different one: its marker goes before the NEFF it vouched for.
-      if (auto s = remote_->remove(key_of(key, kDoneFile)); !s) return s;
+      if (auto s = remote_->remove(key_of(key, kDoneFile)); !s) return fail(s.error());
     }
     auto neff = staged(kNeffFile);
     if (!neff) return fail(neff.error());
-    if (auto s = remote_->put_file(**neff, key_of(key, kNeffFile)); !s) return s;
+    if (auto s = remote_->put_file(**neff, key_of(key, kNeffFile)); !s) return fail(s.error());
     if (*record)
-      if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return s;
-    if (auto s = remote_->write_atomic(key_of(key, kDoneFile), ""); !s) return s;
+      if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return fail(s.error());
+    if (auto s = remote_->write_atomic(key_of(key, kDoneFile), ""); !s) return fail(s.error());
     if (contains(*there, kLogFile)) std::ignore = remote_->remove(key_of(key, kLogFile));
-    return ok_status();
+    return true;
   }
   auto log = staged(kLogFile);
   if (!log) return fail(log.error());
   if (*record)
-    if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return s;
-  return remote_->put_file(**log, key_of(key, kLogFile));
+    if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return fail(s.error());
+  if (auto s = remote_->put_file(**log, key_of(key, kLogFile)); !s) return fail(s.error());
+  return true;
 }
 
 Status RemoteCache::store_graph(const CacheKey& key, std::string_view graph_bytes,

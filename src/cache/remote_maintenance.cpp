@@ -114,6 +114,10 @@ std::string RemoteCacheAdmin::describe(const CacheKey& key) const {
 
 std::vector<EntryInfo> RemoteCacheAdmin::list() const { return list_under(""); }
 
+Result<bool> RemoteCacheAdmin::download(const CacheKey& key, std::string_view file, const fs::path& to) const {
+  return first().get_file(key.relative_path().generic_string() + "/" + std::string(file), to);
+}
+
 std::vector<EntryInfo> RemoteCacheAdmin::list_version(const std::string& compiler_version) const {
   return list_under(std::string(kVersionDirPrefix) + compiler_version);
 }

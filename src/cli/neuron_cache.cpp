@@ -6,16 +6,19 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/bundle/bundle.hpp>
+#include <npc/bundle/remote_bundle.hpp>
 #include <npc/cache/cache_target.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/maintenance.hpp>
+#include <npc/cache/remote_explain.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/remote_entry.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
@@ -246,7 +249,14 @@ int cmd_rm(const CacheTarget& cache, const std::vector<std::string>& keys, bool 
 
 // --- bundles: export / import (see include/npc/bundle/bundle.hpp) ----------
 
-int cmd_export(const cache::Cache& cache, const std::string& output, const std::string& report_file,
+// The cache the bundles work on: a local one, or a remote one through its
+// mirror `cache` (bundle/remote_bundle.hpp).
+struct BundleCache {
+  const cache::Cache& cache;
+  const std::vector<std::shared_ptr<storage::Storage>>* remote = nullptr;
+};
+
+int cmd_export(const BundleCache& target, const std::string& output, const std::string& report_file,
                bool all, const std::string& used_since, bool include_failed, bool as_json) {
   int chosen = (report_file.empty() ? 0 : 1) + (all ? 1 : 0) + (used_since.empty() ? 0 : 1);
   if (chosen != 1)
@@ -267,7 +277,9 @@ int cmd_export(const cache::Cache& cache, const std::string& output, const std::
   if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
   // A bundle written to our stdout (-o /dev/stdout) is not to be followed by the summary.
   std::ostream& out = util::same_file_as_stdout(output) ? std::cerr : std::cout;
-  auto report = bundle::export_bundle(cache, selection, output, {include_failed});
+  auto report = target.remote
+                    ? bundle::export_remote_bundle(*target.remote, target.cache, selection, output, {include_failed})
+                    : bundle::export_bundle(target.cache, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
     print_json(bundle::to_json(report), out);
@@ -284,7 +296,7 @@ int cmd_export(const cache::Cache& cache, const std::string& output, const std::
   return status;
 }
 
-int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings, const std::string& bundle,
+int cmd_import(const BundleCache& target, const config::CacheSettings& settings, const std::string& bundle,
                bool include_failed, const std::string& lock_timeout, bool as_json) {
   bundle::ImportOptions options;
   options.include_failed = include_failed;
@@ -293,8 +305,11 @@ int cmd_import(const cache::Cache& cache, const config::CacheSettings& settings,
     if (!seconds) throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected seconds");
     options.lock_wait = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
   }
-  auto report = bundle::import_bundle(cache, bundle, options);
-  if (!report.imported.empty()) cache::evict_after_write(cache, {settings.size_limit(), settings.ttl()});
+  auto report = target.remote ? bundle::import_remote_bundle(*target.remote, target.cache, bundle, options)
+                              : bundle::import_bundle(target.cache, bundle, options);
+  // A remote's mirror keeps to its limit as any local cache; the remote
+  // itself is evicted only by prune (remote_maintenance.hpp).
+  if (!report.imported.empty()) cache::evict_after_write(target.cache, {settings.size_limit(), settings.ttl()});
   if (as_json) {
     print_json(bundle::to_json(report));
     return report.exit_code();
@@ -407,6 +422,24 @@ json explain_json(const cache::Explanation& x) {
           {"verdict", verdict_line(x)}};
 }
 
+int print_explanation(const cache::Explanation& x, bool as_json) {
+  const cache::CurrentSettings& current = x.current;
+  if (as_json) {
+    print_json(explain_json(x));
+    return 0;
+  }
+  std::cout << "graph: " << x.graph.string() << " (" << x.graph_bytes << " bytes)\n"
+            << "current: compiler version " << current.compiler_version.value_or("unknown") << ", flags "
+            << words_or_none(current.flags) << '\n';
+  std::cout << x.matches.size() << " entr" << (x.matches.size() == 1 ? "y has" : "ies have") << " this graph"
+            << (x.matches.empty() ? "" : ":") << '\n';
+  for (const auto& m : x.matches)
+    std::cout << "  " << m.entry.key.str() << ": " << cache::to_string(m.entry.state) << "; "
+              << differences(m, current) << '\n';
+  std::cout << verdict_line(x) << '\n';
+  return 0;
+}
+
 int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::string& target,
                 const std::optional<std::string>& compiler, bool as_json) {
   std::error_code ec;
@@ -421,20 +454,32 @@ int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::
   cache::CurrentSettings current{current_compiler_version(cache, compiler), settings.compiler_flags};
   auto x = cache::explain_graph(cache.list(), *graph, current);
   if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
-  if (as_json) {
-    print_json(explain_json(*x));
-    return 0;
+  return print_explanation(*x, as_json);
+}
+
+// On a remote cache a TARGET is a local graph file, or an entry of the
+// remote: its key, or the URL of the entry or of its graph.
+int cmd_explain_remote(const cache::RemoteCacheAdmin& remote, const cache::Cache& mirror, const Settings& settings,
+                       const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
+  util::TempDir scratch(fs::temp_directory_path(), "npc-explain-");
+  std::error_code ec;
+  std::optional<fs::path> graph;
+  if (fs::is_regular_file(target, ec)) graph = fs::path(target);
+  else if (fs::is_regular_file(fs::path(target) / cache::kGraphFile, ec)) graph = fs::path(target) / cache::kGraphFile;
+  else graph = cache::remote_target_graph(remote, target, scratch.path());
+  if (!graph)
+    throw UsageError("explain: '" + target + "' is no graph file, entry directory, or entry of the cache " +
+                     remote.describe() + " (give a model.hlo_module.pb, neuronxcc-<version>/MODULE_<hash>+<hash>, or " +
+                     remote.describe() + "/neuronxcc-<version>/MODULE_<hash>+<hash>)");
+  cache::CurrentSettings current{current_compiler_version(mirror, compiler), settings.compiler_flags};
+  auto x = cache::explain_remote_graph(remote, *graph, current, scratch.path() / "entries");
+  if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
+  // A graph downloaded from the remote is named as users know it.
+  if (graph->string().starts_with(scratch.path().string())) {
+    auto key = cache::parse_key(fs::relative(graph->parent_path(), scratch.path() / "target").generic_string());
+    if (key) x->graph = remote.describe(*key) + "/" + std::string(cache::kGraphFile);
   }
-  std::cout << "graph: " << x->graph.string() << " (" << x->graph_bytes << " bytes)\n"
-            << "current: compiler version " << current.compiler_version.value_or("unknown") << ", flags "
-            << words_or_none(current.flags) << '\n';
-  std::cout << x->matches.size() << " entr" << (x->matches.size() == 1 ? "y has" : "ies have") << " this graph"
-            << (x->matches.empty() ? "" : ":") << '\n';
-  for (const auto& m : x->matches)
-    std::cout << "  " << m.entry.key.str() << ": " << cache::to_string(m.entry.state) << "; "
-              << differences(m, current) << '\n';
-  std::cout << verdict_line(*x) << '\n';
-  return 0;
+  return print_explanation(*x, as_json);
 }
 
 } // namespace
@@ -520,18 +565,15 @@ int neuron_cache_main(int argc, char** argv) {
     cache::set_lock_tool_name("neuron_cache");
     cache::Cache cache(settings.cache_root);
     // On an S3 cache the commands work on its objects, every node's shared
-    // copy, not on this node's mirror; explain and the bundles work on a
-    // local cache only so far.
+    // copy, not on this node's mirror (the bundles pass through the mirror).
     std::optional<cache::RemoteCacheAdmin> remote;
+    std::vector<std::shared_ptr<storage::Storage>> connections;
     if (settings.remote_cache) {
-      if (*explain || *export_cmd || *import_cmd)
-        throw UsageError("the cache " + *settings.remote_cache + " is in S3: neuron_cache " +
-                         (*explain ? "explain" : *export_cmd ? "export" : "import") +
-                         " works on a local cache only so far; name a local or mounted directory with "
-                         "--cache_dir or NEURON_COMPILE_CACHE_URL");
-      remote.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteConnections));
+      connections = compile::open_remote_storages(*settings.remote_cache, kRemoteConnections);
+      remote.emplace(connections);
     }
     const CacheTarget target = remote ? CacheTarget(*remote) : CacheTarget(cache);
+    const BundleCache bundles{cache, remote ? &connections : nullptr};
 
     if (*ls) return cmd_ls(target, as_json);
     if (*stats) return cmd_stats(target, settings.cache, as_json);
@@ -540,11 +582,13 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_locks) return cmd_clear_locks(target, force, as_json);
     if (*clear_failed) return cmd_clear_failed(target, as_json);
     if (*rm) return cmd_rm(target, keys, as_json);
-    if (*explain) return cmd_explain(cache, settings, explain_target, explain_compiler, as_json);
+    if (*explain)
+      return remote ? cmd_explain_remote(*remote, cache, settings, explain_target, explain_compiler, as_json)
+                    : cmd_explain(cache, settings, explain_target, explain_compiler, as_json);
     if (*export_cmd)
-      return cmd_export(cache, export_output, export_report, export_all, export_used_since, include_failed, as_json);
+      return cmd_export(bundles, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)
-      return cmd_import(cache, settings.cache, import_file, include_failed, import_lock_timeout, as_json);
+      return cmd_import(bundles, settings.cache, import_file, include_failed, import_lock_timeout, as_json);
     return 2;
   });
 }

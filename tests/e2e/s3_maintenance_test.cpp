@@ -191,16 +191,5 @@ TEST_F(S3Maintenance, TheLaunchersModesWorkOnS3AndTheMirror) {
   EXPECT_TRUE(test::names_in(mirror_version_dir()).empty());
 }
 
-TEST_F(S3Maintenance, ExplainAndBundlesSayTheyWorkOnALocalCacheOnly) {
-  for (const auto& [command, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"explain", {"explain", "x.pb"}}, {"export", {"export", "--all", "-o", "b.tar.zst"}}, {"import", {"import", "b"}}}) {
-    auto run = run_tool("neuron_cache", args);
-    EXPECT_EQ(run.exit_code, 2) << run.describe();
-    EXPECT_EQ(run.err, "neuron_cache: error: the cache s3://test-bucket/team is in S3: neuron_cache " + command +
-                           " works on a local cache only so far; name a local or mounted directory with --cache_dir "
-                           "or NEURON_COMPILE_CACHE_URL\n");
-  }
-}
-
 } // namespace
 } // namespace npc::test

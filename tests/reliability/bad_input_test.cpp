@@ -160,10 +160,6 @@ const std::vector<BadInput>& rows() {
        {{"NEURON_CC_FLAGS", ""}, {"NEURON_COMPILE_CACHE_URL", "s3:///cache"}}, nothing, 2, Match::only_line,
        "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_URL: 's3:///cache' names no bucket (write s3://bucket or "
        "s3://bucket/prefix)"},
-      {"ExplainOnS3Cache", "an S3 cache for `neuron_cache explain`", "neuron_cache", {"explain", "<G>"},
-       {{"NEURON_CC_FLAGS", "--cache_dir=s3://bucket/cache"}}, nothing, 2, Match::only_line,
-       "neuron_cache: error: the cache s3://bucket/cache is in S3: neuron_cache explain works on a local cache only "
-       "so far; name a local or mounted directory with --cache_dir or NEURON_COMPILE_CACHE_URL"},
       {"CacheUrlRelativeFile", "`NEURON_COMPILE_CACHE_URL=file://relative/dir`", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"},
        {{"NEURON_CC_FLAGS", ""}, {"NEURON_COMPILE_CACHE_URL", "file://relative/dir"}}, nothing, 2, Match::only_line,

@@ -18,6 +18,7 @@
 #include <npc/cache/layout.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/storage/s3.hpp>
+#include <npc/util/fs.hpp>
 
 #include "files.hpp"
 #include "remote_dirs.hpp"
@@ -205,6 +206,40 @@ TEST_F(RemoteCacheTest, APendingEntryPushesNothing) {
   ASSERT_TRUE(mirror->entry(key).store_graph(kGraph, kFlags).ok());
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(dir() / "remote"), std::vector<std::string>{".npc"});
+}
+
+TEST_F(RemoteCacheTest, PushUnlessThereKeepsTheRemotesResult) {
+  // Another node's different NEFF stays, where push would replace it.
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  auto pushed = remote->push_unless_there(key);
+  ASSERT_TRUE(pushed.ok()) << pushed.error();
+  EXPECT_FALSE(*pushed);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), "other-neff");
+}
+
+TEST_F(RemoteCacheTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess) {
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
+  auto failure = remote->push_unless_there(key);
+  ASSERT_TRUE(failure.ok()) << failure.error();
+  EXPECT_FALSE(*failure);
+  // Our success stands over the failure there.
+  ASSERT_TRUE(util::remove_tree(mirror_dir()).ok());
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  auto success = remote->push_unless_there(key);
+  ASSERT_TRUE(success.ok()) << success.error();
+  EXPECT_TRUE(*success);
+  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+}
+
+TEST_F(RemoteCacheTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  auto pushed = remote->push_unless_there(key);
+  ASSERT_TRUE(pushed.ok()) << pushed.error();
+  EXPECT_TRUE(*pushed);
+  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+  EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
 TEST_F(RemoteCacheTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {

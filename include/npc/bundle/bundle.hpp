@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -79,6 +80,10 @@ struct ImportOptions {
   // that the entry is skipped (the compile will publish it).
   std::chrono::milliseconds lock_wait{std::chrono::seconds(60)};
 };
+
+// Why an entry was skipped when the cache has a result for it already.
+inline constexpr std::string_view kSkippedDoneHere = "already done in this cache";
+inline constexpr std::string_view kSkippedFailedHere = "a failure is cached here already";
 
 struct ImportReport {
   std::vector<std::string> imported;

@@ -4,11 +4,14 @@
 // list of candidates; what is left out on the way is recorded in the report.
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <npc/bundle/bundle.hpp>
+#include <npc/cache/entry.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
 
 namespace npc::bundle {
@@ -21,6 +24,12 @@ struct ExportCandidate {
 // Sorted by key, each key once. Throws UsageError when the report of a
 // from_report selection cannot be used.
 [[nodiscard]] std::vector<ExportCandidate> select_candidates(const cache::Cache& cache,
+                                                             const ExportSelection& selection,
+                                                             const ExportOptions& options, ExportReport& report);
+// The same over any cache's listing (a remote's: remote_bundle.hpp), taken
+// only when the selection needs it; "used since" counts back from `now`.
+using Listing = std::function<std::vector<cache::EntryInfo>()>;
+[[nodiscard]] std::vector<ExportCandidate> select_candidates(const Listing& listing, util::WallTime now,
                                                              const ExportSelection& selection,
                                                              const ExportOptions& options, ExportReport& report);
 

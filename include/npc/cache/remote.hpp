@@ -53,6 +53,11 @@ enum class RemoteOutcome {
   busy            // another process holds the mirror entry's lock
 };
 
+// Whether a fetch counts as a use of the remote entry (its npc-last-use
+// object, which remote eviction orders by): a lookup does; an export, which
+// only copies the entry out, does not.
+enum class RecordUse { yes, no };
+
 struct RemoteResult {
   RemoteOutcome outcome = RemoteOutcome::miss;
   std::string detail; // why, for rejected and busy
@@ -70,11 +75,16 @@ public:
 
   // See above. Waits up to `lock_wait` for the mirror entry's lock. Errors
   // are the remote's (unreachable, denied) or the mirror's (not writable).
-  [[nodiscard]] Result<RemoteResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait) const;
+  [[nodiscard]] Result<RemoteResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
+                                                  RecordUse record = RecordUse::yes) const;
   // False when the remote has no graph for `key`.
   [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key) const;
   // The mirror entry must be done or failed; anything else pushes nothing.
   [[nodiscard]] Status push(const CacheKey& key) const;
+  // As push, but a result the remote has already stays: false, and nothing
+  // written, when the remote entry is done, or failed and ours failed too
+  // (what an import does; the first result stays, as in a local cache).
+  [[nodiscard]] Result<bool> push_unless_there(const CacheKey& key) const;
   // The graph and flags of a new entry, straight to the remote (first writer
   // wins, as Entry::store_graph): what extraction does with an S3 cache.
   [[nodiscard]] Status store_graph(const CacheKey& key, std::string_view graph_bytes,
@@ -87,6 +97,8 @@ public:
 
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;
+  // push (keep_theirs false) and push_unless_there (true).
+  [[nodiscard]] Result<bool> push_with(const CacheKey& key, bool keep_theirs) const;
 
   std::shared_ptr<storage::Storage> remote_;
   const Cache& mirror_;

@@ -31,9 +31,11 @@
 // written (unreachable, denied): a report that silently missed entries would
 // mislead more than a clear failure.
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <npc/cache/eviction.hpp>
@@ -86,6 +88,9 @@ public:
   // graph stays, pending (neuron_parallel_compile --command clear-neffs).
   // False when a compile holds it.
   [[nodiscard]] bool clear_result(const EntryInfo& entry) const;
+
+  // One file of an entry, downloaded to `to`: false when the remote has none.
+  [[nodiscard]] Result<bool> download(const CacheKey& key, std::string_view file, const fs::path& to) const;
 
   // One eviction pass (ran=false when another process evicts this remote).
   [[nodiscard]] EvictionReport evict(const EvictionPolicy& policy, DryRun dry_run) const;

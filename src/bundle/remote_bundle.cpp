@@ -1,0 +1,131 @@
+#include <npc/bundle/remote_bundle.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <variant>
+
+#include <npc/bundle/selection.hpp>
+#include <npc/cache/remote.hpp>
+#include <npc/cache/remote_lock.hpp>
+#include <npc/cache/remote_maintenance.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/util/error.hpp>
+#include <npc/util/parallel.hpp>
+
+namespace npc::bundle {
+
+namespace {
+
+std::vector<cache::RemoteCache> remotes_over(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+                                             const cache::Cache& mirror) {
+  if (connections.empty()) throw std::logic_error("a remote bundle needs at least one connection");
+  std::vector<cache::RemoteCache> remotes;
+  for (const auto& c : connections) remotes.emplace_back(c, mirror);
+  return remotes;
+}
+
+void ensure_mirror(const cache::Cache& mirror) {
+  if (auto s = mirror.ensure_root(); !s) throw EnvironmentError(s.error());
+}
+
+// How long an export waits for the mirror entry's lock (a compile of it on
+// this node), as an import does by default.
+constexpr std::chrono::seconds kMirrorLockWait{60};
+
+// Brings one candidate's result into the mirror: nullopt when it is there
+// now, else why not.
+std::optional<std::string> bring(const cache::RemoteCache& remote, const cache::CacheKey& key) {
+  auto got = remote.fetch_result(key, kMirrorLockWait, cache::RecordUse::no);
+  if (!got) throw EnvironmentError(got.error());
+  switch (got->outcome) {
+  case cache::RemoteOutcome::copied:
+  case cache::RemoteOutcome::failure_copied:
+  case cache::RemoteOutcome::already_done: return std::nullopt;
+  case cache::RemoteOutcome::miss: return "no result in " + remote.describe(key);
+  case cache::RemoteOutcome::rejected: return got->detail;
+  case cache::RemoteOutcome::busy: return "being compiled here (" + got->detail + ")";
+  }
+  return "no result in " + remote.describe(key);
+}
+
+// Uploads one entry of the mirror, which the import left done or failed:
+// nullopt when uploaded, else why not.
+std::optional<std::string> upload(const cache::RemoteCache& remote, const cache::CacheKey& key) {
+  auto got = cache::RemoteLock::try_acquire(remote.storage(), key.relative_path().generic_string(),
+                                            util::LockHolder::self(cache::lock_tool_name()), cache::kRemoteLockTtl,
+                                            std::chrono::system_clock::now());
+  if (!got) throw EnvironmentError(got.error());
+  if (auto* held = std::get_if<cache::RemoteLock::Held>(&*got))
+    return "held in " + remote.describe(key) + " by " + held->holder + "; left to its compile";
+  auto& lock = std::get<cache::RemoteLock>(*got);
+  // A big NEFF on a slow link can take longer than the lock lives.
+  cache::RemoteLockKeeper keeper(lock, std::chrono::duration_cast<std::chrono::milliseconds>(cache::kRemoteLockTtl) / 3);
+  auto pushed = remote.push_unless_there(key);
+  if (!pushed) throw EnvironmentError("cannot upload " + remote.describe(key) + ": " + pushed.error());
+  if (!*pushed) return "has a result in " + remote.describe(key) + " already";
+  return std::nullopt;
+}
+
+} // namespace
+
+ExportReport export_remote_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+                                  const cache::Cache& mirror, const ExportSelection& selection,
+                                  const fs::path& output, const ExportOptions& options) {
+  ensure_mirror(mirror);
+  const auto remotes = remotes_over(connections, mirror);
+  const cache::RemoteCacheAdmin admin(connections);
+  ExportReport chosen;
+  auto candidates = select_candidates([&admin] { return admin.list(); }, mirror.clock().now(), selection, options,
+                                      chosen);
+  std::vector<std::optional<std::string>> problems(candidates.size());
+  util::for_each_shared_out(candidates.size(), remotes.size(), [&](std::size_t worker, std::size_t i) {
+    problems[i] = bring(remotes[worker], candidates[i].key);
+  });
+  ExportSelection brought;
+  brought.kind = ExportSelection::Kind::keys;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (problems[i]) chosen.skipped.push_back({candidates[i].key.str(), *problems[i]});
+    else brought.keys.push_back(candidates[i].key);
+  }
+  // Nothing chosen is still a bundle (an empty one), as locally.
+  ExportReport report = export_bundle(mirror, brought, output, options);
+  report.skipped.insert(report.skipped.begin(), chosen.skipped.begin(), chosen.skipped.end());
+  report.left_out.insert(report.left_out.begin(), chosen.left_out.begin(), chosen.left_out.end());
+  std::sort(report.skipped.begin(), report.skipped.end(),
+            [](const KeyReason& a, const KeyReason& b) { return a.key < b.key; });
+  return report;
+}
+
+ImportReport import_remote_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+                                  const cache::Cache& mirror, const fs::path& bundle, const ImportOptions& options) {
+  const auto remotes = remotes_over(connections, mirror);
+  ImportReport local = import_bundle(mirror, bundle, options);
+  // What reaches the remote: the entries now in the mirror from this bundle,
+  // or done (or failed) there already from before.
+  std::vector<std::string> keys = local.imported;
+  ImportReport report = local;
+  report.imported.clear();
+  report.skipped.clear();
+  for (const auto& s : local.skipped) {
+    if (s.reason == kSkippedDoneHere || (s.reason == kSkippedFailedHere && options.include_failed))
+      keys.push_back(s.key);
+    else
+      report.skipped.push_back(s);
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::optional<std::string>> problems(keys.size());
+  util::for_each_shared_out(keys.size(), remotes.size(), [&](std::size_t worker, std::size_t i) {
+    auto key = cache::parse_key(keys[i]);
+    if (!key) throw std::logic_error("the importer reported a key that does not parse: " + keys[i]);
+    problems[i] = upload(remotes[worker], *key);
+  });
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (problems[i]) report.skipped.push_back({keys[i], *problems[i]});
+    else report.imported.push_back(keys[i]);
+  }
+  std::sort(report.skipped.begin(), report.skipped.end(),
+            [](const KeyReason& a, const KeyReason& b) { return a.key < b.key; });
+  return report;
+}
+
+} // namespace npc::bundle
