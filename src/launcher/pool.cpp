@@ -32,6 +32,17 @@ void Pool::mark_locked_elsewhere(std::size_t i, double now) {
   progress_[i].eligible_at = now + kRevisitSeconds;
 }
 
+void Pool::mark_held_remotely(std::size_t i, double now) {
+  auto& p = progress_[i];
+  p.state = ItemState::deferred;
+  p.held_remotely = true;
+  p.held_remotely_since = now;
+  // The taking's GET of the lock was the first look: the next is the
+  // second of the backoff (2 s, then 4, 8, 10).
+  p.remote_looks = 1;
+  p.eligible_at = now + kRemoteHeldFirstPollSeconds;
+}
+
 void Pool::mark_removed_elsewhere(std::size_t i) {
   progress_[i].last_exit = "removed by another process";
   settle(i, ItemState::removed_elsewhere);

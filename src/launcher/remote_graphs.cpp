@@ -43,28 +43,58 @@ void RemoteGraphs::for_each_parallel(std::size_t count,
 
 bool RemoteGraphs::is_url(std::string_view text) { return text.find("://") != std::string_view::npos; }
 
-fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::CacheKey& key, bool& absent) {
+fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::CacheKey& key,
+                             const std::vector<std::string>& names, bool& absent) {
   absent = false;
   // The result first: a graph another node compiled is downloaded, not
   // compiled again. A mirror entry another local process holds ("busy") or
   // a result that fails its record ("rejected") leaves the graph to fetch.
-  auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
-  if (!result) throw EnvironmentError(result.error());
-  switch (result->outcome) {
-  case cache::RemoteOutcome::copied:
-  case cache::RemoteOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
-  case cache::RemoteOutcome::already_done: return remote.mirror().entry(key).graph_path();
-  case cache::RemoteOutcome::rejected:
-    spdlog::warn("not using {}: {}; compiling it again", remote.describe(key), result->detail);
-    break;
-  case cache::RemoteOutcome::busy:
-  case cache::RemoteOutcome::miss: break;
+  // fetch_result lists the folder again: only a result, which costs its
+  // download anyway, pays that LIST twice.
+  const bool done = contains(names, cache::kDoneFile) && contains(names, cache::kNeffFile);
+  const bool failed = !contains(names, cache::kDoneFile) && contains(names, cache::kLogFile);
+  if (done || failed) {
+    auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
+    if (!result) throw EnvironmentError(result.error());
+    switch (result->outcome) {
+    case cache::RemoteOutcome::copied:
+    case cache::RemoteOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
+    case cache::RemoteOutcome::already_done: return remote.mirror().entry(key).graph_path();
+    case cache::RemoteOutcome::rejected:
+      spdlog::warn("not using {}: {}; compiling it again", remote.describe(key), result->detail);
+      break;
+    case cache::RemoteOutcome::busy:
+    case cache::RemoteOutcome::miss: break;
+    }
   }
   if (upload_mirror_result(remote, key)) return remote.mirror().entry(key).graph_path();
   auto graph = remote.fetch_graph(key);
   if (!graph) throw EnvironmentError(graph.error());
   absent = !*graph;
+  if (!absent && contains(names, cache::kFrameworkLockFile)) note_if_held(remote, key);
   return remote.mirror().entry(key).graph_path();
+}
+
+void RemoteGraphs::note_if_held(const cache::RemoteCache& remote, const cache::CacheKey& key) {
+  const std::string folder = key.relative_path().generic_string();
+  auto record = cache::RemoteLock::read(*remote.storage(), folder);
+  if (!record) {
+    // As the pool's own look does: a worker meets the same lock, or error.
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote.describe(key), record.error());
+    return;
+  }
+  if (!*record || !(*record)->in_force(std::chrono::system_clock::now())) return; // gone, or stale: ours to take
+  std::lock_guard lock(held_mutex_);
+  held_[folder] = (*record)->describe();
+}
+
+std::optional<std::string> RemoteGraphs::held_elsewhere(const fs::path& entry_dir) const {
+  auto key = cache::parse_key(entry_dir.string());
+  if (!key) return std::nullopt;
+  std::lock_guard lock(held_mutex_);
+  auto it = held_.find(key->relative_path().generic_string());
+  if (it == held_.end()) return std::nullopt;
+  return it->second;
 }
 
 bool RemoteGraphs::upload_mirror_result(const cache::RemoteCache& remote, const cache::CacheKey& key) {
@@ -110,8 +140,12 @@ RemoteGraphs::Taken RemoteGraphs::take_with(const cache::RemoteCache& remote, st
   if (!key || key->relative_path().generic_string() != relative) return {std::nullopt, expected};
   if (key->compiler_version != version_)
     return {std::nullopt, "extracted for compiler version " + key->compiler_version + ", but we compile with " + version_};
+  // One LIST of the entry tells a miss (the usual case) from a result, and
+  // shows a lock object another node may hold.
+  auto names = remote.storage()->list(key->relative_path().generic_string());
+  if (!names) throw EnvironmentError(names.error());
   bool absent = false;
-  fs::path graph = bring(remote, *key, absent);
+  fs::path graph = bring(remote, *key, *names, absent);
   if (absent) return {std::nullopt, "no such graph in S3"};
   return {graph, {}};
 }
@@ -132,7 +166,7 @@ std::vector<fs::path> RemoteGraphs::take_pending(bool with_failed) {
     if (!contains(*files, cache::kGraphFile) || contains(*files, cache::kDoneFile)) return;
     if (contains(*files, cache::kLogFile) && !with_failed) return;
     bool absent = false;
-    fs::path graph = bring(remote, keys[i], absent);
+    fs::path graph = bring(remote, keys[i], *files, absent);
     if (!absent) graphs[i] = std::move(graph);
   });
   std::vector<fs::path> pending;

@@ -363,6 +363,15 @@ int run(const Options& options, const config::Settings& settings) {
     else if (info->state == cache::EntryState::absent) pool.mark_removed_elsewhere(i); // since the trial
     else if (info->state == cache::EntryState::failed && !retry_failed)
       pool.mark_cached_failure(i, entry.log_path());
+    // Pending here, and another node's lock in S3 in force when it was
+    // taken: waited for in S3 as a graph a worker found held, so no worker
+    // starts only to meet the lock.
+    if (info->state == cache::EntryState::pending && remote_graphs)
+      if (auto holder = remote_graphs->held_elsewhere(entry.dir())) {
+        pool.mark_held_remotely(i, now);
+        spdlog::debug("{} is held by another node in S3 ({}); waiting for it there, no worker started",
+                      entry.dir().filename().string(), *holder);
+      }
   }
   if (options.dry_run) {
     print_dry_run(pool);

@@ -1,5 +1,6 @@
 #include <npc/storage/s3_client.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -28,6 +29,7 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 constexpr std::uint64_t kMaxCopyResponse = 1024 * 1024;
 
 enum class SinkKind { memory, file, none };
+enum class AttemptBound { whole_attempt, stall_only };
 
 // One request's moving parts, shared with the libcurl callbacks.
 struct Transfer {
@@ -208,6 +210,10 @@ struct S3Client::Request {
   SinkKind sink = SinkKind::none;
   std::uint64_t max_bytes = 0;
   int sink_fd = -1;
+  // Whether S3ClientOptions::request_timeout bounds each attempt; a file
+  // streamed either way, or a server-side copy of a big object, is bounded
+  // by the low-speed limit only.
+  AttemptBound bound = AttemptBound::whole_attempt;
 };
 
 struct S3Client::Response {
@@ -311,6 +317,14 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+    if (request.bound == AttemptBound::whole_attempt) {
+      // At most what is left of the retry budget (at least 1 ms: 0 would
+      // mean no limit to libcurl), so the last attempt ends within it too.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          options_.max_retry_time - (std::chrono::steady_clock::now() - started));
+      auto limit = std::max<std::int64_t>(1, std::min(options_.request_timeout.count(), left.count()));
+      lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(limit));
+    }
     lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
     lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
     lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
@@ -439,6 +453,7 @@ Result<PutOutcome> S3Client::put_file(std::string_view bucket, std::string_view 
   request.upload = true;
   request.body_fd = fd.get();
   request.body_size = static_cast<std::uint64_t>(st.st_size);
+  request.bound = AttemptBound::stall_only; // a NEFF of hundreds of MB takes what it takes
   auto response = perform(request);
   if (!response) return fail(response.error());
   if (response->status == 412 && options.if_exists == IfExists::keep) return PutOutcome::already_exists;
@@ -465,6 +480,7 @@ Result<bool> S3Client::get_file(std::string_view bucket, std::string_view key, c
   Request request("GetObject", "GET", bucket, key);
   request.sink = SinkKind::file;
   request.sink_fd = out.fd();
+  request.bound = AttemptBound::stall_only; // a NEFF of hundreds of MB takes what it takes
   auto response = perform(request);
   if (!response) return fail(response.error());
   if (response->status == 404 && parse_s3_error(response->body).code != "NoSuchBucket") return false;
@@ -554,6 +570,8 @@ Status S3Client::copy_object(std::string_view bucket, std::string_view source_ke
   request.upload = true;
   request.sink = SinkKind::memory;
   request.max_bytes = kMaxCopyResponse;
+  // S3 copies before it answers: the time grows with the object's size.
+  request.bound = AttemptBound::stall_only;
   auto response = perform(request);
   if (!response) return fail(response.error());
   // A copy can fail after S3 has sent 200: the error is then in the body.

@@ -327,6 +327,44 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   EXPECT_TRUE(pool.finished());
 }
 
+// A graph found held by another node as it was taken (remote_graphs.hpp):
+// never picked for a worker; looked at 2 s later, then on the same backoff
+// as one a worker found held (the taking's look was the first); the lock's
+// expiry makes it ours, its result settles it, with no attempt either way.
+TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
+  Pool pool({item("a", 10), item("b", 10)}, {2, 0, 0});
+  pool.mark_held_remotely(0, 5);
+  pool.mark_held_remotely(1, 5);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
+  EXPECT_TRUE(pool.progress()[0].held_remotely);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, 5);
+  EXPECT_EQ(pool.pick(5), std::nullopt);
+  EXPECT_TRUE(pool.only_deferred_left());
+  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kRemoteHeldFirstPollSeconds));
+  EXPECT_TRUE(pool.due_revisits(5 + kRemoteHeldFirstPollSeconds - 0.01).empty());
+  double now = 5 + kRemoteHeldFirstPollSeconds;
+  std::vector<double> periods{kRemoteHeldFirstPollSeconds};
+  for (int look = 0; look < 3; ++look) {
+    ASSERT_EQ(pool.due_revisits(now), (std::vector<std::size_t>{0, 1}));
+    pool.revisit(0, Pool::Found::locked_remotely, now);
+    pool.revisit(1, Pool::Found::locked_remotely, now);
+    EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, 5);
+    periods.push_back(pool.progress()[0].eligible_at - now);
+    now = pool.progress()[0].eligible_at;
+  }
+  EXPECT_EQ(periods, (std::vector<double>{2, 4, 8, 10}));
+  pool.revisit(0, Pool::Found::done, now); // its result landed
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+  EXPECT_EQ(pool.progress()[0].attempts, 0);
+  pool.revisit(1, Pool::Found::pending, now); // the lock expired
+  EXPECT_EQ(pool.pick(now), std::optional<std::size_t>(1));
+  pool.start(1, now);
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), now + 1);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
+  EXPECT_EQ(pool.progress()[1].attempts, 1);
+  EXPECT_TRUE(pool.finished());
+}
+
 // A runner that looks at only some due items per tick reaches the longest
 // due first, whatever their order.
 TEST(Pool, DueRevisitsComeLongestDueFirst) {

@@ -14,8 +14,10 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/remote_lock.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/file_lock.hpp>
 
 #include "files.hpp"
 #include "remote_dirs.hpp"
@@ -166,6 +168,53 @@ TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) 
   // Nothing of the refused ones came into the mirror, not even a folder.
   EXPECT_EQ(test::names_in(mirror->root() / "neuronxcc-1.0"), std::vector<std::string>{});
   EXPECT_FALSE(fs::exists(mirror->root() / "neuronxcc-2.0"));
+}
+
+// A lock object beside a pending graph: held elsewhere only while its
+// record is in force (another host's, unexpired). The graph comes into the
+// mirror pending either way, for a compile here once the lock expires.
+TEST_F(RemoteGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
+  auto hold = [&](const cache::CacheKey& key, std::int64_t expires_in) {
+    util::LockHolder holder;
+    holder.pid = 4242;
+    holder.host = "node-elsewhere";
+    holder.boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
+    holder.tool = "neuron_cc_wrapper";
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    holder.start_unix = now;
+    cache::RemoteLockRecord record{holder.serialize(), "token", now + expires_in};
+    test::write_text(dir() / "remote" / key.relative_path() / "model.hlo_module.pb.lock", record.serialize());
+  };
+  auto held = pending("HloModule held\n");
+  hold(held, 600);
+  auto expired = pending("HloModule expired\n");
+  hold(expired, -1);
+  auto free = pending("HloModule free\n");
+  auto done = pending("HloModule done and locked\n"); // a lock left beside a result
+  finish(done, true);
+  hold(done, 600);
+  auto taken = graphs->take_all({url(held), url(expired), url(free), url(done)});
+  ASSERT_EQ(taken.size(), 4u);
+  for (const auto& one : taken) EXPECT_TRUE(one.graph) << one.refused;
+  auto holder = graphs->held_elsewhere(in_mirror(held));
+  ASSERT_TRUE(holder);
+  EXPECT_EQ(holder->rfind("pid 4242 on node-elsewhere (neuron_cc_wrapper), since ", 0), 0u) << *holder;
+  EXPECT_EQ(graphs->held_elsewhere(in_mirror(expired)), std::nullopt);
+  EXPECT_EQ(graphs->held_elsewhere(in_mirror(free)), std::nullopt);
+  EXPECT_EQ(graphs->held_elsewhere(in_mirror(done)), std::nullopt);
+  // Pending in the mirror, to compile should the lock expire.
+  EXPECT_EQ(test::names_in(in_mirror(held)), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_TRUE(fs::exists(in_mirror(done) / "model.done"));
+  EXPECT_EQ(graphs->results_downloaded(), 1u);
+
+  // --command compile sees it held too.
+  auto other = pending("HloModule held, taken pending\n");
+  hold(other, 600);
+  auto graphs_now = graphs->take_pending(false);
+  EXPECT_EQ(graphs_now.size(), 4u); // held, expired, free, other
+  EXPECT_TRUE(graphs->held_elsewhere(in_mirror(other)));
 }
 
 TEST_F(RemoteGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -267,6 +269,127 @@ TEST_F(S3Fault, StalledEveryTimeFailsInOneLineNamingTheEndpoint) {
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error(), reach_error("Operation too slow. Less than 1024 bytes/sec transferred the last 1 seconds", 2));
   EXPECT_EQ(client_->last_attempts(), 2);
+}
+
+// A server that takes each request and never answers: every small request
+// (GET, LIST, HEAD, DELETE, PUT from memory) gives each attempt up after
+// request_timeout, far before the stall limit (30 s here, as by default),
+// retries it, and fails in one line naming the endpoint.
+TEST_F(S3Fault, AHungServerCostsEachSmallRequestItsTimeoutPerAttempt) {
+  ASSERT_TRUE(storage_->write_atomic("h/obj", "x"));
+  S3Config config = server_.config();
+  config.endpoint = proxy_->endpoint();
+  S3ClientOptions options = fast_options(3);
+  options.low_speed_time = 30s; // only the request timeout can end an attempt
+  options.request_timeout = 400ms;
+  auto made = S3Client::create(config, options);
+  ASSERT_TRUE(made) << made.error();
+  S3Client* client = made->get();
+  S3Storage storage(std::move(*made), S3Location{kS3TestBucket, "cache"});
+
+  const std::string prefix = "cannot reach S3 endpoint " + proxy_->endpoint() + ": Operation timed out after ";
+  const std::string suffix = " (after 3 attempts)";
+  auto check = [&](const char* what, const std::function<std::optional<std::string>()>& call) {
+    SCOPED_TRACE(what);
+    FaultCounts before = proxy_->counts();
+    proxy_->stall_responses(100);
+    auto started = std::chrono::steady_clock::now();
+    std::optional<std::string> error = call();
+    auto took = std::chrono::steady_clock::now() - started;
+    proxy_->clear();
+    ASSERT_TRUE(error.has_value());
+    EXPECT_EQ(error->rfind(prefix, 0), 0u) << *error;
+    ASSERT_GE(error->size(), suffix.size());
+    EXPECT_EQ(error->substr(error->size() - suffix.size()), suffix) << *error;
+    EXPECT_EQ(error->find('\n'), std::string::npos);
+    EXPECT_EQ(client->last_attempts(), 3);
+    FaultCounts seen = proxy_->counts() - before;
+    EXPECT_EQ(seen.requests, 3);
+    EXPECT_EQ(seen.stalled, 3);
+    // Each attempt waited its whole bound, and not much more: three times
+    // 400 ms and the backoffs (at most 20 ms each), with room for a loaded
+    // machine, far below one stall limit.
+    EXPECT_GE(took, 3 * 400ms - 30ms);
+    EXPECT_LT(took, 10s);
+  };
+  check("GET", [&]() -> std::optional<std::string> {
+    auto r = storage.read("h/obj", 100);
+    return r ? std::nullopt : std::optional<std::string>(r.error());
+  });
+  check("LIST", [&]() -> std::optional<std::string> {
+    auto r = storage.list("h");
+    return r ? std::nullopt : std::optional<std::string>(r.error());
+  });
+  check("HEAD", [&]() -> std::optional<std::string> {
+    auto r = storage.stat("h/obj");
+    return r ? std::nullopt : std::optional<std::string>(r.error());
+  });
+  check("PUT", [&]() -> std::optional<std::string> {
+    auto r = storage.write_atomic("h/obj", "y");
+    return r ? std::nullopt : std::optional<std::string>(r.error());
+  });
+  check("DELETE", [&]() -> std::optional<std::string> {
+    auto r = storage.remove("h/obj");
+    return r ? std::nullopt : std::optional<std::string>(r.error());
+  });
+  // The server answers again: the next requests go through at once (the
+  // stalled requests did reach s3rver, the DELETE last: no h/obj now).
+  ASSERT_TRUE(storage.write_atomic("h/again", "z"));
+  EXPECT_EQ(client->last_attempts(), 1);
+  auto read = storage.read("h/again", 100);
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(*read, "z");
+  EXPECT_EQ(client->last_attempts(), 1);
+}
+
+// The retry budget bounds the attempt too: a request timeout longer than
+// what is left of max_retry_time is cut to it, so a hung server costs the
+// budget, not the budget and one more request timeout.
+TEST_F(S3Fault, AHungRequestEndsWithinTheRetryBudget) {
+  S3Config config = server_.config();
+  config.endpoint = proxy_->endpoint();
+  S3ClientOptions options = fast_options(5);
+  options.low_speed_time = 30s;
+  options.request_timeout = 20s;
+  options.max_retry_time = 1s;
+  auto client = S3Client::create(config, options);
+  ASSERT_TRUE(client) << client.error();
+  proxy_->stall_responses(100);
+  auto started = std::chrono::steady_clock::now();
+  auto head = (*client)->head_object(kS3TestBucket, "cache/k");
+  auto took = std::chrono::steady_clock::now() - started;
+  proxy_->clear();
+  ASSERT_FALSE(head);
+  EXPECT_EQ(head.error().rfind("cannot reach S3 endpoint " + proxy_->endpoint() + ": Operation timed out after ", 0), 0u)
+      << head.error();
+  EXPECT_EQ((*client)->last_attempts(), 1); // no time left for a second
+  EXPECT_GE(took, 1s - 30ms);
+  EXPECT_LT(took, 5s); // far below the 20 s request timeout
+}
+
+// A file streamed either way is bounded by the stall limit only: with a
+// request timeout of 1 ms, which no request through the proxy meets, a
+// 3 MB upload and its download still go through, first time.
+TEST_F(S3Fault, FileTransfersAreNotBoundedByTheRequestTimeout) {
+  S3Config config = server_.config();
+  config.endpoint = proxy_->endpoint();
+  S3ClientOptions options = fast_options(1);
+  options.request_timeout = 1ms;
+  auto made = S3Client::create(config, options);
+  ASSERT_TRUE(made) << made.error();
+  S3Client* client = made->get();
+  S3Storage storage(std::move(*made), S3Location{kS3TestBucket, "cache"});
+  const std::string data = random_bytes(3 * 1024 * 1024 + 13, 6);
+  npc::test::write_text(dir() / "up.bin", data);
+  auto put = storage.put_file(dir() / "up.bin", "big/up.bin");
+  ASSERT_TRUE(put) << put.error();
+  EXPECT_EQ(client->last_attempts(), 1);
+  EXPECT_EQ(util::sha256_hex(object("cache/big/up.bin")), util::sha256_hex(data));
+  auto got = storage.get_file("big/up.bin", dir() / "down.bin");
+  ASSERT_TRUE(got) << got.error();
+  EXPECT_TRUE(*got);
+  EXPECT_EQ(client->last_attempts(), 1);
+  EXPECT_EQ(npc::test::file_sha256(dir() / "down.bin"), util::sha256_hex(data));
 }
 
 // The server goes away while a worker runs operations: the operation in

@@ -125,6 +125,11 @@ public:
   void mark_cached(std::size_t i);
   void mark_cached_failure(std::size_t i, const fs::path& log_path);
   void mark_locked_elsewhere(std::size_t i, double now);
+  // Its remote cache lock held by another node, as found when its graph was
+  // taken (launcher/remote_graphs.hpp): deferred and looked at in the remote
+  // as after a first look that found it so (Found::locked_remotely), so no
+  // worker starts only to meet the lock.
+  void mark_held_remotely(std::size_t i, double now);
   void mark_removed_elsewhere(std::size_t i);
 
   // The next item to start now, if any may start.

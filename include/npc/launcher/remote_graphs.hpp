@@ -19,8 +19,17 @@
 // graph of another bucket or prefix is refused by name, as a local path
 // outside the cache is.
 //
-// Requests: per graph, 1 LIST for a miss and 2 GETs for its graph and flags;
-// a done entry's result is downloaded (see RemoteCache::fetch_result). The
+// A graph whose lock object (model.hlo_module.pb.lock) the entry's LIST
+// shows is looked at once more: a GET of the lock's record. In force
+// (cache::RemoteLockRecord::in_force: unexpired, not of a dead process of
+// this host) means another node compiles it now: held_elsewhere() says so,
+// and the launcher waits for it in S3 (remote_look.hpp) rather than starting
+// a worker only to meet the lock. Its graph is still brought, pending, so
+// that it is compiled here if the lock expires.
+//
+// Requests: per graph, 1 LIST for a miss and 2 GETs for its graph and flags,
+// + 1 GET of the lock when there is a lock object; a done entry's result is
+// downloaded (see RemoteCache::fetch_result, which lists it again). The
 // graphs are shared out over the connections given, a thread each: with 8,
 // 1,000 graphs at 20 ms a request should take about 8 s (not measured), and
 // the NEFFs of a cache another node filled come down 8 at a time.
@@ -30,6 +39,8 @@
 #include <filesystem>
 #include <memory>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,6 +81,10 @@ public:
   // the mirror that S3 lacked, uploaded.
   [[nodiscard]] std::size_t results_downloaded() const { return results_downloaded_; }
   [[nodiscard]] std::size_t results_uploaded() const { return results_uploaded_; }
+  // Who holds the lock of the pending graph at `entry_dir` (its mirror
+  // entry), when another process held it, in force, as the graph was taken:
+  // its holder's description. Nothing for any other graph.
+  [[nodiscard]] std::optional<std::string> held_elsewhere(const fs::path& entry_dir) const;
   // One of the connections, for use once the graphs are taken (the pool's
   // looks at entries another node holds, remote_look.hpp): never while a
   // take_* call runs.
@@ -77,7 +92,11 @@ public:
 
 private:
   [[nodiscard]] Taken take_with(const cache::RemoteCache& remote, std::string_view url);
-  [[nodiscard]] fs::path bring(const cache::RemoteCache& remote, const cache::CacheKey& key, bool& absent);
+  // `names`: the LIST of the entry's folder in the remote.
+  [[nodiscard]] fs::path bring(const cache::RemoteCache& remote, const cache::CacheKey& key,
+                               const std::vector<std::string>& names, bool& absent);
+  // Notes the graph as held elsewhere when its lock is in force.
+  void note_if_held(const cache::RemoteCache& remote, const cache::CacheKey& key);
   // False when the mirror has no result for `key` either.
   [[nodiscard]] bool upload_mirror_result(const cache::RemoteCache& remote, const cache::CacheKey& key);
   // Calls work(remote, i) for each i in [0, count), over every connection.
@@ -88,6 +107,8 @@ private:
   std::string version_;
   std::atomic<std::size_t> results_downloaded_ = 0;
   std::atomic<std::size_t> results_uploaded_ = 0;
+  mutable std::mutex held_mutex_;            // guards held_ (written by the take_* threads)
+  std::map<std::string, std::string> held_; // entry folder -> holder
 };
 
 } // namespace npc::launcher

@@ -5,7 +5,9 @@
 // such a graph found its mirror entry pending and started a worker
 // (neuron_cc_wrapper compile-entry) only to learn again that the lock was
 // held, each start a process with its own LIST and GETs, about once a
-// second per held graph. The look is one LIST of the entry's folder, and:
+// second per held graph. A graph held already when the launcher took it
+// (remote_graphs.hpp saw the lock in force) is looked at this way from the
+// start, with no worker at all. The look is one LIST of the entry's folder, and:
 //
 //   model.done there     the result fetched into the mirror (1 LIST and the
 //                        GETs of cache::RemoteCache::fetch_result): done

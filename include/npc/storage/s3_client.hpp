@@ -26,8 +26,20 @@ struct S3ClientOptions {
   std::chrono::milliseconds connect_timeout{10000};
   // A transfer slower than low_speed_bytes per second for low_speed_time is
   // dead (a hung server, a broken route) and retried, rather than waited on.
+  // This bound alone lets a big transfer (a NEFF of hundreds of MB) take
+  // as long as it needs while bytes keep moving.
   long low_speed_bytes = 1024;
   std::chrono::seconds low_speed_time{30};
+  // A request whose bodies are held in memory (LIST, HEAD, DELETE, the GET
+  // and PUT of a lock, a record or a marker: all small by design, anything
+  // big is streamed from or to a file) is given up after this long, and
+  // retried as any transient failure, within max_retry_time. A healthy one
+  // takes tens of milliseconds (a LIST page of 1000 keys well under 1 s),
+  // so only a hung or trickling server meets it; without it, one such
+  // request could hold its caller (the launcher's loop looking at S3) for
+  // the whole low_speed_time, and a trickle above low_speed_bytes forever.
+  // The attempt is also cut at what is left of max_retry_time.
+  std::chrono::milliseconds request_timeout{10000};
   // Retries: the first try counts as one attempt; no new attempt starts
   // past max_retry_time from the first.
   int max_attempts = 5;
