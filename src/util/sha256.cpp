@@ -5,8 +5,18 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+// The compile entry starts once per graph of a training run, and a hit
+// hashes the graph. Through EVP, OpenSSL 3 first builds its table of every
+// algorithm name (EVP_MD_fetch fills it from all legacy ciphers, digests and
+// key types, whatever the init flags say), and the program must load
+// libcrypto.so, whose mapping and relocations cost more than the rest of a
+// hit. The low-level functions run the same code (the assembly that uses the
+// CPU's SHA extensions, chosen by OPENSSL_ia32cap as EVP's is), need no
+// start-up, and link from libcrypto.a alone (src/CMakeLists.txt). OpenSSL 3
+// deprecates them in favour of EVP; they are still OpenSSL's digests.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/md5.h>
+#include <openssl/sha.h>
 #include <stdexcept>
 #include <unistd.h>
 #include <vector>
@@ -16,32 +26,6 @@
 namespace npc::util {
 
 namespace {
-
-// The compile entry starts once per graph of a training run, and OpenSSL's
-// default start (reading openssl.cnf, registering every cipher and digest by
-// name) cost more than the rest of a cache hit. We only ever hash: start it
-// without the config file and the name tables, and fetch each digest once.
-// (Without the config no FIPS provider is loaded either, so MD5, which we use
-// only to name cache entries as torch-neuronx does, stays available.)
-const EVP_MD* fetch_method(const char* name) {
-  [[maybe_unused]] static const bool started = [] {
-    OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_ADD_ALL_CIPHERS |
-                            OPENSSL_INIT_NO_ADD_ALL_DIGESTS,
-                        nullptr);
-    return true;
-  }();
-  return static_cast<const EVP_MD*>(EVP_MD_fetch(nullptr, name, nullptr));
-}
-
-const EVP_MD* sha256_method() {
-  static const EVP_MD* method = fetch_method("SHA256");
-  return method;
-}
-
-const EVP_MD* md5_method() {
-  static const EVP_MD* method = fetch_method("MD5");
-  return method;
-}
 
 std::string to_hex(const unsigned char* digest, unsigned length) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -56,25 +40,21 @@ std::string to_hex(const unsigned char* digest, unsigned length) {
 
 } // namespace
 
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  const EVP_MD* method = sha256_method();
-  if (ctx_ == nullptr || method == nullptr || EVP_DigestInit_ex(ctx_, method, nullptr) != 1)
-    throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
+Sha256::Sha256() : ctx_(std::make_unique<SHA256state_st>()) {
+  if (SHA256_Init(ctx_.get()) != 1) throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+Sha256::~Sha256() = default;
 
 void Sha256::update(std::string_view data) {
-  if (EVP_DigestUpdate(ctx_, data.data(), data.size()) != 1)
+  if (SHA256_Update(ctx_.get(), data.data(), data.size()) != 1)
     throw std::runtime_error("OpenSSL SHA-256 update failed");
 }
 
 std::string Sha256::hex_digest() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_DigestFinal_ex(ctx_, digest, &length) != 1)
-    throw std::runtime_error("OpenSSL SHA-256 final failed");
-  return to_hex(digest, length);
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  if (SHA256_Final(digest, ctx_.get()) != 1) throw std::runtime_error("OpenSSL SHA-256 final failed");
+  return to_hex(digest, SHA256_DIGEST_LENGTH);
 }
 
 std::string sha256_hex(std::string_view data) {
@@ -84,12 +64,11 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string md5_hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  const EVP_MD* method = md5_method();
-  if (method == nullptr || EVP_Digest(data.data(), data.size(), digest, &length, method, nullptr) != 1)
+  unsigned char digest[MD5_DIGEST_LENGTH];
+  MD5_CTX ctx;
+  if (MD5_Init(&ctx) != 1 || MD5_Update(&ctx, data.data(), data.size()) != 1 || MD5_Final(digest, &ctx) != 1)
     throw std::runtime_error("OpenSSL could not compute an MD5 digest");
-  return to_hex(digest, length);
+  return to_hex(digest, MD5_DIGEST_LENGTH);
 }
 
 Result<FileDigest> sha256_fd(int fd, int copy_to, IoSide* failed_side) {

@@ -1,6 +1,7 @@
 #pragma once
-// SHA-256 through OpenSSL's EVP interface (uses the CPU's SHA extensions when
-// it has them), and MD5 for the one place a format we must match uses it.
+// SHA-256 through OpenSSL's SHA256_* functions (they use the CPU's SHA
+// extensions when it has them), and MD5 for the one place a format we must
+// match uses it.
 
 #include <filesystem>
 #include <memory>
@@ -9,7 +10,7 @@
 
 #include <npc/util/result.hpp>
 
-struct evp_md_ctx_st;
+struct SHA256state_st;
 
 namespace npc::util {
 
@@ -25,7 +26,7 @@ public:
   [[nodiscard]] std::string hex_digest();
 
 private:
-  evp_md_ctx_st* ctx_;
+  std::unique_ptr<SHA256state_st> ctx_; // OpenSSL's SHA256_CTX
 };
 
 [[nodiscard]] std::string sha256_hex(std::string_view data);
