@@ -44,13 +44,13 @@ bool download_entry(const RemoteCacheAdmin& remote, const CacheKey& key, const f
 
 } // namespace
 
-std::optional<fs::path> remote_target_graph(const RemoteCacheAdmin& remote, std::string_view target,
-                                            const fs::path& scratch) {
+std::optional<RemoteGraph> remote_target_graph(const RemoteCacheAdmin& remote, std::string_view target,
+                                               const fs::path& scratch) {
   auto key = named_key(remote, target);
   if (!key) return std::nullopt;
   fs::path dir = scratch / "target" / key->relative_path();
   if (!download_entry(remote, *key, dir)) return std::nullopt;
-  return dir / kGraphFile;
+  return RemoteGraph{dir / kGraphFile, remote.describe(*key) + "/" + std::string(kGraphFile)};
 }
 
 Result<Explanation> explain_remote_graph(const RemoteCacheAdmin& remote, const fs::path& graph,

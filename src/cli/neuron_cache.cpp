@@ -463,10 +463,11 @@ int cmd_explain_remote(const cache::RemoteCacheAdmin& remote, const cache::Cache
                        const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
   util::TempDir scratch(fs::temp_directory_path(), "npc-explain-");
   std::error_code ec;
+  std::optional<cache::RemoteGraph> in_remote;
   std::optional<fs::path> graph;
   if (fs::is_regular_file(target, ec)) graph = fs::path(target);
   else if (fs::is_regular_file(fs::path(target) / cache::kGraphFile, ec)) graph = fs::path(target) / cache::kGraphFile;
-  else graph = cache::remote_target_graph(remote, target, scratch.path());
+  else if ((in_remote = cache::remote_target_graph(remote, target, scratch.path()))) graph = in_remote->file;
   if (!graph)
     throw UsageError("explain: '" + target + "' is no graph file, entry directory, or entry of the cache " +
                      remote.describe() + " (give a model.hlo_module.pb, neuronxcc-<version>/MODULE_<hash>+<hash>, or " +
@@ -474,11 +475,7 @@ int cmd_explain_remote(const cache::RemoteCacheAdmin& remote, const cache::Cache
   cache::CurrentSettings current{current_compiler_version(mirror, compiler), settings.compiler_flags};
   auto x = cache::explain_remote_graph(remote, *graph, current, scratch.path() / "entries");
   if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
-  // A graph downloaded from the remote is named as users know it.
-  if (graph->string().starts_with(scratch.path().string())) {
-    auto key = cache::parse_key(fs::relative(graph->parent_path(), scratch.path() / "target").generic_string());
-    if (key) x->graph = remote.describe(*key) + "/" + std::string(cache::kGraphFile);
-  }
+  if (in_remote) x->graph = in_remote->url; // named as users know it, not by its download
   return print_explanation(*x, as_json);
 }
 

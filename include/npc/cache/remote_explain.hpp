@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <npc/cache/explain.hpp>
@@ -17,12 +18,18 @@ namespace npc::cache {
 
 namespace fs = std::filesystem;
 
+// A graph of the remote, downloaded.
+struct RemoteGraph {
+  fs::path file;   // the download
+  std::string url; // the graph as users name it: s3://bucket/prefix/neuronxcc-V/MODULE_.../model.hlo_module.pb
+};
+
 // The graph TARGET names in the remote, downloaded into `scratch`: an entry
 // key (neuronxcc-<v>/MODULE_<g>+<f>), or the URL of an entry or of its
 // graph. nullopt when TARGET names none of these or the remote has no such
 // graph; throws EnvironmentError when the remote cannot be read.
-[[nodiscard]] std::optional<fs::path> remote_target_graph(const RemoteCacheAdmin& remote, std::string_view target,
-                                                          const fs::path& scratch);
+[[nodiscard]] std::optional<RemoteGraph> remote_target_graph(const RemoteCacheAdmin& remote, std::string_view target,
+                                                             const fs::path& scratch);
 
 // As explain_graph over the remote's entries; each match's dir is its URL.
 // Throws EnvironmentError when the remote cannot be read.
