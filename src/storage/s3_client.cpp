@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <curl/curl.h>
+#include <spdlog/spdlog.h>
 
 #include <npc/storage/curl_library.hpp>
 #include <npc/storage/s3_url.hpp>
@@ -29,6 +30,14 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 constexpr std::uint64_t kMaxCopyResponse = 1024 * 1024;
 
 enum class SinkKind { memory, file, none };
+
+// IMDS hands out a fresh set of an instance role's keys 5 minutes before the
+// old ones expire: renewing within that window gets the new set.
+constexpr auto kRenewBefore = std::chrono::minutes(5);
+// After a failed renewal (IMDS unreachable a moment), the next try waits
+// this long: each costs up to a few seconds, and the old keys still work
+// until their expiry.
+constexpr auto kRenewalRetryAfter = std::chrono::seconds(30);
 enum class AttemptBound { whole_attempt, stall_only };
 
 // One request's moving parts, shared with the libcurl callbacks.
@@ -281,8 +290,10 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
 
   thread_local std::mt19937_64 rng{std::random_device{}()};
   const auto started = std::chrono::steady_clock::now();
+  bool renewed_after_refusal = false;
   for (int attempt = 1;; ++attempt) {
     last_attempts_ = attempt;
+    renew_credentials(false);
     // reset keeps the open connection, the DNS and TLS session caches.
     lib.easy_reset(curl);
     Transfer t;
@@ -353,7 +364,14 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
       response.headers = std::move(t.headers);
       bool ok = response.status >= 200 && response.status < 300;
       response.body = ok && t.sink == SinkKind::memory ? std::move(t.data) : std::move(t.error_body);
-      if (ok || !retryable_status(response.status, parse_s3_error(response.body).code)) return response;
+      const std::string error_code = ok ? std::string() : parse_s3_error(response.body).code;
+      // Keys that expired sooner than they said (or said nothing): fetched
+      // again once, and the request made again with them.
+      if (!ok && error_code == "ExpiredToken" && !renewed_after_refusal) {
+        renewed_after_refusal = true;
+        if (renew_credentials(true)) continue;
+      }
+      if (ok || !retryable_status(response.status, error_code)) return response;
       retry = true;
     } else if (t.too_large) {
       return fail(s3_target(request.bucket, request.key) + " is larger than " + std::to_string(request.max_bytes) +
@@ -381,6 +399,25 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     }
     std::this_thread::sleep_for(backoff);
   }
+}
+
+bool S3Client::renew_credentials(bool refused) {
+  if (!config_.renew_credentials) return false;
+  const auto& expires = config_.credentials.expires;
+  if (!refused && (!expires || std::chrono::system_clock::now() + kRenewBefore < *expires)) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (renewal_failed_at_ != std::chrono::steady_clock::time_point{} && now - renewal_failed_at_ < kRenewalRetryAfter)
+    return false;
+  auto fresh = config_.renew_credentials();
+  if (!fresh) {
+    renewal_failed_at_ = now;
+    spdlog::warn("cannot renew the S3 credentials: {}; going on with the current ones", fresh.error());
+    return false;
+  }
+  renewal_failed_at_ = {};
+  config_.credentials = std::move(*fresh);
+  spdlog::debug("renewed the S3 credentials (access key {})", config_.credentials.access_key_id);
+  return true;
 }
 
 namespace {

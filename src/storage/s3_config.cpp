@@ -1,6 +1,8 @@
 #include <npc/storage/s3_config.hpp>
 
 #include <algorithm>
+#include <ctime>
+#include <cstdio>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -169,6 +171,22 @@ Result<ImdsAnswer> imds_request(const std::string& url, const char* method, cons
 
 std::string first_line(const std::string& text) { return trim(text.substr(0, text.find('\n'))); }
 
+// IMDS's "Expiration", "2026-11-24T18:00:00Z" (UTC); nullopt for anything
+// else, and then the keys are renewed only when a request is refused.
+std::optional<std::chrono::system_clock::time_point> parse_expiration(const std::string& text) {
+  std::tm tm{};
+  char zone = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &zone) != 7 ||
+      zone != 'Z')
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const std::time_t seconds = ::timegm(&tm);
+  if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(seconds);
+}
+
 // The credentials of the instance's role, by IMDSv2: a session token first,
 // then the role's name, then its keys. No IMDSv1 fallback (plain GETs
 // without a token): an instance that refuses tokens has been set up to
@@ -202,7 +220,8 @@ Result<S3Credentials> instance_role_credentials(const std::string& endpoint) {
   std::string code = text("Code");
   if (!code.empty() && code != "Success")
     return fail("the keys of role '" + role + "' are not available (Code " + code + ")");
-  S3Credentials credentials{text("AccessKeyId"), text("SecretAccessKey"), text("Token")};
+  S3Credentials credentials{text("AccessKeyId"), text("SecretAccessKey"), text("Token"),
+                            parse_expiration(text("Expiration"))};
   if (credentials.access_key_id.empty() || credentials.secret_access_key.empty())
     return fail("GET " + roles_path + role + " gave no AccessKeyId and SecretAccessKey");
   return credentials;
@@ -215,15 +234,32 @@ bool is_true(std::string text) {
 
 // Instance-role credentials, or why there are none, as a phrase that names
 // where we looked.
-Result<S3Credentials> credentials_from_instance_metadata(const EnvLookup& env) {
+Result<S3Credentials> credentials_from_instance_metadata(const std::string& endpoint) {
+  auto credentials = instance_role_credentials(endpoint);
+  if (!credentials) return fail("instance metadata at " + endpoint + ": " + credentials.error());
+  return credentials;
+}
+
+// Where IMDS is, or why it is not asked.
+Result<std::string> instance_metadata_endpoint(const EnvLookup& env) {
   if (is_true(non_empty(env, "AWS_EC2_METADATA_DISABLED")))
     return fail("instance metadata not asked: AWS_EC2_METADATA_DISABLED=true");
   std::string endpoint = non_empty(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
   if (endpoint.empty()) endpoint = kImdsDefaultEndpoint;
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  auto credentials = instance_role_credentials(endpoint);
-  if (!credentials) return fail("instance metadata at " + endpoint + ": " + credentials.error());
-  return credentials;
+  return endpoint;
+}
+
+// The instance role's credentials, with how to fetch them again.
+Result<S3Config> instance_role_config(const EnvLookup& env) {
+  auto endpoint = instance_metadata_endpoint(env);
+  if (!endpoint) return fail(endpoint.error());
+  auto credentials = credentials_from_instance_metadata(*endpoint);
+  if (!credentials) return fail(credentials.error());
+  S3Config config;
+  config.credentials = std::move(*credentials);
+  config.renew_credentials = [endpoint = *endpoint] { return credentials_from_instance_metadata(endpoint); };
+  return config;
 }
 
 } // namespace
@@ -265,8 +301,8 @@ Result<S3Config> load_s3_config(const EnvLookup& env) {
     config.credentials = keys_of(credentials_section);
   } else if (has_keys(config_section)) {
     config.credentials = keys_of(config_section);
-  } else if (auto role = credentials_from_instance_metadata(env); role) {
-    config.credentials = std::move(*role);
+  } else if (auto role = instance_role_config(env); role) {
+    config = std::move(*role);
   } else {
     return fail("no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile '" +
                 profile + "' aws_access_key_id and aws_secret_access_key in " + where +

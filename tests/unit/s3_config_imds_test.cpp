@@ -6,6 +6,7 @@
 #include <npc/storage/s3_config.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -30,7 +31,7 @@ constexpr auto kHangLimit = 15s;
 constexpr const char* kRolePath = "/latest/meta-data/iam/security-credentials/";
 constexpr const char* kRoleKeys = R"({"Code":"Success","LastUpdated":"2024-05-01T12:00:00Z","Type":"AWS-HMAC",
 "AccessKeyId":"ASIAROLEKEY","SecretAccessKey":"role/secret+key","Token":"IQoJb3JpZ2luX2VjE//session==",
-"Expiration":"2024-05-01T18:00:00Z"})";
+"Expiration":"2099-05-01T18:00:00Z"})";
 
 class S3ConfigImds : public npc::test::TempDirTest {
 protected:
@@ -93,6 +94,102 @@ TEST_F(S3ConfigImds, TheRoleKeysSignRequestsWithTheSessionToken) {
   EXPECT_EQ(requests[0].headers.at("authorization").rfind("AWS4-HMAC-SHA256 Credential=ASIAROLEKEY/", 0), 0u)
       << requests[0].headers.at("authorization");
   EXPECT_NE(requests[0].headers.at("authorization").find("/eu-west-1/s3/aws4_request"), std::string::npos);
+}
+
+// An instance role's keys as IMDS gives them, expiring at `expires`.
+std::string role_keys(const std::string& key_id, std::chrono::system_clock::time_point expires) {
+  std::time_t t = std::chrono::system_clock::to_time_t(expires);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return std::string(R"({"Code":"Success","AccessKeyId":")") + key_id +
+         R"(","SecretAccessKey":"s","Token":"token-)" + key_id + R"(","Expiration":")" + when + R"("})";
+}
+
+std::string signed_by(const npc::test::RecordedRequest& request) {
+  const std::string& auth = request.headers.at("authorization");
+  auto start = auth.find("Credential=");
+  if (start == std::string::npos) return "<no credential>";
+  start += std::string("Credential=").size();
+  return auth.substr(start, auth.find('/', start) - start);
+}
+
+TEST_F(S3ConfigImds, KeysThatExpireWithinFiveMinutesAreRenewedBeforeARequest) {
+  const auto now = std::chrono::system_clock::now();
+  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", role_keys("OLDKEY", now + 2min)),
+                           http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", role_keys("NEWKEY", now + 6h))});
+  ScriptedHttpServer s3({http_response(200, "OK", "a"), http_response(200, "OK", "b")});
+  vars_ = {{"HOME", dir().string()},
+           {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+           {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  ASSERT_TRUE(config->credentials.expires.has_value());
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*config->credentials.expires),
+            std::chrono::system_clock::to_time_t(now + 2min));
+  auto client = S3Client::create(*config);
+  ASSERT_TRUE(client) << client.error();
+  for (int i = 0; i < 2; ++i) {
+    auto got = (*client)->get_object("bucket", "key", 100);
+    ASSERT_TRUE(got) << got.error();
+  }
+  // Renewed once, before the first request; the second finds them fresh.
+  EXPECT_EQ(imds.requests().size(), 6u);
+  auto requests = s3.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  for (const auto& r : requests) {
+    EXPECT_EQ(signed_by(r), "NEWKEY");
+    EXPECT_EQ(r.headers.at("x-amz-security-token"), "token-NEWKEY");
+  }
+}
+
+TEST_F(S3ConfigImds, ARequestRefusedForAnExpiredTokenIsMadeAgainWithRenewedKeys) {
+  const auto now = std::chrono::system_clock::now();
+  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", role_keys("OLDKEY", now + 6h)),
+                           http_response(200, "OK", "T"), http_response(200, "OK", "r"),
+                           http_response(200, "OK", role_keys("NEWKEY", now + 6h))});
+  const std::string expired = "<Error><Code>ExpiredToken</Code><Message>The provided token has expired."
+                              "</Message></Error>";
+  ScriptedHttpServer s3({http_response(400, "Bad Request", expired), http_response(200, "OK", "bytes")});
+  vars_ = {{"HOME", dir().string()},
+           {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+           {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  auto client = S3Client::create(*config);
+  ASSERT_TRUE(client) << client.error();
+  auto got = (*client)->get_object("bucket", "key", 100);
+  ASSERT_TRUE(got) << got.error();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, "bytes");
+  auto requests = s3.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(signed_by(requests[0]), "OLDKEY");
+  EXPECT_EQ(signed_by(requests[1]), "NEWKEY");
+  EXPECT_EQ(imds.requests().size(), 6u);
+}
+
+TEST_F(S3ConfigImds, KeysFromTheEnvironmentAreNeverRenewed) {
+  const std::string expired = "<Error><Code>ExpiredToken</Code><Message>expired</Message></Error>";
+  ScriptedHttpServer s3({http_response(400, "Bad Request", expired)});
+  vars_ = {{"HOME", dir().string()},
+           {"AWS_ACCESS_KEY_ID", "AK"},
+           {"AWS_SECRET_ACCESS_KEY", "SK"},
+           {"AWS_SESSION_TOKEN", "ST"},
+           {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
+  auto config = load_s3_config(env());
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_FALSE(config->renew_credentials);
+  auto client = S3Client::create(*config);
+  ASSERT_TRUE(client) << client.error();
+  auto got = (*client)->get_object("bucket", "key", 100);
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().find("400 ExpiredToken"), std::string::npos) << got.error();
+  EXPECT_EQ(s3.requests().size(), 1u);
 }
 
 TEST_F(S3ConfigImds, KeysFromTheEnvironmentOrProfileComeFirst) {

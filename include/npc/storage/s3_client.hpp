@@ -118,11 +118,17 @@ private:
   S3Client(S3Config config, S3ClientOptions options, void* curl);
   struct Response;
   Result<Response> perform(Request& request);
+  // Renews temporary credentials (S3Config::renew_credentials) when they
+  // expire within kRenewBefore, or at once with `refused` (a request the
+  // server refused for an expired token): true when they were renewed. A
+  // failed renewal keeps the old keys and is not tried again for a while.
+  bool renew_credentials(bool refused);
 
   S3Config config_;
   S3ClientOptions options_;
   void* curl_;
   int last_attempts_ = 0;
+  std::chrono::steady_clock::time_point renewal_failed_at_{};
 };
 
 } // namespace npc::storage
