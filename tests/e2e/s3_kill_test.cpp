@@ -347,7 +347,9 @@ protected:
   // lock not be taken over: it then fails (exit 3) in 20 s, not 6 hours.
   enum class DeadHolder { on_this_host, elsewhere_expired };
   void the_next_run_completes_the_entry(pid_t killed, DeadHolder dead) {
-    if (dead == DeadHolder::elsewhere_expired) ASSERT_NO_FATAL_FAILURE(make_the_lock_another_hosts());
+    if (dead == DeadHolder::elsewhere_expired) {
+      ASSERT_NO_FATAL_FAILURE(make_the_lock_another_hosts());
+    }
     auto next = run_tool("neuron_cc_wrapper",
                          {"compile", "--graph", graph_path().string(), "--output", (dir() / "next.neff").string(),
                           "--lock-timeout", "20"},
