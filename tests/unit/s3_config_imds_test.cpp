@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <map>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,24 @@ protected:
            "aws_access_key_id and aws_secret_access_key in '" +
            dir().string() + "/.aws/credentials' or '" + dir().string() +
            "/.aws/config', or run on an EC2 instance with a role (";
+  }
+  // A client of `s3` signing with the role's keys from `imds`, as
+  // load_s3_config finds them; nullptr (a failure added) when it cannot.
+  std::unique_ptr<S3Client> role_client(const ScriptedHttpServer& imds, const ScriptedHttpServer& s3) {
+    vars_ = {{"HOME", dir().string()},
+             {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
+             {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
+    auto config = load_s3_config(env());
+    if (!config) {
+      ADD_FAILURE() << config.error();
+      return nullptr;
+    }
+    auto client = S3Client::create(*config);
+    if (!client) {
+      ADD_FAILURE() << client.error();
+      return nullptr;
+    }
+    return std::move(*client);
   }
   npc::test::FakeEnv vars_;
 };
@@ -155,14 +174,9 @@ TEST_F(S3ConfigImds, ARequestRefusedForAnExpiredTokenIsMadeAgainWithRenewedKeys)
   const std::string expired = "<Error><Code>ExpiredToken</Code><Message>The provided token has expired."
                               "</Message></Error>";
   ScriptedHttpServer s3({http_response(400, "Bad Request", expired), http_response(200, "OK", "bytes")});
-  vars_ = {{"HOME", dir().string()},
-           {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
-           {"AWS_ENDPOINT_URL_S3", s3.endpoint()}};
-  auto config = load_s3_config(env());
-  ASSERT_TRUE(config) << config.error();
-  auto client = S3Client::create(*config);
-  ASSERT_TRUE(client) << client.error();
-  auto got = (*client)->get_object("bucket", "key", 100);
+  auto client = role_client(imds, s3);
+  ASSERT_TRUE(client);
+  auto got = client->get_object("bucket", "key", 100);
   ASSERT_TRUE(got) << got.error();
   ASSERT_TRUE(got->has_value());
   EXPECT_EQ(**got, "bytes");
