@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <map>
+#include <vector>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -134,12 +135,22 @@ std::string signed_by(const npc::test::RecordedRequest& request) {
   return auth.substr(start, auth.find('/', start) - start);
 }
 
+// IMDS answering twice (token, role, keys): OLDKEY expiring at `first`,
+// then NEWKEY at `second`.
+std::vector<npc::test::ScriptedResponse> renewing_imds(std::chrono::system_clock::time_point first,
+                                                       std::chrono::system_clock::time_point second) {
+  std::vector<npc::test::ScriptedResponse> script;
+  for (const auto& [key_id, expires] : {std::pair{"OLDKEY", first}, std::pair{"NEWKEY", second}}) {
+    script.push_back(http_response(200, "OK", "T"));
+    script.push_back(http_response(200, "OK", "r"));
+    script.push_back(http_response(200, "OK", role_keys(key_id, expires)));
+  }
+  return script;
+}
+
 TEST_F(S3ConfigImds, KeysThatExpireWithinFiveMinutesAreRenewedBeforeARequest) {
   const auto now = std::chrono::system_clock::now();
-  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
-                           http_response(200, "OK", role_keys("OLDKEY", now + 2min)),
-                           http_response(200, "OK", "T"), http_response(200, "OK", "r"),
-                           http_response(200, "OK", role_keys("NEWKEY", now + 6h))});
+  ScriptedHttpServer imds(renewing_imds(now + 2min, now + 6h));
   ScriptedHttpServer s3({http_response(200, "OK", "a"), http_response(200, "OK", "b")});
   vars_ = {{"HOME", dir().string()},
            {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()},
@@ -167,10 +178,7 @@ TEST_F(S3ConfigImds, KeysThatExpireWithinFiveMinutesAreRenewedBeforeARequest) {
 
 TEST_F(S3ConfigImds, ARequestRefusedForAnExpiredTokenIsMadeAgainWithRenewedKeys) {
   const auto now = std::chrono::system_clock::now();
-  ScriptedHttpServer imds({http_response(200, "OK", "T"), http_response(200, "OK", "r"),
-                           http_response(200, "OK", role_keys("OLDKEY", now + 6h)),
-                           http_response(200, "OK", "T"), http_response(200, "OK", "r"),
-                           http_response(200, "OK", role_keys("NEWKEY", now + 6h))});
+  ScriptedHttpServer imds(renewing_imds(now + 6h, now + 6h));
   const std::string expired = "<Error><Code>ExpiredToken</Code><Message>The provided token has expired."
                               "</Message></Error>";
   ScriptedHttpServer s3({http_response(400, "Bad Request", expired), http_response(200, "OK", "bytes")});
