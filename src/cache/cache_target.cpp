@@ -16,6 +16,13 @@ std::vector<EntryInfo> CacheTarget::list_version(const std::string& compiler_ver
   return remote_ ? remote_->list_version(compiler_version) : local_->list_version(compiler_version);
 }
 
+CacheCensus CacheTarget::census() const {
+  if (!remote_) return local_->census();
+  CacheCensus census;
+  for (const auto& e : remote_->list()) census.count(e.state, e.bytes, e.last_used);
+  return census;
+}
+
 bool CacheTarget::clear_result(const EntryInfo& entry) const {
   if (remote_) return remote_->clear_result(entry);
   auto lock = local_->entry(entry.dir).try_lock();

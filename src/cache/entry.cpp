@@ -21,11 +21,6 @@ namespace npc::cache {
 
 namespace {
 
-util::WallTime to_wall_time(const struct timespec& ts) {
-  using namespace std::chrono;
-  return util::WallTime(duration_cast<util::WallTime::duration>(seconds(ts.tv_sec) + nanoseconds(ts.tv_nsec)));
-}
-
 bool is_regular(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -130,7 +125,8 @@ Result<EntryInfo> Entry::inspect() const {
   util::UniqueFd dir_fd(dfd);
   struct stat dir_stat {};
   if (::fstat(dfd, &dir_stat) != 0) return fail(util::errno_text("cannot stat", dir_, errno));
-  info.last_used = to_wall_time(dir_stat.st_mtim);
+  info.last_used = util::wall_time(dir_stat.st_mtim);
+  info.dir_stamp = dir_stamp_of(dir_stat);
 
   DIR* d = ::fdopendir(::dup(dfd));
   if (d == nullptr) return fail(util::errno_text("cannot read cache entry", dir_, errno));
@@ -146,10 +142,11 @@ Result<EntryInfo> Entry::inspect() const {
       info.graph_bytes = static_cast<std::uint64_t>(st.st_size);
     } else if (name == kNeffFile) {
       info.has_neff = S_ISREG(st.st_mode);
+      if (info.has_neff) info.neff_bytes = static_cast<std::uint64_t>(st.st_size);
       // The framework loads NEFFs without telling us; its reads move the
       // NEFF's atime (relatime: at least once a day), so last use is the
       // later of that and the mark we set on our hits.
-      if (info.has_neff) info.last_used = std::max(info.last_used, to_wall_time(st.st_atim));
+      if (info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
     }
     else if (name == kDoneFile) info.has_done = true;
     else if (name == kLogFile) info.has_log = true;
@@ -169,14 +166,23 @@ Result<EntryInfo> Entry::inspect() const {
   bool done = info.has_done && info.has_neff;
   bool locked = !done && (info.framework_lock.blocks() ||
                           (info.has_lock_file && util::probe_lock(lock_path()) == util::LockState::held));
-  if (done) info.state = EntryState::done;
-  else if (locked) info.state = EntryState::locked;
-  else if (info.has_log) info.state = EntryState::failed;
+  info.state = state_from_files(info, locked);
+  return info;
+}
+
+DirStamp dir_stamp_of(const struct stat& st) {
+  return {static_cast<std::uint64_t>(st.st_ino),
+          static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
+EntryState state_from_files(const EntryInfo& entry, bool locked) {
+  if (entry.has_done && entry.has_neff) return EntryState::done;
+  if (locked) return EntryState::locked;
+  if (entry.has_log) return EntryState::failed;
   // A graph without its flags was left by a writer that died: not yet
   // compilable; the next extraction or compile of the graph completes it.
-  else if (info.has_graph && info.has_flags) info.state = EntryState::pending;
-  else info.state = EntryState::incomplete;
-  return info;
+  if (entry.has_graph && entry.has_flags) return EntryState::pending;
+  return EntryState::incomplete;
 }
 
 bool Entry::looks_done_at(const fs::path& entry_dir) {

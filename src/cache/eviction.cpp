@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/summary.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 
@@ -111,7 +112,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
     util::parallel_ranges(victims.size(), 256, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         // Look again: it may have been used or locked since the listing.
-        auto fresh = cache.entry(victims[i]->dir).inspect();
+        auto fresh = look_again(cache.entry(victims[i]->dir), *victims[i], cache.summary_settle_time());
         if (!fresh || fresh->state == EntryState::absent) continue;
         if (is_pending(*fresh)) { // its result was dropped since (clear-neffs, a demote)
           fates[i] = Fate::kept_pending;

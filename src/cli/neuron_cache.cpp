@@ -65,21 +65,18 @@ int cmd_ls(const CacheTarget& cache, bool as_json) {
 }
 
 int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, bool as_json) {
-  auto entries = cache.list();
-  std::map<std::string, std::size_t> by_state = {
-      {"pending", 0}, {"locked", 0}, {"done", 0}, {"failed", 0}, {"incomplete", 0}};
-  std::uint64_t total = 0;
-  std::optional<util::WallTime> oldest, newest;
-  for (const auto& e : entries) {
-    ++by_state[std::string(cache::to_string(e.state))];
-    total += e.bytes;
-    if (!oldest || e.last_used < *oldest) oldest = e.last_used;
-    if (!newest || e.last_used > *newest) newest = e.last_used;
-  }
+  cache::CacheCensus census = cache.census();
+  std::map<std::string, std::size_t> by_state;
+  for (auto state : {cache::EntryState::pending, cache::EntryState::locked, cache::EntryState::done,
+                     cache::EntryState::failed, cache::EntryState::incomplete})
+    by_state[std::string(cache::to_string(state))] = census.in_state(state);
+  std::uint64_t total = census.bytes;
+  const auto& oldest = census.oldest_use;
+  const auto& newest = census.newest_use;
   double ttl_days = settings.cache_ttl_days.value_or(config::kDefaultCacheTtlDays);
   if (as_json) {
     json doc = {{"cache_root", cache.root()},
-                {"entries", entries.size()},
+                {"entries", census.entries},
                 {"states", by_state},
                 {"bytes", total},
                 {"limit_bytes", settings.size_limit()},
@@ -91,7 +88,7 @@ int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, b
   }
   util::Table table({"FIELD", "VALUE"});
   table.add({"cache root", cache.root()});
-  table.add({"entries", std::to_string(entries.size())});
+  table.add({"entries", std::to_string(census.entries)});
   for (const auto& [state, count] : by_state) table.add({"  " + state, std::to_string(count)});
   table.add({"total size", util::format_bytes(total) + " (" + std::to_string(total) + " bytes)"});
   table.add({"size limit", util::format_bytes(settings.size_limit()) + " (" +

@@ -29,6 +29,7 @@ public:
 
   [[nodiscard]] std::vector<EntryInfo> list() const;
   [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
+  [[nodiscard]] CacheCensus census() const;
   // The entries a user named: "neuronxcc-V/MODULE_g+f", an entry path, or
   // "MODULE_g+f" alone (every compiler version that has it). Throws
   // UsageError for a name that is no key.

@@ -51,12 +51,22 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/result.hpp>
 
+struct stat; // <sys/stat.h>
+
 namespace npc::cache {
 
 class Cache;
 
 enum class EntryState { absent, incomplete, pending, locked, done, failed };
 [[nodiscard]] std::string_view to_string(EntryState state);
+
+// One state of a directory: its inode and its ctime (summary.hpp).
+struct DirStamp {
+  std::uint64_t inode = 0;
+  std::int64_t ctime_ns = 0;
+  bool operator==(const DirStamp&) const = default;
+};
+[[nodiscard]] DirStamp dir_stamp_of(const struct stat& st);
 
 struct EntryInfo {
   CacheKey key;
@@ -73,8 +83,13 @@ struct EntryInfo {
   bool has_lock_file = false;      // npc-compile.lock
   FrameworkLockFacts framework_lock; // model.hlo_module.pb.lock
   std::uint64_t graph_bytes = 0;
+  std::uint64_t neff_bytes = 0;
   std::vector<std::string> temp_files; // names of our temp files in the entry
+  DirStamp dir_stamp;                  // the directory when it was read
 };
+
+// The state the files make, for an entry whose lock (if any) is `locked`.
+[[nodiscard]] EntryState state_from_files(const EntryInfo& entry, bool locked);
 
 // How a NEFF read compared with its integrity record.
 enum class Integrity { ok, mismatch, unverified /* no record: written by another tool */ };

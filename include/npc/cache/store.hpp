@@ -3,6 +3,7 @@
 // mode, the listing of its entries, and the trash that removals go through.
 // One entry's files, states and publish sequence are entry.hpp's.
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -13,12 +14,26 @@
 #include <npc/cache/entry.hpp>
 #include <npc/cache/entry_lock.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/summary.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
 
 namespace npc::cache {
+
+// How many entries are in each state, their size and the span of their
+// uses: what `neuron_cache stats` shows, counted without an EntryInfo per
+// entry.
+struct CacheCensus {
+  std::size_t entries = 0;
+  std::array<std::size_t, 6> by_state{}; // indexed by EntryState
+  std::uint64_t bytes = 0;
+  std::optional<util::WallTime> oldest_use, newest_use;
+
+  void count(EntryState state, std::uint64_t entry_bytes, util::WallTime last_used);
+  [[nodiscard]] std::size_t in_state(EntryState state) const { return by_state[static_cast<std::size_t>(state)]; }
+};
 
 class Cache {
 public:
@@ -47,10 +62,18 @@ public:
   void set_stale_lock_age(std::chrono::seconds age) { stale_lock_age_ = age; }
   [[nodiscard]] std::chrono::seconds stale_lock_age() const { return stale_lock_age_; }
 
+  // A listing records the entries it found settled in a summary per
+  // compiler version (summary.hpp); this says how long an entry must have
+  // been left alone first (tests shorten it).
+  void set_summary_settle_time(std::chrono::nanoseconds time) { summary_settle_time_ = time; }
+  [[nodiscard]] std::chrono::nanoseconds summary_settle_time() const { return summary_settle_time_; }
+
   // Every entry of every compiler version, in no particular order.
   [[nodiscard]] std::vector<EntryInfo> list() const;
   // Every entry of one compiler version.
   [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
+  // What list() would find, counted.
+  [[nodiscard]] CacheCensus census() const;
 
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
@@ -61,6 +84,7 @@ private:
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(kDefaultStaleLockAge);
+  std::chrono::nanoseconds summary_settle_time_ = kSummarySettleTime;
 };
 
 // The tool name written into lock records by this process.

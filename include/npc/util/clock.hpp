@@ -3,11 +3,18 @@
 // progress display can be tested with a fake clock.
 
 #include <chrono>
+#include <ctime>
 
 namespace npc::util {
 
 using WallTime = std::chrono::system_clock::time_point;
 using Duration = std::chrono::steady_clock::duration;
+
+// A file time from stat(2).
+[[nodiscard]] inline WallTime wall_time(const struct timespec& ts) {
+  using namespace std::chrono;
+  return WallTime(duration_cast<WallTime::duration>(seconds(ts.tv_sec) + nanoseconds(ts.tv_nsec)));
+}
 
 class Clock {
 public:
