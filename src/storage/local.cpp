@@ -175,18 +175,26 @@ Status LocalStorage::remove(std::string_view key) {
 
 Result<bool> LocalStorage::remove_tree(std::string_view dir) {
   fs::path p = path(dir);
-  if (!exists_no_follow(p)) return false;
-  if (auto s = util::ensure_dir(trash_); s) {
-    fs::path target = trash_ / (p.filename().string() + "." + util::unique_suffix());
-    if (::rename(p.c_str(), target.c_str()) == 0) {
-      // Gone for readers; deleting the files is cleanup (Cache::empty_trash
-      // finishes what an interrupted removal leaves).
-      if (auto s = util::remove_tree(target); !s) spdlog::warn("{}", s.error());
-      return true;
-    }
-    if (errno == ENOENT) return false; // removed by another process meanwhile
-    if (errno != EXDEV) return fail(util::errno_text("cannot remove", p, errno));
+  fs::path target = trash_ / (p.filename().string() + "." + util::unique_suffix());
+  auto move_to_trash = [&] { return ::rename(p.c_str(), target.c_str()) == 0 ? 0 : errno; };
+  // The trash is made by the first removal that finds it missing, not
+  // checked before each: eviction removes thousands of entries.
+  bool have_trash = true;
+  int err = move_to_trash();
+  if (err == ENOENT) {
+    if (!exists_no_follow(p)) return false; // removed by another process meanwhile
+    have_trash = static_cast<bool>(util::ensure_dir(trash_));
+    if (have_trash) err = move_to_trash();
   }
+  if (have_trash && err == 0) {
+    // Gone for readers; deleting the files is cleanup (Cache::empty_trash
+    // finishes what an interrupted removal leaves).
+    if (auto s = util::remove_tree(target); !s) spdlog::warn("{}", s.error());
+    return true;
+  }
+  if (have_trash && err == ENOENT) return false;
+  if (have_trash && err != EXDEV) return fail(util::errno_text("cannot remove", p, err));
+  // No trash on this file system: deleted in place.
   if (auto s = util::remove_tree(p); !s) return fail(s.error());
   return true;
 }

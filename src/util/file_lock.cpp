@@ -1,8 +1,11 @@
 #include <npc/util/file_lock.hpp>
 
+#include <mutex>
+
 #include <cerrno>
 #include <ctime>
 #include <fcntl.h>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <sys/file.h>
@@ -153,7 +156,19 @@ LockHolder LockHolder::self(const std::string& tool) {
   me.pid = ::getpid();
   me.host = this_host();
   me.boot_id = this_boot_id();
-  me.process_start = process_start_ticks(me.pid).value_or(0);
+  // Read once per process (after a fork, once again): eviction takes a
+  // lock for each of thousands of entries, and our start never changes.
+  static std::mutex mutex;
+  static pid_t read_for = 0;
+  static std::uint64_t ticks = 0;
+  {
+    std::lock_guard guard(mutex);
+    if (read_for != me.pid) {
+      ticks = process_start_ticks(me.pid).value_or(0);
+      read_for = me.pid;
+    }
+    me.process_start = ticks;
+  }
   me.start_unix = static_cast<std::int64_t>(std::time(nullptr));
   me.tool = tool;
   return me;

@@ -38,6 +38,10 @@ Result<std::string> read_file(const fs::path& path) {
 
 Result<std::string> read_fd(int fd, std::uint64_t max_bytes) {
   std::string data;
+  // Sized once for a regular file: a cache summary of 100,000 entries is
+  // 8 MB, and growing a string by doubling touches twice the pages.
+  if (struct stat st {}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
+    data.reserve(static_cast<std::size_t>(st.st_size));
   char buffer[1 << 16];
   off_t offset = 0;
   for (;;) {
@@ -180,13 +184,60 @@ Result<std::vector<std::string>> list_names(const fs::path& dir) {
   return names;
 }
 
-Status remove_tree(const fs::path& path) {
-  std::error_code ec;
-  fs::remove_all(path, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return fail("cannot remove " + path.string() + ": " + ec.message());
+namespace {
+
+// Removes `name` in `parent_fd` and, for a directory, everything in it; a
+// symlink goes as itself. What the directory listing says of each name
+// (d_type) saves a stat per file: eviction removes thousands of entries of
+// five files each, and std::filesystem::remove_all stats every one.
+Status remove_at(int parent_fd, const char* name, const fs::path& shown) {
+  int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return ok_status();
+    if (errno != ENOTDIR && errno != ELOOP) return fail(errno_text("cannot open", shown, errno));
+    // A file, or a symlink (to a directory too): removed as itself.
+    if (::unlinkat(parent_fd, name, 0) == 0 || errno == ENOENT) return ok_status();
+    return fail(errno_text("cannot remove", shown, errno));
+  }
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return fail(errno_text("cannot read the directory", shown, err));
+  }
+  Status result = ok_status();
+  for (;;) {
+    errno = 0;
+    struct dirent* e = ::readdir(d);
+    if (e == nullptr) {
+      if (errno != 0) result = fail(errno_text("cannot read the directory", shown, errno));
+      break;
+    }
+    std::string_view child = e->d_name;
+    if (child == "." || child == "..") continue;
+    Status s = ok_status();
+    if (e->d_type == DT_DIR) s = remove_at(fd, e->d_name, shown / child);
+    else if (::unlinkat(fd, e->d_name, 0) != 0 && errno != ENOENT) {
+      // DT_UNKNOWN on some file systems: a directory says so now (EISDIR,
+      // or POSIX's EPERM).
+      s = errno == EISDIR || errno == EPERM ? remove_at(fd, e->d_name, shown / child)
+                                            : fail(errno_text("cannot remove", shown / child, errno));
+    }
+    if (!s) {
+      result = s;
+      break;
+    }
+  }
+  ::closedir(d);
+  if (!result) return result;
+  if (::unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+    return fail(errno_text("cannot remove", shown, errno));
   return ok_status();
 }
+
+} // namespace
+
+Status remove_tree(const fs::path& path) { return remove_at(AT_FDCWD, path.c_str(), path); }
 
 Result<FileTime> mtime(const fs::path& path) {
   struct stat st {};
