@@ -50,9 +50,9 @@ struct SpawnOptions {
   bool stdin_from_null = true;
   bool own_process_group = true;
   // The child is SIGKILLed by the kernel when the thread that spawned it
-  // ends, even if we die by SIGKILL ourselves (PR_SET_PDEATHSIG). Costs a
-  // fork instead of posix_spawn's vfork, so only for children that must not
-  // outlive us, like a compiler whose result nobody would publish.
+  // ends, even if we die by SIGKILL ourselves (PR_SET_PDEATHSIG). Started
+  // with a vfork of our own, as cheap as posix_spawn's; for children that
+  // must not outlive us, like a compiler whose result nobody would publish.
   bool die_with_parent = false;
 };
 
