@@ -703,8 +703,10 @@ int cmd_key(const std::vector<std::string>& words) {
 int neuron_cc_wrapper_main(int argc, char** argv) {
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
-    // Only a lone option can ask for the script: no App is built per compile.
-    if (argc == 2) util::print_bash_completion_if_asked(*completion_command_line(), argc, argv);
+    // Only `--print-bash-completion` alone asks for the script: the App is
+    // built for it alone, not for every compile or --version.
+    if (argc == 2 && argv[1] == util::kPrintBashCompletion)
+      util::print_bash_completion_if_asked(*completion_command_line(), argc, argv);
     std::vector<std::string> words(argv + 1, argv + argc);
     if (words.empty()) throw UsageError("a command is required: compile, compile-entry or key (see --help)");
     std::string command = words.front();
