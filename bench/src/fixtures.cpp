@@ -142,6 +142,11 @@ std::uint64_t write_bulk_entries(const fs::path& cache_dir, const BulkSpec& spec
     struct timespec times[2];
     times[0].tv_sec = times[1].tv_sec = last_use;
     times[0].tv_nsec = times[1].tv_nsec = 0;
+    // Last use is the later of the directory's mtime and the NEFF's atime
+    // (the framework's reads): both are set, the NEFF first (setting it
+    // does not touch the directory).
+    if (spec.done && ::utimensat(AT_FDCWD, (dir / "model.neff").c_str(), times, 0) != 0)
+      throw std::runtime_error("cannot set the times of " + (dir / "model.neff").string() + ": " + std::strerror(errno));
     if (::utimensat(AT_FDCWD, dir.c_str(), times, 0) != 0)
       throw std::runtime_error("cannot set the mtime of " + dir.string() + ": " + std::strerror(errno));
   }
