@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/storage/local.hpp>
+#include <npc/util/fs.hpp>
 #include <test_support.hpp>
 
 namespace npc::storage {
@@ -170,6 +171,51 @@ TEST_F(LocalStorageTest, RemoveTreeGoesThroughTheTrashAndLeavesNothing) {
   EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
   ASSERT_TRUE(fs::is_directory(trash()));
   EXPECT_TRUE(fs::is_empty(trash()));
+}
+
+TEST_F(LocalStorageTest, RemoveTreeRemovesNestedFoldersAndNeverFollowsALink) {
+  // Outside the tree: a folder and a file that links in the tree name.
+  fs::create_directories(dir() / "outside" / "deep");
+  test::write_text(dir() / "outside" / "deep" / "keep", "x");
+  test::write_text(dir() / "outside-file", "y");
+  fs::path tree = dir() / "tree";
+  fs::create_directories(tree / "a" / "b" / "c");
+  test::write_text(tree / "a" / "b" / "c" / "f", "1");
+  test::write_text(tree / "a" / "g", "2");
+  fs::create_directory_symlink(dir() / "outside", tree / "a" / "to-dir");
+  fs::create_symlink(dir() / "outside-file", tree / "to-file");
+  ASSERT_TRUE(util::remove_tree(tree).ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(tree)));
+  EXPECT_EQ(test::read_text(dir() / "outside" / "deep" / "keep"), "x");
+  EXPECT_EQ(test::read_text(dir() / "outside-file"), "y");
+  // A link given as the path goes as itself; a file too; a missing path is fine.
+  fs::create_directory_symlink(dir() / "outside", dir() / "link");
+  ASSERT_TRUE(util::remove_tree(dir() / "link").ok());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(dir() / "link")));
+  EXPECT_TRUE(fs::exists(dir() / "outside" / "deep" / "keep"));
+  ASSERT_TRUE(util::remove_tree(dir() / "outside-file").ok());
+  EXPECT_FALSE(fs::exists(dir() / "outside-file"));
+  EXPECT_TRUE(util::remove_tree(dir() / "missing").ok());
+}
+
+TEST_F(LocalStorageTest, RemoveTreeMakesTheTrashWhenItIsMissing) {
+  auto s = storage();
+  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.neff", "x"));
+  ASSERT_FALSE(fs::exists(trash()));
+  auto removed = s.remove_tree("v/MODULE_a+b");
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
+  EXPECT_TRUE(fs::is_directory(trash()));
+  EXPECT_TRUE(fs::is_empty(trash()));
+  // Gone already: nothing removed, no error, with the trash there or not.
+  removed = s.remove_tree("v/MODULE_a+b");
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_FALSE(*removed);
+  fs::remove(trash());
+  removed = s.remove_tree("v/MODULE_a+b");
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_FALSE(*removed);
 }
 
 TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFails) {
