@@ -545,7 +545,20 @@ int cmd_compile(const std::vector<std::string>& words) {
   graph = std::string(); // not needed while the compiler runs
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
-                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir};
+                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}};
+  auto deliver = [&](const cache::Entry& done) {
+    auto integrity = deliver_neff(done, command.output);
+    if (!integrity || *integrity == cache::Integrity::mismatch)
+      throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " + command.output.string() +
+                             (integrity ? "" : ": " + integrity.error()));
+  };
+  // Copied under the entry's lock: once it is released, an eviction with a
+  // small limit may remove the entry before we read it.
+  bool delivered = false;
+  options.while_done_and_locked = [&](const cache::Entry& done) {
+    deliver(done);
+    delivered = true;
+  };
   auto result = remote ? compile::compile_remote_entry(*remote, key, options)
                       : compile::compile_entry(cache, entry_dir, options);
   switch (result.outcome) {
@@ -560,10 +573,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::already_done:
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
-  auto integrity = deliver_neff(entry, command.output);
-  if (!integrity || *integrity == cache::Integrity::mismatch)
-    throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " +
-                           command.output.string() + (integrity ? "" : ": " + integrity.error()));
+  if (!delivered) deliver(entry); // a result another node put in S3 meanwhile
   std::ignore = entry.touch();
   std::ostream& messages = message_stream(command.output);
   if (result.outcome == compile::EntryOutcome::compiled) {
@@ -621,7 +631,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   }
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
-                                       settings.cache.compile_workdir, settings.cache.dump_dir};
+                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;

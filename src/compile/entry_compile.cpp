@@ -187,6 +187,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (info->state == cache::EntryState::done) {
     auto integrity = entry.verify_neff();
     if (integrity && *integrity != cache::Integrity::mismatch) {
+      if (options.while_done_and_locked) options.while_done_and_locked(entry);
       result.outcome = EntryOutcome::already_done;
       return result;
     }
@@ -271,6 +272,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
       if (auto fault = find_space_fault(space_places, s.error())) return left_pending_for_space(*fault);
       throw EnvironmentError(s.error() + damaged_entry_hint(entry_dir));
     }
+    if (options.while_done_and_locked) options.while_done_and_locked(entry);
     result.outcome = EntryOutcome::compiled;
     result.run = std::move(run);
     return result;

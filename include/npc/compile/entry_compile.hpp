@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,10 @@ struct EntryCompileOptions {
   // NEURON_CC_FLAGS --dump=DIR: keep each compile's working directory (the
   // compiler's artifacts and log) as DIR/<MODULE_...>/.
   std::optional<fs::path> dump_dir;
+  // Run with the entry's lock still held once it is done (compiled now, or
+  // found done): what must read the result before an eviction may remove
+  // it, like the wrapper's copy to --output. It throws to fail the compile.
+  std::function<void(const cache::Entry&)> while_done_and_locked;
 };
 
 enum class EntryOutcome {
