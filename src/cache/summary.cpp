@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/leftover_temps.hpp>
 #include <npc/util/fs.hpp>
 
 namespace npc::cache {
@@ -190,7 +191,7 @@ std::vector<const SettledEntry*> VersionSummary::match(const std::vector<std::st
 }
 
 SummaryDraft::SummaryDraft(fs::path file, std::chrono::nanoseconds settle_time)
-    : file_(file, 0644), settle_time_(settle_time) {
+    : file_(file, 0644), dir_(file.parent_path()), settle_time_(settle_time) {
   if (!util::ensure_dir(file.parent_path()) || !file_.open()) return;
   struct stat st {};
   if (::fstat(file_.fd(), &st) != 0) return;
@@ -225,7 +226,13 @@ void SummaryDraft::commit() {
   open_ = false;
   std::string header = std::string(kMagic) + " " + std::to_string(kFormat) + " " + std::to_string(count_) + "\n";
   if (!file_.write(header) || !file_.write(text_)) return;
-  std::ignore = file_.commit();
+  if (!file_.commit()) return;
+  // A listing killed by SIGKILL before its commit left its temp here (any
+  // other signal's cleanup removes it): gone once it is stale.
+  std::vector<std::string> temps;
+  for (auto& name : util::list_names(dir_).value_or(std::vector<std::string>{}))
+    if (util::is_temp_name(name)) temps.push_back(std::move(name));
+  std::ignore = remove_dead_temps(dir_, temps, LockHeld::no, std::chrono::system_clock::now());
 }
 
 } // namespace npc::cache

@@ -244,6 +244,21 @@ TEST_F(SummaryTest, ABadSummaryIsIgnoredAndReplaced) {
   }
 }
 
+TEST_F(SummaryTest, TempsOfKilledListingsGoOnceStale) {
+  make_entry('a', '1', true);
+  let_file_times_pass();
+  fs::create_directories(summary_file().parent_path());
+  fs::path stale = summary_file().parent_path() / ".tmp-neuronxcc-1.0.999999.aaaaaaaa";
+  fs::path fresh = summary_file().parent_path() / ".tmp-neuronxcc-1.0.999998.bbbbbbbb";
+  test::write_text(stale, "npc-cache-summary 1 0\n");
+  test::write_text(fresh, "npc-cache-summary 1 0\n");
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  std::ignore = cache->list(); // writes a summary
+  EXPECT_EQ(records().size(), 1U);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh)); // perhaps a listing running now
+}
+
 TEST_F(SummaryTest, ASummaryLinkIsNotFollowed) {
   fs::path a = make_entry('a', '1', true);
   let_file_times_pass();

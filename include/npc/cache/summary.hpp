@@ -118,6 +118,7 @@ public:
 
 private:
   util::AtomicFile file_;
+  fs::path dir_;
   bool open_ = false;
   std::int64_t started_ns_ = 0;
   std::chrono::nanoseconds settle_time_;
