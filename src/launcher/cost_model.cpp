@@ -75,4 +75,29 @@ Prediction CostModel::predict(const fs::path& entry_dir, std::uint64_t graph_byt
   return predict_from_size(graph_bytes);
 }
 
+std::optional<SizeFit> fit_sizes(const std::vector<CostModel::Sample>& samples) {
+  if (samples.size() < 2) return std::nullopt;
+  double n = static_cast<double>(samples.size());
+  double mean_x = 0, mean_y = 0;
+  for (const auto& s : samples) {
+    mean_x += static_cast<double>(s.graph_bytes) / n;
+    mean_y += s.seconds / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (const auto& s : samples) {
+    double dx = static_cast<double>(s.graph_bytes) - mean_x;
+    sxx += dx * dx;
+    sxy += dx * (s.seconds - mean_y);
+  }
+  if (sxx <= 0) return std::nullopt; // one size only: no slope to fit
+  SizeFit fit{mean_y - sxy / sxx * mean_x, sxy / sxx};
+  if (fit.seconds_per_byte > 0 && fit.fixed_seconds >= 0) return fit;
+  std::vector<double> rates;
+  for (const auto& s : samples)
+    if (s.graph_bytes > 0) rates.push_back(s.seconds / static_cast<double>(s.graph_bytes));
+  if (rates.empty()) return std::nullopt;
+  std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
+  return SizeFit{0, rates[rates.size() / 2]};
+}
+
 } // namespace npc::launcher

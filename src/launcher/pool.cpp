@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <npc/launcher/lane_plan.hpp>
+
 namespace npc::launcher {
 
 Pool::Pool(std::vector<WorkItem> items, PoolLimits limits)
@@ -16,6 +18,59 @@ Pool::Pool(std::vector<WorkItem> items, PoolLimits limits)
     if (x.predicted.seconds != y.predicted.seconds) return x.predicted.seconds > y.predicted.seconds;
     return x.key < y.key;
   });
+}
+
+void Pool::refresh_order(double now) const {
+  if (!plan_due_) return;
+  plan_due_ = false;
+  plan_order(now);
+}
+
+std::optional<double> Pool::known_cost(std::size_t i, const std::optional<SizeFit>& fit) const {
+  const auto& item = items_[i];
+  if (item.predicted.from_history) return item.predicted.seconds;
+  if (fit) return fit->at(item.graph_bytes);
+  return std::nullopt;
+}
+
+void Pool::plan_order(double now) const {
+  const std::optional<SizeFit> fit = fit_sizes(measured_);
+  std::vector<std::size_t> waiting;
+  std::vector<double> costs;
+  for (std::size_t i : order_) {
+    const auto& p = progress_[i];
+    if (!items_[i].own_share || (p.state != ItemState::queued && p.state != ItemState::retry_wait)) continue;
+    auto cost = known_cost(i, fit);
+    if (!cost) return; // a guess in the plan would make it worse than no plan
+    waiting.push_back(i);
+    costs.push_back(*cost);
+  }
+  if (waiting.size() < 2) return;
+  // What runs now keeps its slot for the rest of its predicted time; more
+  // running than slots (after an OOM kill lowered the limit) share them.
+  std::vector<double> busy_for(static_cast<std::size_t>(limits_.max_parallel), 0.0);
+  std::vector<double> running_left;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (progress_[i].state != ItemState::running) continue;
+    double cost = known_cost(i, fit).value_or(items_[i].predicted.seconds);
+    running_left.push_back(std::max(0.0, cost - (now - progress_[i].started_at)));
+  }
+  std::sort(running_left.rbegin(), running_left.rend());
+  for (double left : running_left) *std::min_element(busy_for.begin(), busy_for.end()) += left;
+
+  LanePlan plan = plan_lanes(costs, busy_for);
+  LanePlan lpt = longest_first(costs, busy_for);
+  const auto& chosen = plan.makespan <= lpt.makespan * (1 - kMinPlanGain) ? plan.order : lpt.order;
+  // The waiting own share takes the places it had, in the chosen order;
+  // everything else keeps its place.
+  std::vector<std::size_t> reordered = order_;
+  std::size_t next = 0;
+  for (auto& slot : reordered) {
+    const auto& p = progress_[slot];
+    if (items_[slot].own_share && (p.state == ItemState::queued || p.state == ItemState::retry_wait))
+      slot = waiting[chosen[next++]];
+  }
+  order_ = std::move(reordered);
 }
 
 void Pool::mark_cached(std::size_t i) { progress_[i].state = ItemState::cached; }
@@ -55,6 +110,7 @@ bool Pool::fits(std::size_t i) const {
 }
 
 std::optional<std::size_t> Pool::pick(double now) const {
+  refresh_order(now);
   if (!out_of_space_.empty()) return std::nullopt;
   auto ready = [&](const ItemProgress& p) {
     return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
@@ -91,8 +147,11 @@ void Pool::undo_start(std::size_t i) {
 void Pool::settle(std::size_t i, ItemState state) { progress_[i].state = state; }
 
 void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now) {
+  if (end == AttemptEnd::compiled)
+    measured_.push_back({items_[i].graph_bytes, now - progress_[i].started_at, info.peak_rss_bytes});
   finish_attempt(i, end, info, now);
   give_up_waiting_items();
+  changed(now);
 }
 
 void Pool::give_up_waiting_items() {
@@ -181,6 +240,7 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
 }
 
 void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
+  changed(now);
   auto& p = progress_[i];
   if (found == Found::locked_remotely) {
     if (!p.held_remotely) {

@@ -137,5 +137,33 @@ TEST_F(CostModelTest, FromMissingVersionDirIsEmpty) {
   EXPECT_FALSE(model.predict_from_size(10).from_history);
 }
 
+TEST(SizeFit, RecoversTheLineOfExactSamples) {
+  // 30 ms per compile plus 5 µs per byte.
+  auto fit = fit_sizes({{200'000, 1.03, 0}, {160'000, 0.83, 0}, {16'400, 0.112, 0}});
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->fixed_seconds, 0.03, 1e-9);
+  EXPECT_NEAR(fit->seconds_per_byte, 5e-6, 1e-15);
+  EXPECT_NEAR(fit->at(100'000), 0.53, 1e-9);
+}
+
+TEST(SizeFit, NeedsTwoDifferentSizes) {
+  EXPECT_FALSE(fit_sizes({}).has_value());
+  EXPECT_FALSE(fit_sizes({{1000, 1.0, 0}}).has_value());
+  EXPECT_FALSE(fit_sizes({{1000, 1.0, 0}, {1000, 2.0, 0}}).has_value());
+}
+
+TEST(SizeFit, AFallingOrNegativeLineBecomesTheMedianRateThroughZero) {
+  // Bigger took less: no slope to trust. Rates 1e-3, 2.5e-4, 1e-4 s/byte.
+  auto falling = fit_sizes({{1000, 1.0, 0}, {2000, 0.5, 0}, {4000, 0.4, 0}});
+  ASSERT_TRUE(falling.has_value());
+  EXPECT_EQ(falling->fixed_seconds, 0);
+  EXPECT_DOUBLE_EQ(falling->seconds_per_byte, 2.5e-4);
+  // Steeper than proportional: the line would cross zero above 0 bytes.
+  auto negative = fit_sizes({{1000, 0.1, 0}, {2000, 1.1, 0}});
+  ASSERT_TRUE(negative.has_value());
+  EXPECT_EQ(negative->fixed_seconds, 0);
+  EXPECT_DOUBLE_EQ(negative->seconds_per_byte, 5.5e-4); // the upper median of 1e-4 and 5.5e-4
+}
+
 } // namespace
 } // namespace npc::launcher

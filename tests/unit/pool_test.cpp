@@ -1,5 +1,6 @@
 // launcher/pool: the pool's decisions with no processes and plain-number time.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -484,6 +485,79 @@ TEST(Pool, RemainingWork) {
   EXPECT_DOUBLE_EQ(pool.remaining_work(41), 30);
   pool.revisit(0, Pool::Found::done, 42);
   EXPECT_DOUBLE_EQ(pool.remaining_work(42), 20);
+}
+
+// Runs a pool to its end as the runner would, each compile taking
+// `took[i]` seconds: returns when the last ended.
+double run_to_end(Pool& pool, const std::vector<double>& took) {
+  std::vector<std::pair<double, std::size_t>> running; // (ends at, item)
+  double now = 0;
+  while (!pool.finished()) {
+    while (auto next = pool.pick(now)) {
+      pool.start(*next, now);
+      running.emplace_back(now + took[*next], *next);
+    }
+    auto first = std::min_element(running.begin(), running.end());
+    now = first->first;
+    pool.finish(first->second, AttemptEnd::compiled, ended("exit code 0", took[first->second]), now);
+    running.erase(first);
+  }
+  return now;
+}
+
+std::vector<double> costs_in_order(const Pool& pool) {
+  std::vector<double> out;
+  for (std::size_t i : pool.order()) out.push_back(pool.items()[i].predicted.seconds);
+  return out;
+}
+
+TEST(Pool, CostsFromHistoryArePlannedFromTheStart) {
+  // Longest first on 2 slots: 3|3, then 2|2, then 2: ends at 7. The plan
+  // puts 3+3 on one slot and 2+2+2 on the other: ends at 6.
+  std::vector<WorkItem> items = {item("a", 3), item("b", 3), item("c", 2), item("d", 2), item("e", 2)};
+  for (auto& w : items) w.predicted.from_history = true;
+  Pool pool(items, {2, 0, 0});
+  EXPECT_EQ(costs_in_order(pool), (std::vector<double>{3, 2, 2, 3, 2}));
+  EXPECT_EQ(run_to_end(pool, {3, 3, 2, 2, 2}), 6);
+
+  Pool guessed({item("a", 3), item("b", 3), item("c", 2), item("d", 2), item("e", 2)}, {2, 0, 0});
+  EXPECT_EQ(costs_in_order(guessed), (std::vector<double>{3, 3, 2, 2, 2})); // no history: longest first
+  EXPECT_EQ(run_to_end(guessed, {3, 3, 2, 2, 2}), 7);
+}
+
+TEST(Pool, ThePlanLeavesOutWhatIsAlreadyCached) {
+  // Marked after construction, as the runner marks what it found done: the
+  // 100 s graph is not compiled, so it takes no slot in the plan.
+  std::vector<WorkItem> items = {item("a", 3), item("b", 3), item("c", 2), item("d", 2), item("e", 2),
+                                 item("f", 100)};
+  for (auto& w : items) w.predicted.from_history = true;
+  Pool pool(items, {2, 0, 0});
+  pool.mark_cached(5);
+  EXPECT_EQ(costs_in_order(pool), (std::vector<double>{100, 3, 2, 2, 3, 2}));
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+}
+
+TEST(Pool, AColdCacheIsPlannedOnceTwoCompilesGaveTheCostOfSize) {
+  // The busy-CPU benchmark's 11 graphs (200 bytes per ms of cost), each
+  // compile also taking 22 ms beyond its cost: longest first ends at 2.245 s;
+  // the best split at 2.198 s, which the pool reaches once the first two
+  // compiles (two sizes) tell it seconds = 0.022 + bytes / 200,000.
+  const std::vector<double> cost_ms = {1000, 800, 600, 320, 311, 287, 264, 193, 151, 146, 82};
+  std::vector<WorkItem> items;
+  std::vector<double> took;
+  for (std::size_t i = 0; i < cost_ms.size(); ++i) {
+    WorkItem w = item("g" + std::to_string(i), 0);
+    w.graph_bytes = static_cast<std::uint64_t>(cost_ms[i] * 200);
+    w.predicted.seconds = static_cast<double>(w.graph_bytes) / 1e6; // the cost model's guess from size alone
+    items.push_back(w);
+    took.push_back(cost_ms[i] / 1000 + 0.022);
+  }
+  Pool planned(items, {2, 0, 0});
+  EXPECT_NEAR(run_to_end(planned, took), 2.198, 1e-9);
+  // The same with every graph the same size: nothing to fit, longest first.
+  for (auto& w : items) w.graph_bytes = 1000;
+  Pool unplanned(items, {2, 0, 0});
+  EXPECT_NEAR(run_to_end(unplanned, took), 2.245, 1e-9);
 }
 
 } // namespace

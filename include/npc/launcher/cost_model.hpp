@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 namespace npc::launcher {
@@ -43,5 +44,21 @@ public:
 private:
   std::vector<Sample> samples_; // sorted by graph_bytes
 };
+
+// seconds = fixed + per byte × bytes, fitted to the compiles this run has
+// measured: on a cold cache the only costs that say how this compiler
+// scales with graph size (and what a compile costs beyond that: its process
+// starts, its hashing). A fit that would make a cost fall with size or go
+// below zero is replaced by the median seconds per byte through zero.
+struct SizeFit {
+  double fixed_seconds = 0;
+  double seconds_per_byte = 0;
+  [[nodiscard]] double at(std::uint64_t graph_bytes) const {
+    return fixed_seconds + seconds_per_byte * static_cast<double>(graph_bytes);
+  }
+};
+
+// Needs two different sizes; nullopt otherwise.
+[[nodiscard]] std::optional<SizeFit> fit_sizes(const std::vector<CostModel::Sample>& samples);
 
 } // namespace npc::launcher

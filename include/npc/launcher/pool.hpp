@@ -6,6 +6,11 @@
 //
 // Order: this launcher's own share first, then the rest; within each, the
 // costliest predicted compile first, so the longest does not start last.
+// Once the own share's costs are known well enough to plan with (every one
+// from the cache's history, or a fit of this run's measured compiles to
+// graph size: cost_model.hpp), it is ordered by a plan of the slots
+// (lane_plan.hpp) instead, when that plan ends at least kMinPlanGain
+// sooner than longest first would; planned again after each compile.
 // Memory: never start a compile whose predicted peak does not fit in what is
 // left of the budget, unless nothing else runs. A compile killed by SIGKILL
 // (what the OOM killer sends) lowers the parallelism by one and is retried;
@@ -113,6 +118,9 @@ inline constexpr double kRevisitSeconds = 1.0;
 // far under S3's request rates and about $1 an hour of LIST requests.
 inline constexpr double kRemoteHeldFirstPollSeconds = 2.0;
 inline constexpr double kRemoteHeldMaxPollSeconds = 10.0;
+// A plan replaces longest first only when it ends at least this share of
+// the time sooner: smaller gains are within any prediction's error.
+inline constexpr double kMinPlanGain = 0.005;
 // SIGKILLed compiles are retried (with less parallelism) this many times
 // even when --max-retries is 0: the failure says nothing about the graph.
 inline constexpr int kMaxOomRetries = 2;
@@ -159,7 +167,10 @@ public:
   [[nodiscard]] std::uint64_t memory_in_use() const { return memory_in_use_; }
   [[nodiscard]] const std::vector<WorkItem>& items() const { return items_; }
   [[nodiscard]] const std::vector<ItemProgress>& progress() const { return progress_; }
-  [[nodiscard]] const std::vector<std::size_t>& order() const { return order_; }
+  [[nodiscard]] const std::vector<std::size_t>& order() const {
+    refresh_order(last_event_at_);
+    return order_;
+  }
   [[nodiscard]] std::size_t count(ItemState state) const;
   // Predicted seconds of compiling still to do (queued, waiting, and the
   // unfinished part of running compiles).
@@ -172,14 +183,30 @@ private:
   // After a space fault: what waits to start will not, and fails saying why.
   void give_up_waiting_items();
   void undo_start(std::size_t i); // an attempt that turned out not to be one
+  // Orders the own share's waiting compiles by a plan of the slots, when
+  // their costs are known well enough (see the top of this file), if
+  // anything changed since the last plan. The order is derived from the
+  // states, so it is planned when asked for (pick, order), not when a state
+  // changes: the marks of cached and locked entries come after construction.
+  void refresh_order(double now) const;
+  void plan_order(double now) const;
+  void changed(double now) {
+    plan_due_ = true;
+    last_event_at_ = now;
+  }
+  [[nodiscard]] std::optional<double> known_cost(std::size_t i, const std::optional<SizeFit>& fit) const;
 
   std::vector<WorkItem> items_;
   std::vector<ItemProgress> progress_;
-  std::vector<std::size_t> order_;
+  mutable std::vector<std::size_t> order_;
+  mutable bool plan_due_ = true;
+  double last_event_at_ = 0;
   PoolLimits limits_;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;
   std::string out_of_space_; // how the space fault was reported; empty: none
+  // This run's compiles: graph size and how long each held its slot.
+  std::vector<CostModel::Sample> measured_;
 };
 
 } // namespace npc::launcher
