@@ -1,6 +1,7 @@
 #include <npc/launcher/cost_model.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
@@ -91,13 +92,22 @@ std::optional<SizeFit> fit_sizes(const std::vector<CostModel::Sample>& samples) 
   }
   if (sxx <= 0) return std::nullopt; // one size only: no slope to fit
   SizeFit fit{mean_y - sxy / sxx * mean_x, sxy / sxx};
-  if (fit.seconds_per_byte > 0 && fit.fixed_seconds >= 0) return fit;
-  std::vector<double> rates;
-  for (const auto& s : samples)
-    if (s.graph_bytes > 0) rates.push_back(s.seconds / static_cast<double>(s.graph_bytes));
-  if (rates.empty()) return std::nullopt;
-  std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
-  return SizeFit{0, rates[rates.size() / 2]};
+  if (fit.seconds_per_byte <= 0 || fit.fixed_seconds < 0) {
+    std::vector<double> rates;
+    for (const auto& s : samples)
+      if (s.graph_bytes > 0) rates.push_back(s.seconds / static_cast<double>(s.graph_bytes));
+    if (rates.empty()) return std::nullopt;
+    std::nth_element(rates.begin(), rates.begin() + static_cast<long>(rates.size() / 2), rates.end());
+    fit = SizeFit{0, rates[rates.size() / 2]};
+  }
+  double squares = 0;
+  for (const auto& s : samples) {
+    double off = s.seconds > 0 ? (s.seconds - fit.at(s.graph_bytes)) / s.seconds : 1.0;
+    squares += off * off;
+  }
+  fit.relative_error = std::sqrt(squares / n);
+  fit.samples = samples.size();
+  return fit;
 }
 
 } // namespace npc::launcher

@@ -11,12 +11,17 @@ Pool::Pool(std::vector<WorkItem> items, PoolLimits limits)
     : items_(std::move(items)), progress_(items_.size()), limits_(limits) {
   limits_.max_parallel = std::max(1, limits_.max_parallel);
   for (std::size_t i = 0; i < items_.size(); ++i) order_.push_back(i);
-  std::stable_sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
+  sort_longest_first();
+}
+
+void Pool::sort_longest_first() const {
+  std::sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
     const auto& x = items_[a];
     const auto& y = items_[b];
     if (x.own_share != y.own_share) return x.own_share;
     if (x.predicted.seconds != y.predicted.seconds) return x.predicted.seconds > y.predicted.seconds;
-    return x.key < y.key;
+    if (x.key != y.key) return x.key < y.key;
+    return a < b;
   });
 }
 
@@ -29,7 +34,7 @@ void Pool::refresh_order(double now) const {
 std::optional<double> Pool::known_cost(std::size_t i, const std::optional<SizeFit>& fit) const {
   const auto& item = items_[i];
   if (item.predicted.from_history) return item.predicted.seconds;
-  if (fit) return fit->at(item.graph_bytes);
+  if (fit && fit->samples >= kMinFitSamples && fit->relative_error <= kMaxFitError) return fit->at(item.graph_bytes);
   return std::nullopt;
 }
 
@@ -41,7 +46,7 @@ void Pool::plan_order(double now) const {
     const auto& p = progress_[i];
     if (!items_[i].own_share || (p.state != ItemState::queued && p.state != ItemState::retry_wait)) continue;
     auto cost = known_cost(i, fit);
-    if (!cost) return; // a guess in the plan would make it worse than no plan
+    if (!cost) return sort_longest_first(); // a guess would make a plan worse than none
     waiting.push_back(i);
     costs.push_back(*cost);
   }

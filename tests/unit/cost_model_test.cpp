@@ -1,6 +1,7 @@
 // launcher/cost_model: predictions from the entry's own history, from compiles
 // of similar size, and from nothing.
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,19 @@ TEST(SizeFit, RecoversTheLineOfExactSamples) {
   EXPECT_NEAR(fit->fixed_seconds, 0.03, 1e-9);
   EXPECT_NEAR(fit->seconds_per_byte, 5e-6, 1e-15);
   EXPECT_NEAR(fit->at(100'000), 0.53, 1e-9);
+  EXPECT_NEAR(fit->relative_error, 0, 1e-9);
+  EXPECT_EQ(fit->samples, 3U);
+}
+
+TEST(SizeFit, TellsHowWellTheLineExplainsTheSamples) {
+  // 1 s and 3 s at 1000 bytes, 2 s at 2000: the least-squares line is flat,
+  // so the median rate through zero (1e-3 s per byte) is used.
+  auto flat = fit_sizes({{1000, 1.0, 0}, {1000, 3.0, 0}, {2000, 2.0, 0}});
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_EQ(flat->fixed_seconds, 0);
+  EXPECT_DOUBLE_EQ(flat->seconds_per_byte, 1e-3);
+  // Off by 0, -2/3 and 0 of what was measured.
+  EXPECT_NEAR(flat->relative_error, std::sqrt((4.0 / 9.0) / 3.0), 1e-12);
 }
 
 TEST(SizeFit, NeedsTwoDifferentSizes) {

@@ -560,5 +560,27 @@ TEST(Pool, AColdCacheIsPlannedOnceTwoCompilesGaveTheCostOfSize) {
   EXPECT_NEAR(run_to_end(unplanned, took), 2.245, 1e-9);
 }
 
+TEST(Pool, SizesThatDoNotExplainTheTimesLeaveItLongestFirst) {
+  // Times off their size's share by -40% to +50%: no line explains them to
+  // 10%, so the pool keeps longest first, and ends where it would without
+  // any sizes to fit (the same start order throughout).
+  const std::vector<double> cost_ms = {1000, 800, 600, 320, 311, 287, 264, 193, 151, 146, 82};
+  const std::vector<double> off = {1.5, 0.6, 1.3, 0.7, 1.4, 0.6, 1.2, 0.8, 1.5, 0.6, 1.0};
+  std::vector<WorkItem> items;
+  std::vector<double> took;
+  for (std::size_t i = 0; i < cost_ms.size(); ++i) {
+    WorkItem w = item("g" + std::to_string(i), cost_ms[i] * 200 / 1e6);
+    w.graph_bytes = static_cast<std::uint64_t>(cost_ms[i] * 200);
+    items.push_back(w);
+    took.push_back(cost_ms[i] / 1000 * off[i]);
+  }
+  Pool sized(items, {2, 0, 0});
+  double sized_end = run_to_end(sized, took);
+  for (auto& w : items) w.graph_bytes = 1000;
+  Pool unsized(items, {2, 0, 0});
+  EXPECT_EQ(sized_end, run_to_end(unsized, took));
+  EXPECT_EQ(sized.order(), unsized.order());
+}
+
 } // namespace
 } // namespace npc::launcher

@@ -53,6 +53,11 @@ private:
 struct SizeFit {
   double fixed_seconds = 0;
   double seconds_per_byte = 0;
+  // How well the line explains the samples: the root mean square of
+  // (measured - fitted) / measured. Two samples always fit exactly, so it
+  // says something from three on.
+  double relative_error = 0;
+  std::size_t samples = 0;
   [[nodiscard]] double at(std::uint64_t graph_bytes) const {
     return fixed_seconds + seconds_per_byte * static_cast<double>(graph_bytes);
   }

@@ -8,7 +8,7 @@
 // costliest predicted compile first, so the longest does not start last.
 // Once the own share's costs are known well enough to plan with (every one
 // from the cache's history, or a fit of this run's measured compiles to
-// graph size: cost_model.hpp), it is ordered by a plan of the slots
+// graph size that explains them: cost_model.hpp), it is ordered by a plan of the slots
 // (lane_plan.hpp) instead, when that plan ends at least kMinPlanGain
 // sooner than longest first would; planned again after each compile.
 // Memory: never start a compile whose predicted peak does not fit in what is
@@ -121,6 +121,12 @@ inline constexpr double kRemoteHeldMaxPollSeconds = 10.0;
 // A plan replaces longest first only when it ends at least this share of
 // the time sooner: smaller gains are within any prediction's error.
 inline constexpr double kMinPlanGain = 0.005;
+// This run's compiles are planned with only when a line through at least
+// this many explains their times to within this error (cost_model.hpp's
+// SizeFit): with sizes that say little of the cost, a plan is as likely to
+// end later than longest first as sooner (docs/schedule-overhead.md).
+inline constexpr std::size_t kMinFitSamples = 3;
+inline constexpr double kMaxFitError = 0.1;
 // SIGKILLed compiles are retried (with less parallelism) this many times
 // even when --max-retries is 0: the failure says nothing about the graph.
 inline constexpr int kMaxOomRetries = 2;
@@ -190,6 +196,7 @@ private:
   // changes: the marks of cached and locked entries come after construction.
   void refresh_order(double now) const;
   void plan_order(double now) const;
+  void sort_longest_first() const; // by predicted seconds, own share first
   void changed(double now) {
     plan_due_ = true;
     last_event_at_ = now;
