@@ -5,6 +5,7 @@
 // `find | wc -l` for a count, and find | sort | head | rm for LRU eviction.
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include <npc/cache/summary.hpp>
@@ -240,7 +241,7 @@ Scenario run_cache_scale(const Context& context) {
     double deleted = spread(column(rec(k, kPrune), "deleted")).median;
     s.rows.push_back({"eviction pass (neuron_cache prune), " + label(k), "wall time", "s",
                       column(rec(k, kPrune), "seconds"), "", std::nullopt,
-                      "deletes " + num(deleted, 0) + " entries (the oldest ~10%)", 3});
+                      "deletes " + count_text(static_cast<std::size_t>(std::llround(deleted))) + " entries (the oldest ~10%)", 3});
   }
   for (std::size_t k = 0; k < sizes.size(); ++k)
     s.rows.push_back({"find | sort | head | rm, " + label(k), "wall time", "s", column(rec(k, kShellPrune), "seconds"),
