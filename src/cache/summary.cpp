@@ -163,7 +163,7 @@ VersionSummary VersionSummary::load(const fs::path& file, TrustMode trust) {
         !take_number(rest, record.stamp.ctime_ns) || !take_number(rest, record.files) ||
         !take_number(rest, record.bytes_besides_neff) || !take_number(rest, record.graph_bytes))
       return {};
-    summary.records_.emplace_back(module, record);
+    summary.records_.push_back({static_cast<std::size_t>(module.data() - summary.text_.data()), module.size(), record});
   }
   if (!rest.empty()) return {};
   return summary;
@@ -174,16 +174,16 @@ std::vector<const SettledEntry*> VersionSummary::match(const std::vector<std::st
   std::unordered_map<std::string_view, std::size_t> by_name; // built at the first name out of order
   std::size_t next = 0;
   for (std::size_t i = 0; i < modules.size(); ++i) {
-    if (next < records_.size() && records_[next].first == modules[i]) {
-      matched[i] = &records_[next++].second;
+    if (next < records_.size() && name_of(records_[next]) == modules[i]) {
+      matched[i] = &records_[next++].entry;
       continue;
     }
     if (by_name.empty() && !records_.empty()) {
       by_name.reserve(records_.size());
-      for (std::size_t r = 0; r < records_.size(); ++r) by_name.emplace(records_[r].first, r);
+      for (std::size_t r = 0; r < records_.size(); ++r) by_name.emplace(name_of(records_[r]), r);
     }
     if (auto it = by_name.find(modules[i]); it != by_name.end()) {
-      matched[i] = &records_[it->second].second;
+      matched[i] = &records_[it->second].entry;
       next = it->second + 1;
     }
   }

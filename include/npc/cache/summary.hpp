@@ -95,8 +95,17 @@ public:
   [[nodiscard]] std::size_t size() const { return records_.size(); }
 
 private:
-  std::string text_; // the file; the names below point into it
-  std::vector<std::pair<std::string_view, SettledEntry>> records_;
+  // Names are kept as places in the text rather than views into it, so
+  // that moving a summary (whose short text could live inside the string
+  // object itself) cannot leave them pointing at the old one.
+  struct Record {
+    std::size_t name_at = 0, name_length = 0;
+    SettledEntry entry;
+  };
+  [[nodiscard]] std::string_view name_of(const Record& r) const { return {text_.data() + r.name_at, r.name_length}; }
+
+  std::string text_; // the file
+  std::vector<Record> records_;
 };
 
 // A new summary of one version, begun when the listing begins: its temp
