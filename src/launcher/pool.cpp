@@ -51,6 +51,18 @@ void Pool::plan_order(double now) const {
     costs.push_back(*cost);
   }
   if (waiting.size() < 2) return;
+  // The plan counts slots, not memory: when the costliest compiles cannot
+  // all run at once within the budget, admission decides what runs beside
+  // what, and longest first starts the big ones while there is room.
+  if (limits_.memory_budget != 0) {
+    std::vector<std::uint64_t> peaks;
+    for (std::size_t i : waiting) peaks.push_back(items_[i].predicted.peak_bytes);
+    std::sort(peaks.rbegin(), peaks.rend());
+    std::uint64_t together = 0;
+    for (std::size_t k = 0; k < peaks.size() && k < static_cast<std::size_t>(limits_.max_parallel); ++k)
+      together += peaks[k]; // unknown (0) fits, as admission has it
+    if (together > limits_.memory_budget) return sort_longest_first();
+  }
   // What runs now keeps its slot for the rest of its predicted time; more
   // running than slots (after an OOM kill lowered the limit) share them.
   std::vector<double> busy_for(static_cast<std::size_t>(limits_.max_parallel), 0.0);

@@ -537,6 +537,21 @@ TEST(Pool, ThePlanLeavesOutWhatIsAlreadyCached) {
   EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
 }
 
+TEST(Pool, NoPlanWhenMemoryDecidesWhatRunsTogether) {
+  // As CostsFromHistoryArePlannedFromTheStart, but the two 3 s compiles
+  // need 6 GB each in a 10 GB budget: the plan would run them one after
+  // the other on one slot, which admission would have to undo. Longest
+  // first it is.
+  std::vector<WorkItem> items = {item("a", 3, 6 * GB), item("b", 3, 6 * GB), item("c", 2, GB), item("d", 2, GB),
+                                 item("e", 2, GB)};
+  for (auto& w : items) w.predicted.from_history = true;
+  Pool tight(items, {2, 10 * GB, 0});
+  EXPECT_EQ(costs_in_order(tight), (std::vector<double>{3, 3, 2, 2, 2}));
+  // With room for both at once, the plan.
+  Pool roomy(items, {2, 12 * GB, 0});
+  EXPECT_EQ(costs_in_order(roomy), (std::vector<double>{3, 2, 2, 3, 2}));
+}
+
 TEST(Pool, AColdCacheIsPlannedOnceTwoCompilesGaveTheCostOfSize) {
   // The busy-CPU benchmark's 11 graphs (200 bytes per ms of cost), each
   // compile also taking 22 ms beyond its cost: longest first ends at 2.245 s;

@@ -10,7 +10,10 @@
 // from the cache's history, or a fit of this run's measured compiles to
 // graph size that explains them: cost_model.hpp), it is ordered by a plan of the slots
 // (lane_plan.hpp) instead, when that plan ends at least kMinPlanGain
-// sooner than longest first would; planned again after each compile.
+// sooner than longest first would; planned again after each compile. Not
+// when memory limits what runs together (the largest predicted peaks do
+// not fit in the budget at once): admission decides then, and longest
+// first starts the big compiles while there is room.
 // Memory: never start a compile whose predicted peak does not fit in what is
 // left of the budget, unless nothing else runs. A compile killed by SIGKILL
 // (what the OOM killer sends) lowers the parallelism by one and is retried;
