@@ -14,6 +14,12 @@ Pool::Pool(std::vector<WorkItem> items, PoolLimits limits)
   sort_longest_first();
 }
 
+void Pool::restore_longest_first() const {
+  if (!planned_) return;
+  sort_longest_first();
+  planned_ = false;
+}
+
 void Pool::sort_longest_first() const {
   std::sort(order_.begin(), order_.end(), [this](std::size_t a, std::size_t b) {
     const auto& x = items_[a];
@@ -38,19 +44,24 @@ std::optional<double> Pool::known_cost(std::size_t i, const std::optional<SizeFi
   return std::nullopt;
 }
 
+bool Pool::waits_in_own_share(std::size_t i) const {
+  const auto& p = progress_[i];
+  return items_[i].own_share && (p.state == ItemState::queued || p.state == ItemState::retry_wait);
+}
+
 void Pool::plan_order(double now) const {
-  const std::optional<SizeFit> fit = fit_sizes(measured_);
   std::vector<std::size_t> waiting;
+  for (std::size_t i : order_)
+    if (waits_in_own_share(i)) waiting.push_back(i);
+  // Beyond the plan's limit it would be longest first anyway (lane_plan.hpp).
+  if (waiting.size() < 2 || waiting.size() > kMaxPlannedCompiles) return restore_longest_first();
+  const std::optional<SizeFit> fit = fit_sizes(measured_);
   std::vector<double> costs;
-  for (std::size_t i : order_) {
-    const auto& p = progress_[i];
-    if (!items_[i].own_share || (p.state != ItemState::queued && p.state != ItemState::retry_wait)) continue;
+  for (std::size_t i : waiting) {
     auto cost = known_cost(i, fit);
-    if (!cost) return sort_longest_first(); // a guess would make a plan worse than none
-    waiting.push_back(i);
+    if (!cost) return restore_longest_first(); // a guess would make a plan worse than none
     costs.push_back(*cost);
   }
-  if (waiting.size() < 2) return;
   // The plan counts slots, not memory: when the costliest compiles cannot
   // all run at once within the budget, admission decides what runs beside
   // what, and longest first starts the big ones while there is room.
@@ -61,7 +72,7 @@ void Pool::plan_order(double now) const {
     std::uint64_t together = 0;
     for (std::size_t k = 0; k < peaks.size() && k < static_cast<std::size_t>(limits_.max_parallel); ++k)
       together += peaks[k]; // unknown (0) fits, as admission has it
-    if (together > limits_.memory_budget) return sort_longest_first();
+    if (together > limits_.memory_budget) return restore_longest_first();
   }
   // What runs now keeps its slot for the rest of its predicted time; more
   // running than slots (after an OOM kill lowered the limit) share them.
@@ -80,14 +91,12 @@ void Pool::plan_order(double now) const {
   const auto& chosen = plan.makespan <= lpt.makespan * (1 - kMinPlanGain) ? plan.order : lpt.order;
   // The waiting own share takes the places it had, in the chosen order;
   // everything else keeps its place.
-  std::vector<std::size_t> reordered = order_;
+  // The waiting own share takes the places it had, in the chosen order;
+  // everything else keeps its place.
   std::size_t next = 0;
-  for (auto& slot : reordered) {
-    const auto& p = progress_[slot];
-    if (items_[slot].own_share && (p.state == ItemState::queued || p.state == ItemState::retry_wait))
-      slot = waiting[chosen[next++]];
-  }
-  order_ = std::move(reordered);
+  for (auto& slot : order_)
+    if (waits_in_own_share(slot)) slot = waiting[chosen[next++]];
+  planned_ = true;
 }
 
 void Pool::mark_cached(std::size_t i) { progress_[i].state = ItemState::cached; }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/launcher/lane_plan.hpp>
 #include <npc/launcher/pool.hpp>
 
 namespace npc::launcher {
@@ -535,6 +536,18 @@ TEST(Pool, ThePlanLeavesOutWhatIsAlreadyCached) {
   pool.mark_cached(5);
   EXPECT_EQ(costs_in_order(pool), (std::vector<double>{100, 3, 2, 2, 3, 2}));
   EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+}
+
+TEST(Pool, BeyondThePlansLimitItIsLongestFirst) {
+  // More waiting than lane_plan searches: longest first, as it would be.
+  std::vector<WorkItem> items;
+  for (std::size_t i = 0; i <= kMaxPlannedCompiles; ++i) {
+    items.push_back(item("g" + std::to_string(1000 + i), static_cast<double>((i * 7919) % 1000 + 1)));
+    items.back().predicted.from_history = true;
+  }
+  Pool pool(items, {3, 0, 0});
+  std::vector<double> costs = costs_in_order(pool);
+  EXPECT_TRUE(std::is_sorted(costs.rbegin(), costs.rend()));
 }
 
 TEST(Pool, NoPlanWhenMemoryDecidesWhatRunsTogether) {

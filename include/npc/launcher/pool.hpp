@@ -200,6 +200,8 @@ private:
   void refresh_order(double now) const;
   void plan_order(double now) const;
   void sort_longest_first() const; // by predicted seconds, own share first
+  void restore_longest_first() const; // if a plan reordered it
+  [[nodiscard]] bool waits_in_own_share(std::size_t i) const;
   void changed(double now) {
     plan_due_ = true;
     last_event_at_ = now;
@@ -210,6 +212,7 @@ private:
   std::vector<ItemProgress> progress_;
   mutable std::vector<std::size_t> order_;
   mutable bool plan_due_ = true;
+  mutable bool planned_ = false; // order_ is a plan's, not longest first
   double last_event_at_ = 0;
   PoolLimits limits_;
   int running_ = 0;
