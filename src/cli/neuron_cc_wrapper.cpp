@@ -35,6 +35,9 @@ namespace npc::cli {
 
 namespace {
 
+// How many times a compile whose entry another process removed starts over.
+constexpr int kRemovedRetries = 3;
+
 constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
@@ -540,9 +543,12 @@ int cmd_compile(const std::vector<std::string>& words) {
   // stored or locked.
   std::ignore = compile::target_for(context.flags);
   check_output(command.output);
-  graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
-  if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
-  graph = std::string(); // not needed while the compiler runs
+  auto store = [&] {
+    graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
+    if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
+    graph = std::string(); // not needed while the compiler runs
+  };
+  store();
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
                                        context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}};
@@ -561,6 +567,16 @@ int cmd_compile(const std::vector<std::string>& words) {
   };
   auto result = remote ? compile::compile_remote_entry(*remote, key, options)
                       : compile::compile_entry(cache, entry_dir, options);
+  // Removed by another process (an eviction with --ttl 0 as soon as the
+  // compile that held the lock released it, `neuron_cache rm`): what this
+  // process was asked for still stands, so the graph is stored again and
+  // compiled, a few times at most.
+  for (int again = 0; !remote && result.outcome == compile::EntryOutcome::removed && again < kRemovedRetries;
+       ++again) {
+    spdlog::warn("{} was removed by another process; storing its graph again", entry_dir.string());
+    store();
+    result = compile::compile_entry(cache, entry_dir, options);
+  }
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);

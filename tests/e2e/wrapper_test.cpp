@@ -14,6 +14,7 @@
 #include <npc/util/sha256.hpp>
 
 #include "test_support.hpp"
+#include "wait.hpp"
 
 namespace npc::test {
 namespace {
@@ -97,6 +98,34 @@ TEST_F(Wrapper, MissCompilesPublishesAndThenHits) {
   EXPECT_NE(second.out.find("Using a cached neff at " + (entry / "model.neff").string()), std::string::npos)
       << second.out;
   EXPECT_EQ(read_text(dir() / "b.neff"), read_text(entry / "model.neff"));
+}
+
+// The entry removed while the compile runs (an eviction with --ttl 0, a
+// `--command clean`): what the wrapper was asked for still stands, so it
+// stores the graph again and compiles it, and the caller gets its NEFF.
+TEST_F(Wrapper, AnEntryRemovedWhileItCompilesIsStoredAndCompiledAgain) {
+  fs::path g = graph("slow.hlo", "HloModule slow\n// standin-cost-ms: 1500\n");
+  fs::path out = dir() / "slow.neff";
+  Child wrapper({tool_path("neuron_cc_wrapper").string(), "compile", "--graph", g.string(), "--output", out.string()},
+                options(), dir() / "slow");
+  fs::path held;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& e : entries())
+          if (fs::exists(e / "npc-compile.lock")) held = e;
+        return !held.empty();
+      },
+      std::chrono::seconds(20)));
+  fs::remove_all(held);
+  RunResult res = wrapper.wait();
+  ASSERT_EQ(res.exit_code, 0) << res.describe();
+  EXPECT_NE(res.err.find(held.string() + " was removed by another process; storing its graph again"),
+            std::string::npos)
+      << res.err;
+  EXPECT_EQ(compiles(), 2u);
+  EXPECT_EQ(entries(), std::vector<fs::path>{held});
+  EXPECT_TRUE(fs::exists(held / "model.done"));
+  EXPECT_EQ(read_text(out), read_text(held / "model.neff"));
 }
 
 TEST_F(Wrapper, FlagsFromEnvironmentComeFirstAndCacheOptionsAreRemoved) {
