@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -99,13 +100,26 @@ class Trainer {
     return traced_.emplace(spec, graph).first->second;
   }
 
+  // Written whole under a temporary name, then renamed, as torch-neuronx
+  // hands the compiler a finished file: two trainings given the same
+  // --workdir (tests run two nodes' trials at once) trace the same graph to
+  // the same path, and a compile must never read the other's half-written or
+  // just-truncated file.
   static void write_graph(const std::string& path, const std::string& text) {
     static constexpr mode_t kFileMode = 0644;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kFileMode);
-    const bool ok = fd >= 0 && write_all(fd, text);
-    const std::string reason = errno_text();
+    const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kFileMode);
+    bool ok = fd >= 0 && write_all(fd, text);
+    std::string reason = errno_text();
     if (fd >= 0) ::close(fd);
-    if (!ok) throw failure("cannot write graph '" + path + "': " + reason);
+    if (ok && ::rename(temporary.c_str(), path.c_str()) != 0) {
+      ok = false;
+      reason = errno_text();
+    }
+    if (!ok) {
+      ::unlink(temporary.c_str());
+      throw failure("cannot write graph '" + path + "': " + reason);
+    }
   }
 
   void compile(const TracedGraph& graph) {
