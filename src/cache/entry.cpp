@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <dirent.h>
 #include <fcntl.h>
-#include <random>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/local.hpp>
+#include <npc/util/random.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
 
@@ -277,7 +277,6 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
                                       EntryDir entry_dir) const {
   if (entry_dir == EntryDir::create)
     if (auto s = util::ensure_dir(dir_); !s) return fail(s.error());
-  thread_local std::mt19937 rng{std::random_device{}()};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = kMinLockBackoff;
   bool told = false;
@@ -293,8 +292,8 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
     }
     if (std::chrono::steady_clock::now() >= deadline)
       return LockOrBusy(LockBusy{describe_holder(dir_, *attempt), timeout});
-    std::uniform_int_distribution<long> jitter(kMinLockBackoff.count(), backoff.count());
-    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(util::random_between(kMinLockBackoff.count(), backoff.count())));
     backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxLockBackoff));
   }
 }

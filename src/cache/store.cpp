@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <optional>
-#include <random>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>

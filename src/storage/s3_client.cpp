@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <random>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <npc/storage/curl_library.hpp>
 #include <npc/storage/s3_url.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/random.hpp>
 #include <npc/util/sha256.hpp>
 
 namespace npc::storage {
@@ -288,7 +288,6 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
   if (!request.query.empty()) url += "?" + request.query;
   std::string sigv4 = "aws:amz:" + config_.region + ":s3";
 
-  thread_local std::mt19937_64 rng{std::random_device{}()};
   const auto started = std::chrono::steady_clock::now();
   bool renewed_after_refusal = false;
   for (int attempt = 1;; ++attempt) {
@@ -391,7 +390,7 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
 
     auto cap = std::min<std::int64_t>(options_.max_backoff.count(),
                                       options_.base_backoff.count() << std::min(attempt - 1, 20));
-    auto backoff = std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(0, std::max<std::int64_t>(cap, 0))(rng));
+    auto backoff = std::chrono::milliseconds(util::random_between(0, std::max<std::int64_t>(cap, 0)));
     bool out_of_time = std::chrono::steady_clock::now() + backoff - started > options_.max_retry_time;
     if (!retry || attempt >= options_.max_attempts || out_of_time) {
       if (code == CURLE_OK) return response; // the caller words the HTTP error

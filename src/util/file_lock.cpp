@@ -6,7 +6,6 @@
 #include <ctime>
 #include <fcntl.h>
 #include <mutex>
-#include <random>
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/random.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::util {
@@ -229,7 +229,6 @@ Result<std::optional<FileLock>> FileLock::try_acquire(const fs::path& path, cons
 Result<FileLock> FileLock::acquire(const fs::path& path, const LockHolder& me,
                                    std::chrono::milliseconds timeout,
                                    const std::function<void(const std::optional<LockHolder>&)>& on_wait) {
-  thread_local std::mt19937 rng{std::random_device{}()};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = kMinBackoff;
   bool told = false;
@@ -250,8 +249,7 @@ Result<FileLock> FileLock::acquire(const fs::path& path, const LockHolder& me,
                   " waiting for lock " + path.string() + " held by " +
                   (holder ? holder->describe() : std::string("an unknown process")));
     }
-    std::uniform_int_distribution<long> jitter(kMinBackoff.count(), backoff.count());
-    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(random_between(kMinBackoff.count(), backoff.count())));
     backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
   }
 }

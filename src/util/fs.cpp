@@ -1,11 +1,12 @@
 #include <npc/util/fs.hpp>
+#include <npc/util/random.hpp>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <random>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,51 +18,63 @@ std::string errno_text(std::string_view what, const fs::path& path, int err) {
 
 bool is_temp_name(std::string_view filename) { return filename.starts_with(kTempPrefix); }
 
-Result<std::string> read_file(const fs::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
+namespace {
+
+// Reads straight into the string, sized once from fstat for a regular file
+// (a cache summary of 100,000 entries is 8 MB, and growing a string by
+// doubling touches twice the pages). No buffer on the stack: a cache hit
+// reads its graph, and each page of a 64 KB buffer it touched was one more
+// page fault. Fails past max_bytes; a read error names path when given.
+Result<std::string> read_all(int fd, std::uint64_t max_bytes, const fs::path* path) {
+  std::size_t expected = 0;
+  if (struct stat st {}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+                         static_cast<std::uint64_t>(st.st_size) <= max_bytes)
+    expected = static_cast<std::size_t>(st.st_size);
   std::string data;
-  struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) data.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
+  // One byte past a regular file's size, so that its end is seen by a
+  // short read rather than by a second call.
+  data.resize(expected > 0 ? expected + 1 : 4096);
+  std::size_t used = 0;
+  bool seekable = true; // a pipe is read from where it stands
   for (;;) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (used == data.size()) data.resize(data.size() * 2);
+    ssize_t n = seekable ? ::pread(fd, data.data() + used, data.size() - used, static_cast<off_t>(used))
+                         : ::read(fd, data.data() + used, data.size() - used);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail(errno_text("cannot read", path, errno));
+      if (errno == ESPIPE && seekable) {
+        seekable = false;
+        continue;
+      }
+      if (path) return fail(errno_text("cannot read", *path, errno));
+      return fail(std::string("read failed: ") + std::strerror(errno));
     }
     if (n == 0) break;
-    data.append(buffer, static_cast<size_t>(n));
+    used += static_cast<std::size_t>(n);
+    if (used > max_bytes) return fail("larger than " + std::to_string(max_bytes) + " bytes");
   }
+  data.resize(used);
   return data;
 }
 
-Result<std::string> read_fd(int fd, std::uint64_t max_bytes) {
-  std::string data;
-  // Sized once for a regular file: a cache summary of 100,000 entries is
-  // 8 MB, and growing a string by doubling touches twice the pages.
-  if (struct stat st {}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) <= max_bytes)
-    data.reserve(static_cast<std::size_t>(st.st_size));
-  char buffer[1 << 16];
-  off_t offset = 0;
-  for (;;) {
-    ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(std::string("read failed: ") + std::strerror(errno));
-    }
-    if (n == 0) return data;
-    data.append(buffer, static_cast<size_t>(n));
-    offset += n;
-    if (data.size() > max_bytes) return fail("larger than " + std::to_string(max_bytes) + " bytes");
-  }
+} // namespace
+
+Result<std::string> read_file(const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
+  return read_all(fd.get(), std::numeric_limits<std::uint64_t>::max(), &path);
 }
 
+Result<std::string> read_fd(int fd, std::uint64_t max_bytes) { return read_all(fd, max_bytes, nullptr); }
+
 static std::string random_suffix() {
-  thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::uint64_t bits = random_u64(); // 8 digits of 36 use 41 of its bits
   std::string s(8, '0');
-  for (auto& c : s) c = kDigits[rng() % 36];
+  for (auto& c : s) {
+    c = kDigits[bits % 36];
+    bits /= 36;
+  }
   return s;
 }
 
