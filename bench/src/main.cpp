@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <openssl/crypto.h>
+#include <openssl/opensslv.h> // the version of the libcrypto.a linked in
 
 #include <npc/util/process.hpp>
 
@@ -83,7 +83,7 @@ json machine_facts(const Programs& programs) {
           {"kernel", std::string(u.sysname) + " " + u.release},
           {"cxx", cxx},
           {"build_type", NPC_BENCH_BUILD_TYPE},
-          {"openssl", OpenSSL_version(OPENSSL_VERSION)},
+          {"openssl", OPENSSL_VERSION_TEXT},
           {"bin_true_ms", median(spawns)}};
 }
 

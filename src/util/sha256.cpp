@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/openssl_cpu.hpp>
 
 namespace npc::util {
 
@@ -41,6 +42,7 @@ std::string to_hex(const unsigned char* digest, unsigned length) {
 } // namespace
 
 Sha256::Sha256() : ctx_(std::make_unique<SHA256state_st>()) {
+  prepare_openssl_cpu();
   if (SHA256_Init(ctx_.get()) != 1) throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
 }
 

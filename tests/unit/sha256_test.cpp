@@ -1,0 +1,97 @@
+// util/sha256 and util/openssl_cpu: OpenSSL's digests give the standard
+// answers (FIPS 180-2 and RFC 1321 vectors), on every code path the CPU
+// vector can choose, and the vector follows what glibc says the CPU has.
+
+#include <npc/util/openssl_cpu.hpp>
+#include <npc/util/sha256.hpp>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#if defined(__x86_64__)
+// glibc 2.36's header spells bool as C's _Bool, which clang's C++ rejects.
+#if defined(__clang__)
+#define _Bool bool
+#endif
+#include <sys/platform/x86.h>
+#if defined(__clang__)
+#undef _Bool
+#endif
+extern "C" unsigned int OPENSSL_ia32cap_P[4];
+#endif
+
+namespace npc::util {
+namespace {
+
+TEST(Sha256, StandardVectors) {
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256, PiecesGiveTheDigestOfTheWhole) {
+  std::string data(100000, '\0');
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+  Sha256 pieces;
+  for (std::size_t at = 0; at < data.size(); at += 777) pieces.update(std::string_view(data).substr(at, 777));
+  EXPECT_EQ(pieces.hex_digest(), sha256_hex(data));
+}
+
+TEST(Md5, StandardVectors) {
+  EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+  EXPECT_EQ(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890"),
+            "57edf4a22be3c955ac49da2e2107b67a");
+}
+
+#if defined(__x86_64__)
+
+// The bits OpenSSL's SHA-256 chooses its code by, as glibc found the CPU.
+TEST(OpensslCpu, VectorFollowsTheCpuAsGlibcSeesIt) {
+  prepare_openssl_cpu();
+  auto bit = [](unsigned word, unsigned n) { return (OPENSSL_ia32cap_P[word] >> n) & 1u; };
+  EXPECT_EQ(bit(1, 9), CPU_FEATURE_ACTIVE(SSSE3) ? 1u : 0u);
+  EXPECT_EQ(bit(1, 28), CPU_FEATURE_ACTIVE(AVX) ? 1u : 0u);
+  EXPECT_EQ(bit(2, 3), CPU_FEATURE_ACTIVE(BMI1) ? 1u : 0u);
+  EXPECT_EQ(bit(2, 5), CPU_FEATURE_ACTIVE(AVX2) ? 1u : 0u);
+  EXPECT_EQ(bit(2, 8), CPU_FEATURE_ACTIVE(BMI2) ? 1u : 0u);
+  EXPECT_EQ(bit(2, 29), CPU_FEATURE_ACTIVE(SHA) ? 1u : 0u);
+  EXPECT_EQ(OPENSSL_ia32cap_P[0], 0u); // no "Intel CPU" claim, nothing else
+  EXPECT_EQ(OPENSSL_ia32cap_P[3], 0u);
+}
+
+// Every path the vector can select (SHA extensions, AVX2+BMI, SSSE3, plain
+// x86-64) gives the same digests: each is forced in turn, where the CPU has it.
+TEST(OpensslCpu, EveryCodePathGivesTheStandardDigest) {
+  prepare_openssl_cpu();
+  const unsigned int saved[4] = {OPENSSL_ia32cap_P[0], OPENSSL_ia32cap_P[1], OPENSSL_ia32cap_P[2],
+                                 OPENSSL_ia32cap_P[3]};
+  struct Path {
+    const char* name;
+    unsigned int word1, word2;
+  };
+  const Path paths[] = {
+      {"as prepared", saved[1], saved[2]},
+      {"without SHA extensions", saved[1], saved[2] & ~(1u << 29)},
+      {"SSSE3 only", saved[1] & (1u << 9), 0},
+      {"plain x86-64", 0, 0},
+  };
+  std::string million(1000000, 'a');
+  for (const auto& path : paths) {
+    OPENSSL_ia32cap_P[1] = path.word1;
+    OPENSSL_ia32cap_P[2] = path.word2;
+    EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") << path.name;
+    EXPECT_EQ(sha256_hex(million), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        << path.name;
+  }
+  for (int i = 0; i < 4; ++i) OPENSSL_ia32cap_P[i] = saved[i];
+}
+
+#endif
+
+} // namespace
+} // namespace npc::util
