@@ -13,16 +13,18 @@
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/remote_explain.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cli/cache_options.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/remote_entry.hpp>
+#include <npc/util/command_line.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/json_text.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
-#include <npc/util/json_text.hpp>
 
 namespace npc::cli {
 
@@ -539,7 +541,7 @@ int neuron_cache_main(int argc, char** argv) {
                            "Wait at most SECONDS for a compile of the same entry here (default 60)")
         ->type_name("SECONDS");
 
-    parse_command_line(app, argc, argv);
+    util::parse_command_line(app, argc, argv);
     finish_cache_options(overrides, size_text, ttl_text);
     if (!max_size.empty()) {
       auto bytes = util::parse_bytes(max_size);

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <fcntl.h>
-#include <iostream>
 #include <sys/stat.h>
 
 #include <spdlog/spdlog.h>
@@ -23,7 +23,7 @@
 #include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
-#include <npc/util/bash_completion.hpp>
+#include <npc/util/bash_completion_flag.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/input_file.hpp>
@@ -98,42 +98,24 @@ configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
 another process is compiling the entry, 128+N stopped by signal N.
 )";
 
-// The commands and options of kUsage as a CLI::App, for the completion
-// script only: the commands are parsed by hand (compiler flags pass through
-// unknown). tests/install checks that every option kUsage names is here.
-std::unique_ptr<CLI::App> completion_command_line() {
-  auto app = std::make_unique<CLI::App>("", "neuron_cc_wrapper");
-  app->set_version_flag("--version", "");
-  auto add_common = [](CLI::App& command) {
-    command.add_option("--compiler")->type_name("PATH");
-    command.add_option("--timeout")->type_name("SECONDS");
-    command.add_option("--lock-timeout")->type_name("SECONDS");
-    command.add_option("--secondary-cache")->type_name("DIR");
-    // NEURON_CC_FLAGS's cache options, also taken from the command line.
-    command.add_option("--cache_dir")->type_name("DIR");
-    command.add_flag("--no_cache");
-    command.add_option("--cache_size")->type_name("BYTES");
-    command.add_option("--cache_ttl")->type_name("DAYS");
-    command.add_flag("--retry_failed_compilation");
-    command.add_option("--log_level")->type_name("LEVEL");
-  };
-  auto* compile = app->add_subcommand("compile");
-  compile->add_option("--graph")->type_name("FILE");
-  compile->add_option("--output")->type_name("NEFF");
-  compile->add_option("--cache-key")->type_name("NAME");
-  add_common(*compile);
-  auto* compile_entry = app->add_subcommand("compile-entry");
-  compile_entry->add_option("DIR");
-  compile_entry->add_flag("--no-evict");
-  compile_entry->add_flag("--no-wait");
-  compile_entry->add_option("--result-file")->type_name("FILE");
-  compile_entry->add_option("--remote-cache")->type_name("URL");
-  add_common(*compile_entry);
-  auto* key = app->add_subcommand("key");
-  key->add_option("--graph")->type_name("FILE");
-  add_common(*key);
-  return app;
+// The completion script, written at build time by the generator of
+// cli/neuron_cc_wrapper_completion.cpp from the commands and options of
+// kUsage as a CLI::App (src/CMakeLists.txt): CLI11's objects are built at
+// the start of every program that links them, and this one starts once per
+// graph.
+constexpr std::string_view kCompletionScript =
+#include "neuron_cc_wrapper_completion.inc"
+    ;
+
+// Our messages: stdio, not iostreams, whose start (the locale and its
+// facets) every cache hit paid. Each line is flushed, as std::endl did:
+// torch-neuronx reads the compiler's output as it comes.
+void print_text(std::FILE* stream, std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stream);
+  std::fflush(stream);
 }
+
+void print_line(std::FILE* stream, const std::string& line) { print_text(stream, line + "\n"); }
 
 struct CommonOptions {
   std::optional<std::string> compiler;
@@ -296,8 +278,8 @@ Result<cache::Integrity> deliver_neff(const cache::Entry& entry, const fs::path&
 // The stdout line is torch-neuronx's own, which scripts look for; the error
 // on stderr says what to do, where a failing exit status sends people.
 int print_cached_failure(const cache::Entry& entry) {
-  std::cout << "Got a cached failed neff at " << entry.log_path().string()
-            << ". Will skip compilation, please set --retry_failed_compilation" << std::endl;
+  print_line(stdout, "Got a cached failed neff at " + entry.log_path().string() +
+                         ". Will skip compilation, please set --retry_failed_compilation");
   spdlog::error("this graph failed to compile earlier and the failure is cached ({}); to compile it again, add "
                 "--retry_failed_compilation to NEURON_CC_FLAGS or run neuron_cache clear-failed",
                 entry.log_path().string());
@@ -338,8 +320,8 @@ int interrupted_status(const compile::EntryCompileResult& result) {
 
 // Where our messages go: stderr when the NEFF goes to our stdout
 // (--output /dev/stdout), so that they do not end up inside it.
-std::ostream& message_stream(const fs::path& output) {
-  return util::same_file_as_stdout(output) ? std::cerr : std::cout;
+std::FILE* message_stream(const fs::path& output) {
+  return util::same_file_as_stdout(output) ? stderr : stdout;
 }
 
 // Serves a done entry; false when its NEFF fails the integrity check.
@@ -354,8 +336,8 @@ bool serve_hit(const cache::Entry& entry, const fs::path& output) {
   // process may have repaired it meanwhile) and says so when it recompiles.
   if (*integrity == cache::Integrity::mismatch) return false;
   std::ignore = entry.touch();
-  message_stream(output) << "Using a cached neff at " << entry.neff_path().string()
-                         << ". Exiting with a successfully compiled graph." << std::endl;
+  print_line(message_stream(output),
+             "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
   return true;
 }
 
@@ -490,8 +472,8 @@ int cmd_compile(const std::vector<std::string>& words) {
     // The graph goes where the framework's would: the remote.
     if (auto s = remote->store_graph(key, graph, context.flags); !s) throw EnvironmentError(s.error());
     std::string graph_url = remote->describe(key) + "/" + std::string(cache::kGraphFile);
-    std::cout << "Extracting graphs (" << graph_url
-              << ") for ahead-of-time parallel compilation. No compilation was done." << std::endl;
+    print_line(stdout, "Extracting graphs (" + graph_url +
+                           ") for ahead-of-time parallel compilation. No compilation was done.");
     if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
       if (auto s = util::append_line(*log, graph_url); !s) throw EnvironmentError(s.error());
     write_placeholder(command.output);
@@ -507,8 +489,8 @@ int cmd_compile(const std::vector<std::string>& words) {
     } else if (auto s = entry.store_graph(graph, context.flags); !s) {
       throw EnvironmentError(s.error());
     }
-    std::cout << "Extracting graphs (" << graph_path.string()
-              << ") for ahead-of-time parallel compilation. No compilation was done." << std::endl;
+    print_line(stdout, "Extracting graphs (" + graph_path.string() +
+                           ") for ahead-of-time parallel compilation. No compilation was done.");
     if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
       if (auto s = util::append_line(*log, graph_path.string()); !s) throw EnvironmentError(s.error());
     write_placeholder(command.output);
@@ -591,14 +573,13 @@ int cmd_compile(const std::vector<std::string>& words) {
   }
   if (!delivered) deliver(entry); // a result another node put in S3 meanwhile
   std::ignore = entry.touch();
-  std::ostream& messages = message_stream(command.output);
+  std::FILE* messages = message_stream(command.output);
   if (result.outcome == compile::EntryOutcome::compiled) {
-    messages << "Compiled " << entry_dir.string() << " in "
-              << util::format_seconds(result.attempt.wall_seconds) << std::endl;
+    print_line(messages, "Compiled " + entry_dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
   } else {
-    messages << "Using a cached neff at " << entry.neff_path().string()
-             << ". Exiting with a successfully compiled graph." << std::endl;
+    print_line(messages,
+               "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
   }
   return 0;
 }
@@ -651,7 +632,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;
-    std::cout << "Already compiled: " << dir.string() << std::endl;
+    print_line(stdout, "Already compiled: " + dir.string());
     return 0;
   }
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before the entry is
@@ -672,15 +653,14 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   case compile::EntryOutcome::no_space: return print_no_space(dir, result);
   case compile::EntryOutcome::removed: return print_removed(dir);
   case compile::EntryOutcome::already_done:
-    std::cout << "Already compiled: " << dir.string() << std::endl;
+    print_line(stdout, "Already compiled: " + dir.string());
     return 0;
   case compile::EntryOutcome::locked_elsewhere:
-    std::cout << "Locked by another process: " << dir.string() << std::endl;
+    print_line(stdout, "Locked by another process: " + dir.string());
     return exit_status(ExitCode::locked_elsewhere);
   case compile::EntryOutcome::compiled: break;
   }
-  std::cout << "Compiled " << dir.string() << " in " << util::format_seconds(result.attempt.wall_seconds)
-            << std::endl;
+  print_line(stdout, "Compiled " + dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
   if (!no_evict) cache::evict_after_write(cache, {settings.cache.size_limit(), settings.cache.ttl()});
   return 0;
 }
@@ -718,9 +698,8 @@ int cmd_key(const std::vector<std::string>& words) {
   cache::KeyInputs inputs;
   cache::CacheKey key = cache::make_key(graph.sha256, context.flags, version, &inputs);
   inputs.graph_bytes = graph.size;
-  std::cout << cache.entry_dir(key).string() << "\n"
-            << cache::explain_key(inputs, key) << "legacy entry path: "
-            << cache.entry_dir(cache::legacy_key(graph.sha256, context.flags, version)).string() << "\n";
+  print_text(stdout, cache.entry_dir(key).string() + "\n" + cache::explain_key(inputs, key) + "legacy entry path: " +
+                         cache.entry_dir(cache::legacy_key(graph.sha256, context.flags, version)).string() + "\n");
   return 0;
 }
 
@@ -729,10 +708,10 @@ int cmd_key(const std::vector<std::string>& words) {
 int neuron_cc_wrapper_main(int argc, char** argv) {
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
-    // Only `--print-bash-completion` alone asks for the script: the App is
-    // built for it alone, not for every compile or --version.
-    if (argc == 2 && argv[1] == util::kPrintBashCompletion)
-      util::print_bash_completion_if_asked(*completion_command_line(), argc, argv);
+    if (argc == 2 && argv[1] == util::kPrintBashCompletion) {
+      print_text(stdout, kCompletionScript);
+      return 0;
+    }
     std::vector<std::string> words(argv + 1, argv + argc);
     if (words.empty()) throw UsageError("a command is required: compile, compile-entry or key (see --help)");
     std::string command = words.front();
@@ -741,11 +720,11 @@ int neuron_cc_wrapper_main(int argc, char** argv) {
     // flag to pass on (the compiler would print its own help, not compile).
     auto asks_for_help = [](const std::string& word) { return word == "--help" || word == "-h"; };
     if (asks_for_help(command) || std::any_of(words.begin(), words.end(), asks_for_help)) {
-      std::cout << kUsage;
+      print_text(stdout, kUsage);
       return 0;
     }
     if (command == "--version") {
-      std::cout << "neuron_cc_wrapper " << NPC_VERSION << "\n";
+      print_text(stdout, "neuron_cc_wrapper " NPC_VERSION "\n");
       return 0;
     }
     if (command == "compile") return cmd_compile(words);

@@ -12,9 +12,9 @@
 
 #include <CLI/CLI.hpp>
 
-namespace npc::util {
+#include <npc/util/bash_completion_flag.hpp>
 
-inline constexpr std::string_view kPrintBashCompletion = "--print-bash-completion";
+namespace npc::util {
 
 // What comes after the program's options: nothing of its own, or (as for
 // neuron_parallel_compile) a command whose words are completed as bash
