@@ -62,6 +62,11 @@ file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/completion)
 add_custom_target(npc_program_docs ALL DEPENDS ${npc_generated_docs})
 
 install(TARGETS ${NPC_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The wrapper's dynamic build, which its static build hands S3 work to
+# (src/CMakeLists.txt): a program of the package, not a command.
+if(NPC_STATIC_WRAPPER)
+  install(TARGETS neuron_cc_wrapper_s3 RUNTIME DESTINATION ${NPC_WRAPPER_S3_DIR})
+endif()
 
 file(GLOB npc_docs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${npc_docs} DESTINATION ${NPC_DOC_DIR})

@@ -20,6 +20,12 @@ add_custom_target(npc_debian_docs ALL DEPENDS ${CMAKE_BINARY_DIR}/debian/changel
 install(FILES ${CMAKE_BINARY_DIR}/debian/copyright ${CMAKE_BINARY_DIR}/debian/changelog.gz
         DESTINATION ${NPC_DOC_DIR})
 
+# lintian's view of the static-pie wrapper, with the reason in the file.
+if(NPC_STATIC_WRAPPER)
+  install(FILES ${CMAKE_CURRENT_LIST_DIR}/lintian-overrides
+          DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME neuron-parallel-compile)
+endif()
+
 set(CPACK_PACKAGE_NAME neuron-parallel-compile)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "neuron-parallel-compile maintainers")

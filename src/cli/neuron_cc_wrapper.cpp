@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -116,6 +118,30 @@ void print_text(std::FILE* stream, std::string_view text) {
 }
 
 void print_line(std::FILE* stream, const std::string& line) { print_text(stream, line + "\n"); }
+
+// Where the build that can load libcurl is, relative to this program, when
+// this is the static build (main/neuron_cc_wrapper_static.cpp); and our words.
+const char* g_s3_build = nullptr;
+char** g_argv = nullptr;
+
+// S3 needs libcurl, which a static program cannot load. The static build,
+// the one torch-neuronx starts for every graph, hands a command that needs
+// S3 to the dynamic build of the same sources: same words, same
+// environment, same process. Called before anything is locked, stored or
+// written, so the dynamic build starts the command over; a hit in an S3
+// cache's local mirror never gets here. Does nothing in the dynamic build.
+void continue_in_s3_build() {
+  if (g_s3_build == nullptr) return;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw EnvironmentError("cannot find this program's own path in /proc/self/exe: " + ec.message());
+  std::string s3_build = (self.parent_path() / g_s3_build).lexically_normal().string();
+  std::fflush(nullptr); // what stdio holds would be lost with this image
+  g_argv[0] = s3_build.data();
+  ::execv(s3_build.c_str(), g_argv);
+  throw EnvironmentError("an s3:// cache needs " + s3_build + " (neuron_cc_wrapper built with S3 support), which " +
+                         "cannot be run: " + std::strerror(errno) + "; reinstall neuron-parallel-compile");
+}
 
 struct CommonOptions {
   std::optional<std::string> compiler;
@@ -468,6 +494,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   };
 
   if (extract_only && context.settings.remote_cache) {
+    continue_in_s3_build();
     open_remote();
     // The graph goes where the framework's would: the remote.
     if (auto s = remote->store_graph(key, graph, context.flags); !s) throw EnvironmentError(s.error());
@@ -501,6 +528,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
   if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
   // A miss in the mirror of an S3 cache: the remote's result, downloaded.
+  if (context.settings.remote_cache) continue_in_s3_build();
   open_remote();
   if (remote) {
     switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
@@ -603,6 +631,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
     else if (!entry_dir) entry_dir = fs::path(args.next());
     else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
   }
+  if (remote_url) continue_in_s3_build();
   // Whatever its place: --lock-timeout also sets the stale age, which the
   // launcher passes with --no-wait, and must not bring the wait back.
   if (no_wait) common.lock_wait = std::chrono::milliseconds(0);
@@ -705,7 +734,9 @@ int cmd_key(const std::vector<std::string>& words) {
 
 } // namespace
 
-int neuron_cc_wrapper_main(int argc, char** argv) {
+int neuron_cc_wrapper_main(int argc, char** argv, const char* s3_build) {
+  g_s3_build = s3_build;
+  g_argv = argv;
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
     if (argc == 2 && argv[1] == util::kPrintBashCompletion) {

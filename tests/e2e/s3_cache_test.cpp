@@ -2,7 +2,8 @@
 // compiles in the local mirror and uploads the entry; another node's mirror
 // downloads it instead of compiling; extraction stores the graph in S3;
 // two nodes at once compile a graph once; an unreachable endpoint is one
-// line and exit 3; the commands that do not drive S3 yet say so.
+// line and exit 3; the commands that do not drive S3 yet say so; the static
+// wrapper hands S3 work to its dynamic build, and serves mirror hits alone.
 
 #include <algorithm>
 #include <sys/wait.h>
@@ -99,6 +100,56 @@ TEST_F(S3Cache, AnUnreachableEndpointIsOneLineAndExit3) {
   EXPECT_EQ(run.exit_code, 3) << run.describe();
   EXPECT_NE(run.err.find("cannot reach S3 endpoint " + endpoint), std::string::npos) << run.err;
   EXPECT_EQ(compiles(), 0u);
+}
+
+// The static wrapper, copied where its dynamic build is not beside it.
+class S3CacheStaticWrapper : public S3CacheTest {
+protected:
+  void SetUp() override {
+    S3CacheTest::SetUp();
+    if (wrapper_s3_build().empty()) GTEST_SKIP() << "built without a static wrapper (a sanitizer build)";
+    alone_ = dir() / "alone" / "bin" / "neuron_cc_wrapper";
+    fs::create_directories(alone_.parent_path());
+    fs::copy_file(program("neuron_cc_wrapper"), alone_);
+  }
+  RunResult compile_alone(const fs::path& g, const fs::path& out) {
+    return run_tool(alone_.string(), {"compile", "--graph", g.string(), "--output", out.string()});
+  }
+  fs::path alone_;
+};
+
+// A hit in the mirror needs no S3, so not the dynamic build either: served
+// with the server stopped and nothing beside the program.
+TEST_F(S3CacheStaticWrapper, AHitInTheMirrorIsServedWithoutTheDynamicBuild) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff").exit_code, 0); // through the dynamic build: S3 is used
+  EXPECT_EQ(compiles(), 1u);
+  server_.stop();
+  auto hit = compile_alone(g, dir() / "b.neff");
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(read_text(dir() / "b.neff"), read_text(dir() / "a.neff"));
+  EXPECT_NE(hit.out.find("Using a cached neff at "), std::string::npos) << hit.out;
+  EXPECT_EQ(compiles(), 1u);
+}
+
+// A miss needs S3: without the dynamic build, one line naming the path it
+// looked for, exit 3, and nothing stored in the mirror or in S3.
+TEST_F(S3CacheStaticWrapper, AMissWithoutTheDynamicBuildSaysWhereItLookedAndExits3) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  auto miss = compile_alone(g, dir() / "a.neff");
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  fs::path expected = (alone_.parent_path() / NPC_WRAPPER_S3_BUILD).lexically_normal();
+  EXPECT_NE(miss.err.find("an s3:// cache needs " + expected.string() +
+                          " (neuron_cc_wrapper built with S3 support), which cannot be run: No such file or directory; "
+                          "reinstall neuron-parallel-compile"),
+            std::string::npos)
+      << miss.err;
+  EXPECT_EQ(std::count(miss.err.begin(), miss.err.end(), '\n'), 1) << miss.err;
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_EQ(objects(), std::vector<std::string>{});
+  fs::path mirror_version = dir() / "node-a" / "s3" / "test-bucket" / "team" / (std::string("neuronxcc-") + kStandinVersion);
+  EXPECT_EQ(names_in(mirror_version), std::vector<std::string>{});
+  EXPECT_FALSE(fs::exists(dir() / "a.neff"));
 }
 
 } // namespace

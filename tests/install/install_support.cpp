@@ -22,6 +22,12 @@ std::vector<std::string> expected_install_files() {
     files.push_back("share/bash-completion/completions/" + program);
     files.push_back("share/man/man1/" + program + ".1.gz");
   }
+  // The wrapper's dynamic build, beside the static one as installed.
+  // and lintian's override for the static one.
+  if (!wrapper_s3_build().empty()) {
+    files.push_back((fs::path("bin") / NPC_WRAPPER_S3_BUILD).lexically_normal().string());
+    files.push_back("share/lintian/overrides/neuron-parallel-compile");
+  }
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -16,5 +16,8 @@ fs::path program(const std::string& name); // bin_dir()/name
 fs::path standin_compiler();               // standin_dir()/neuronx-cc
 fs::path standin_train_script();            // standin_dir()/standin_train
 fs::path hlo_samples_dir();                // ../shared/hlo-samples (a test failure when absent)
+// The wrapper's dynamic build, which its static build hands S3 work to;
+// empty when the wrapper is built dynamic only (sanitizer builds).
+fs::path wrapper_s3_build();
 
 } // namespace npc::test

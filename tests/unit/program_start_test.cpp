@@ -3,7 +3,10 @@
 // (docs/process-start.md). Read from the program's symbol table, so that a
 // change that brings one back fails here, not only in a benchmark.
 
+#include <elf.h>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -30,6 +33,52 @@ TEST(ProgramStart, TheWrapperBuildsNoIostreamsCli11OrCpuProbeAtStart) {
   // libcrypto.a's CPU probe, run from .init (util/openssl_cpu.cpp).
   EXPECT_EQ(symbols.find("OPENSSL_cpuid_setup"), std::string::npos);
   EXPECT_EQ(symbols.find("OPENSSL_ia32_cpuid"), std::string::npos);
+}
+
+struct ElfShape {
+  bool read = false;
+  bool position_independent = false; // ET_DYN: loaded at a random address
+  bool has_interpreter = false;      // PT_INTERP: started by the dynamic loader
+};
+
+ElfShape elf_shape(const std::string& path) {
+  ElfShape shape;
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return shape;
+  if (std::string(reinterpret_cast<const char*>(header.e_ident), 4) != "\x7f" "ELF") return shape;
+  shape.position_independent = header.e_type == ET_DYN;
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment{};
+    in.seekg(static_cast<std::streamoff>(header.e_phoff + i * header.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) return shape;
+    if (segment.p_type == PT_INTERP) shape.has_interpreter = true;
+  }
+  shape.read = true;
+  return shape;
+}
+
+// The wrapper is linked -static-pie, and its dynamic build (which serves S3)
+// is where the static one looks for it; in sanitizer builds the wrapper is
+// the dynamic build alone.
+TEST(ProgramStart, TheWrapperIsAStaticPieBesideItsDynamicBuild) {
+  ElfShape wrapper = elf_shape(test::program("neuron_cc_wrapper").string());
+  ASSERT_TRUE(wrapper.read);
+  EXPECT_TRUE(wrapper.position_independent);
+  if (test::wrapper_s3_build().empty()) {
+    EXPECT_TRUE(wrapper.has_interpreter);
+    GTEST_SKIP() << "built without a static wrapper (a sanitizer build)";
+  }
+  EXPECT_FALSE(wrapper.has_interpreter);
+  ElfShape s3_build = elf_shape(test::wrapper_s3_build().string());
+  ASSERT_TRUE(s3_build.read) << test::wrapper_s3_build();
+  EXPECT_TRUE(s3_build.position_independent);
+  EXPECT_TRUE(s3_build.has_interpreter);
+  // Both answer --version alike.
+  auto version = test::run({test::program("neuron_cc_wrapper").string(), "--version"});
+  auto s3_version = test::run({test::wrapper_s3_build().string(), "--version"});
+  EXPECT_EQ(version.exit_code, 0) << version.describe();
+  EXPECT_EQ(version.out, s3_version.out);
 }
 
 } // namespace

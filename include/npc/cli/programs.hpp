@@ -4,7 +4,9 @@
 namespace npc::cli {
 
 int neuron_cache_main(int argc, char** argv);
-int neuron_cc_wrapper_main(int argc, char** argv);
+// s3_build: in the static build of the wrapper, the path (relative to the
+// program) of its dynamic build, which a command that needs S3 is handed to.
+int neuron_cc_wrapper_main(int argc, char** argv, const char* s3_build = nullptr);
 int neuron_parallel_compile_main(int argc, char** argv);
 
 } // namespace npc::cli
