@@ -327,12 +327,16 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+    // Whether this attempt is cut at the end of the retry budget rather than
+    // at the request timeout: if it times out, the budget is spent.
+    bool cut_at_budget = false;
     if (request.bound == AttemptBound::whole_attempt) {
       // At most what is left of the retry budget (at least 1 ms: 0 would
       // mean no limit to libcurl), so the last attempt ends within it too.
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           options_.max_retry_time - (std::chrono::steady_clock::now() - started));
       auto limit = std::max<std::int64_t>(1, std::min(options_.request_timeout.count(), left.count()));
+      cut_at_budget = left.count() < options_.request_timeout.count();
       lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(limit));
     }
     lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
@@ -391,7 +395,11 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     auto cap = std::min<std::int64_t>(options_.max_backoff.count(),
                                       options_.base_backoff.count() << std::min(attempt - 1, 20));
     auto backoff = std::chrono::milliseconds(util::random_between(0, std::max<std::int64_t>(cap, 0)));
-    bool out_of_time = std::chrono::steady_clock::now() + backoff - started > options_.max_retry_time;
+    // An attempt that timed out at the budget's end leaves nothing for
+    // another, even when libcurl's clock ended it a moment early and the
+    // drawn back-off is 0: a retry with a millisecond left only fails again.
+    bool out_of_time = (cut_at_budget && code == CURLE_OPERATION_TIMEDOUT) ||
+                       std::chrono::steady_clock::now() + backoff - started > options_.max_retry_time;
     if (!retry || attempt >= options_.max_attempts || out_of_time) {
       if (code == CURLE_OK) return response; // the caller words the HTTP error
       return fail(failure + (attempt > 1 ? " (after " + std::to_string(attempt) + " attempts)" : ""));
