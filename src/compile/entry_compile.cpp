@@ -204,8 +204,13 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (!info->has_graph)
     throw Error("cache entry " + entry_dir.string() + " has no " + entry.graph_path().filename().string() +
                 " to compile (remove it with neuron_cache rm)", ExitCode::environment);
+  // From here on, a failure to read or create in the entry may only mean
+  // that it went after we looked (eviction, clean): then it was removed.
   auto flags = cache::read_compile_flags(entry_dir);
-  if (!flags) throw EnvironmentError(flags.error() + " (remove the entry with neuron_cache rm)");
+  if (!flags) {
+    if (entry_gone(entry_dir)) return removed();
+    throw EnvironmentError(flags.error() + " (remove the entry with neuron_cache rm)");
+  }
   auto meta = cache::read_entry_meta(entry_dir);
   cache::EntryMeta before = meta ? *meta : cache::EntryMeta{};
 
@@ -216,7 +221,14 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     work_parent = *options.compile_workdir;
     if (auto s = util::ensure_dir(work_parent); !s) throw EnvironmentError("--compile_workdir: " + s.error());
   }
-  util::TempDir workdir(work_parent, kCompileWorkPrefix);
+  std::optional<util::TempDir> made;
+  try {
+    made.emplace(work_parent, kCompileWorkPrefix);
+  } catch (const EnvironmentError&) {
+    if (entry_gone(entry_dir)) return removed();
+    throw;
+  }
+  const util::TempDir& workdir = *made;
   CompileJob job;
   job.compiler = options.compiler;
   job.graph = entry.graph_path();
@@ -226,7 +238,15 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   job.log_file = workdir.path() / cache::kLogFile;
   job.timeout = options.timeout;
   std::time_t started = std::time(nullptr);
-  CompileRun run = run_compiler(job);
+  // The compiler starts in the work folder: gone with the entry, it cannot.
+  std::optional<CompileRun> ran;
+  try {
+    ran.emplace(run_compiler(job));
+  } catch (const EnvironmentError&) {
+    if (entry_gone(entry_dir)) return removed();
+    throw;
+  }
+  CompileRun& run = *ran;
   result.attempt = make_attempt(before, run, started);
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {

@@ -12,7 +12,7 @@ namespace npc::util {
 [[nodiscard]] std::uint64_t random_u64();
 
 // Uniform enough in [low, high] for jitter and names (the bias of a modulo
-// of 2^64 is below 2^-40 for the ranges used); high >= low.
+// of 2^64 is below 2^-40 for the ranges used); low when high <= low.
 [[nodiscard]] std::int64_t random_between(std::int64_t low, std::int64_t high);
 
 } // namespace npc::util
