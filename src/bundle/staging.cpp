@@ -37,8 +37,14 @@ void remove_stale_import_staging(const cache::Cache& cache) {
   for (const auto& name : util::list_names(dir).value_or(std::vector<std::string>{})) {
     if (!std::string_view(name).starts_with(kImportStagingPrefix)) continue;
     fs::path staging = dir / name;
+    // A folder whose lock was taken once and is free now was left by an
+    // import that died (the kernel frees the lock of a killed holder): gone
+    // at once. One without a lock yet may be an import's that is about to
+    // take it: gone only once old.
+    std::error_code ec;
+    bool locked_once = fs::exists(fs::symlink_status(staging / kImportLockName, ec));
     auto when = util::mtime(staging);
-    if (!when || now - *when < kStaleStagingAge) continue;
+    if (!locked_once && (!when || now - *when < kStaleStagingAge)) continue;
     auto lock = util::FileLock::try_acquire(staging / kImportLockName, this_import());
     if (!lock || !lock->has_value()) continue; // a running import holds it
     if (auto s = util::remove_tree(staging); !s) spdlog::debug("{}", s.error());

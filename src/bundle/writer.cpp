@@ -179,7 +179,8 @@ void make_room_for_descriptors(std::size_t needed) {
 void check_root_trust(const cache::Cache& cache) {
   std::error_code root_ec;
   if (fs::exists(fs::symlink_status(cache.root(), root_ec)))
-    if (auto s = cache::check_directory_trust(cache.root(), cache.trust(), "the cache directory"); !s)
+    if (auto s = cache::check_directory_trust(cache.root(), cache.trust(), "the cache directory",
+                                                cache::Links::follow_owned); !s)
       throw EnvironmentError(s.error());
 }
 

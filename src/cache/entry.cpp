@@ -39,7 +39,7 @@ Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int cop
   auto meta = read_entry_meta(entry_dir);
   if (!meta) return fail(meta.error());
   fs::path neff = entry_dir / kNeffFile;
-  util::UniqueFd fd(::open(neff.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  util::UniqueFd fd(util::open_for_reading(neff, O_NOFOLLOW));
   if (!fd.valid()) return fail(util::errno_text("cannot open", neff, errno));
   if (meta->neff_bytes) {
     // Cheap check first: a truncated NEFF is caught without reading it.
@@ -60,7 +60,7 @@ Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int cop
 constexpr auto kMinLockBackoff = std::chrono::milliseconds(5);
 constexpr auto kMaxLockBackoff = std::chrono::milliseconds(100);
 
-std::string describe_holder(const fs::path& entry_dir, const EntryLock::Attempt& attempt) {
+std::string describe_attempt_holder(const fs::path& entry_dir, const EntryLock::Attempt& attempt) {
   if (attempt.blocking.state != FrameworkLockState::absent)
     return "the lock " + (entry_dir / kFrameworkLockFile).string() + " " + attempt.blocking.describe();
   std::optional<util::LockHolder> holder;
@@ -185,6 +185,20 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
   return EntryState::incomplete;
 }
 
+std::optional<std::string> Entry::describe_holder() const {
+  auto facts = judge_framework_lock(framework_lock_path(), cache_.stale_lock_age(), std::chrono::system_clock::now());
+  if (facts.blocks()) {
+    std::string lock = "the lock " + framework_lock_path().string() + ", " + util::format_seconds(facts.age_seconds) +
+                       " old";
+    if (facts.owner) return facts.owner->describe() + " (" + lock + ")";
+    return "whoever made " + lock + " (it names no owner)";
+  }
+  std::optional<util::LockHolder> holder;
+  if (util::probe_lock(lock_path(), &holder) == util::LockState::held)
+    return holder ? holder->describe() : std::string("another process");
+  return std::nullopt;
+}
+
 bool Entry::looks_done_at(const fs::path& entry_dir) {
   return is_regular(entry_dir / kDoneFile) && is_regular(entry_dir / kNeffFile);
 }
@@ -222,7 +236,7 @@ Result<EntrySnapshot> Entry::open_snapshot(const fs::path& entry_dir) {
     std::map<std::string, struct stat> opened;
     for (auto name : kTransferFiles) {
       fs::path path = entry_dir / name;
-      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      int fd = util::open_for_reading(path, O_NOFOLLOW);
       if (fd < 0) {
         if (errno == ENOENT || errno == ELOOP) continue; // absent, or a symlink: not ours to follow
         return fail(util::errno_text("cannot open", path, errno));
@@ -287,11 +301,11 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
     if (!attempt) return fail(attempt.error());
     if (attempt->outcome == EntryLock::Outcome::taken) return LockOrBusy(std::move(lock));
     if (!told && on_wait && timeout.count() > 0) {
-      on_wait(describe_holder(dir_, *attempt));
+      on_wait(describe_attempt_holder(dir_, *attempt));
       told = true;
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      return LockOrBusy(LockBusy{describe_holder(dir_, *attempt), timeout});
+      return LockOrBusy(LockBusy{describe_attempt_holder(dir_, *attempt), timeout});
     std::this_thread::sleep_for(
         std::chrono::milliseconds(util::random_between(kMinLockBackoff.count(), backoff.count())));
     backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxLockBackoff));

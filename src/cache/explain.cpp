@@ -51,7 +51,17 @@ Result<Explanation> explain_graph(std::vector<EntryInfo> entries, const fs::path
   x.graph_bytes = digest->size;
   x.graph_sha256 = digest->sha256;
   x.current = current;
-  if (current.compiler_version) x.current_key = make_key(digest->sha256, current.flags, *current.compiler_version);
+  std::optional<CacheKey> named;
+  if (graph.filename() == kGraphFile) named = parse_key(graph.parent_path().string());
+  if (current.compiler_version) {
+    if (named) {
+      x.current_key = CacheKey{*current.compiler_version, named->graph_hash, flags_hash(current.flags)};
+      x.current_key_source = KeySource::entry;
+    } else {
+      x.current_key = make_key(digest->sha256, current.flags, *current.compiler_version);
+      x.current_key_source = KeySource::wrapper;
+    }
+  }
   SameGraphIndex index(std::move(entries));
   for (auto& entry : index.find(digest->size, digest->sha256)) {
     GraphMatch m;
@@ -91,6 +101,11 @@ std::optional<fs::path> explain_target_graph(const Cache& cache, std::string_vie
     fs::path graph = cache.entry_dir(*key) / kGraphFile;
     if (fs::is_regular_file(graph, ec)) return graph;
   }
+  CacheKey module;
+  if (target.find('/') == std::string_view::npos && parse_module_name(target, module.graph_hash, module.flags_hash))
+    for (const auto& e : cache.list())
+      if (e.key.graph_hash == module.graph_hash && e.key.flags_hash == module.flags_hash && e.has_graph)
+        return e.dir / kGraphFile;
   return std::nullopt;
 }
 

@@ -60,7 +60,7 @@ Status Cache::ensure_root() const {
   }
   if (!fs::is_directory(root_, ec))
     return fail("the cache path " + root_.string() + " exists and is not a directory");
-  if (auto s = check_directory_trust(root_, trust_, "the cache directory"); !s) return s;
+  if (auto s = check_directory_trust(root_, trust_, "the cache directory", Links::follow_owned); !s) return s;
   // Below the root, modes follow the umask: the root alone decides who gets in.
   if (auto s = util::ensure_dir(private_dir()); !s) return s;
   return ok_status();

@@ -135,7 +135,7 @@ EntryInfo RecalledEntry::info(CacheKey key, fs::path dir) const {
 
 VersionSummary VersionSummary::load(const fs::path& file, TrustMode trust) {
   VersionSummary summary;
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = util::open_for_reading(file, O_NOFOLLOW);
   if (fd < 0) return summary;
   util::UniqueFd owned(fd);
   struct stat st {};

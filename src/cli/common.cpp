@@ -1,6 +1,8 @@
 #include <npc/cli/common.hpp>
 
+#include <cerrno>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +15,14 @@ namespace npc::cli {
 
 int run_program(const std::string& program, const std::function<int()>& body) {
   util::setup_logging(program, util::LogLevel::info);
+  // Every relative path, and the results file of the original, needs it:
+  // one clear line now, not a filesystem error from deep inside later.
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr && errno == ENOENT) {
+    spdlog::error("the current directory no longer exists (it was removed); cd to a directory that exists and "
+                  "run again");
+    return static_cast<int>(ExitCode::environment);
+  }
   try {
     return body();
   } catch (const Error& e) {
@@ -20,8 +30,9 @@ int run_program(const std::string& program, const std::function<int()>& body) {
     spdlog::error("{}", e.what());
     return static_cast<int>(e.code());
   } catch (const std::exception& e) {
+    // Not 1: for the launcher that reads as "one graph failed".
     spdlog::error("internal error: {}", e.what());
-    return static_cast<int>(ExitCode::failure);
+    return static_cast<int>(ExitCode::environment);
   }
 }
 

@@ -300,9 +300,11 @@ int cmd_import(const BundleCache& target, const config::CacheSettings& settings,
   bundle::ImportOptions options;
   options.include_failed = include_failed;
   if (!lock_timeout.empty()) {
-    auto seconds = util::parse_non_negative(lock_timeout);
-    if (!seconds) throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected seconds");
-    options.lock_wait = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+    auto timeout = util::parse_positive_seconds(lock_timeout);
+    if (!timeout)
+      throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': " +
+                       std::string(util::kPositiveSecondsExpected));
+    options.lock_wait = *timeout;
   }
   auto report = target.remote ? bundle::import_remote_bundle(*target.remote, target.cache, bundle, options)
                               : bundle::import_bundle(target.cache, bundle, options);
@@ -371,8 +373,13 @@ std::string differences(const cache::GraphMatch& m, const cache::CurrentSettings
 }
 
 std::string verdict_line(const cache::Explanation& x) {
-  std::string run = x.current_key ? "a run with the current flags and compiler (key " + x.current_key->str() + ")"
-                                  : "a run with the current flags (compiler version unknown)";
+  std::string run = "a run with the current flags (compiler version unknown)";
+  if (x.current_key && x.current_key_source == cache::KeySource::entry)
+    run = "a run with the current flags and compiler (key " + x.current_key->str() + ")";
+  else if (x.current_key)
+    run = "a run with the current flags and compiler (key " + x.current_key->str() +
+          " as neuron_cc_wrapper compile names it; the framework names a graph by a hash of its own that cannot "
+          "be computed from the bytes: give its entry to see that key)";
   switch (x.verdict) {
   case cache::Verdict::hit:
     return run + " will hit: entry " + x.matches[*x.deciding].entry.key.str() + " is done";
@@ -415,7 +422,8 @@ json explain_json(const cache::Explanation& x) {
           {"current",
            {{"version", x.current.compiler_version ? json(*x.current.compiler_version) : json(nullptr)},
             {"flags", x.current.flags},
-            {"key", x.current_key ? json(x.current_key->str()) : json(nullptr)}}},
+            {"key", x.current_key ? json(x.current_key->str()) : json(nullptr)},
+            {"key_source", x.current_key_source == cache::KeySource::entry ? "entry" : "neuron_cc_wrapper"}}},
           {"matches", matches},
           {"outcome", verdict_name(x.verdict)},
           {"verdict", verdict_line(x)}};
@@ -449,7 +457,8 @@ int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::
   if (!graph)
     throw UsageError("explain: '" + target + "' is no graph file, entry directory or key of the cache " +
                      cache.root().string() +
-                     " (give a model.hlo_module.pb, an entry directory, or neuronxcc-<version>/MODULE_<hash>+<hash>)");
+                     " (give a model.hlo_module.pb, an entry directory, neuronxcc-<version>/MODULE_<hash>+<hash>, or "
+                     "MODULE_<hash>+<hash> as neuron_cache ls prints it)");
   cache::CurrentSettings current{current_compiler_version(cache, compiler), settings.compiler_flags};
   auto x = cache::explain_graph(cache.list(), *graph, current);
   if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
@@ -519,7 +528,8 @@ int neuron_cache_main(int argc, char** argv) {
     std::string explain_target;
     std::optional<std::string> explain_compiler;
     explain->add_option("TARGET", explain_target,
-                        "A graph file, an entry directory, or neuronxcc-<version>/MODULE_<hash>+<hash>")
+                        "A graph file, an entry directory, neuronxcc-<version>/MODULE_<hash>+<hash>, or "
+                        "MODULE_<hash>+<hash> (as ls prints it)")
         ->required();
     explain->add_option("--compiler", explain_compiler, "The compiler (default: $NEURON_CC, else neuronx-cc on PATH)")
         ->type_name("PATH");
@@ -570,6 +580,15 @@ int neuron_cache_main(int argc, char** argv) {
     }
     const CacheTarget target = remote ? CacheTarget(*remote) : CacheTarget(cache);
     const BundleCache bundles{cache, remote ? &connections : nullptr};
+    // A cache that is not there looks empty: say so, or an `entries 0`
+    // would pass for a look at the cache the user meant. (rm and export name
+    // the cache in their own errors.)
+    std::error_code missing;
+    const bool looks_at_all = *ls || *stats || *prune || *verify || *clear_locks || *clear_failed;
+    if (!remote && looks_at_all && !fs::exists(cache.root(), missing))
+      spdlog::warn("the cache {} does not exist: nothing in it (name the cache with --cache_dir in NEURON_CC_FLAGS, "
+                   "NEURON_COMPILE_CACHE_URL or --cache_dir)",
+                   cache.root().string());
 
     if (*ls) return cmd_ls(target, as_json);
     if (*stats) return cmd_stats(target, settings.cache, as_json);

@@ -155,10 +155,10 @@ struct CommonOptions {
 };
 
 std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& value) {
-  auto seconds = util::parse_non_negative(value);
-  if (!seconds || *seconds <= 0)
-    throw UsageError(option + " has the bad value '" + value + "': expected a positive number of seconds");
-  return std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+  auto timeout = util::parse_positive_seconds(value);
+  if (!timeout)
+    throw UsageError(option + " has the bad value '" + value + "': " + std::string(util::kPositiveSecondsExpected));
+  return *timeout;
 }
 
 // Takes one of the options all commands share; false if the next word is not one.
@@ -528,19 +528,32 @@ int cmd_compile(const std::vector<std::string>& words) {
   if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
   if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
   // A miss in the mirror of an S3 cache: the remote's result, downloaded.
+  // A cache is an optimisation: one that cannot be reached or refuses us
+  // (endpoint down, 403) costs the training run a compile, not its graph,
+  // as ccache and sccache treat remote storage. The launcher, whose job is
+  // to fill the cache, fails loudly instead.
+  auto go_on_without_remote = [&](const std::exception& e) {
+    spdlog::warn("the S3 cache {} cannot be used ({}); compiling without it, into {} only",
+                 *context.settings.remote_cache, e.what(), cache.root().string());
+    remote.reset();
+  };
   if (context.settings.remote_cache) continue_in_s3_build();
-  open_remote();
-  if (remote) {
-    switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
-    case cache::RemoteOutcome::copied:
-    case cache::RemoteOutcome::already_done:
-      if (serve_hit(entry, command.output)) {
-        cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-        return 0;
+  try {
+    open_remote();
+    if (remote) {
+      switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
+      case cache::RemoteOutcome::copied:
+      case cache::RemoteOutcome::already_done:
+        if (serve_hit(entry, command.output)) {
+          cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
+          return 0;
+        }
+        break;
+      default: break;
       }
-      break;
-    default: break;
     }
+  } catch (const EnvironmentError& e) {
+    go_on_without_remote(e);
   }
   // A local miss: the read-only secondary cache, if one is named.
   if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
@@ -575,8 +588,15 @@ int cmd_compile(const std::vector<std::string>& words) {
     deliver(done);
     delivered = true;
   };
-  auto result = remote ? compile::compile_remote_entry(*remote, key, options)
-                      : compile::compile_entry(cache, entry_dir, options);
+  std::optional<compile::EntryCompileResult> from_remote;
+  if (remote) {
+    try {
+      from_remote = compile::compile_remote_entry(*remote, key, options);
+    } catch (const EnvironmentError& e) {
+      go_on_without_remote(e);
+    }
+  }
+  auto result = from_remote ? std::move(*from_remote) : compile::compile_entry(cache, entry_dir, options);
   // Removed by another process (an eviction with --ttl 0 as soon as the
   // compile that held the lock released it, `neuron_cache rm`): what this
   // process was asked for still stands, so the graph is stored again and

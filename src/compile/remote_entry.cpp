@@ -96,6 +96,9 @@ EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const 
     }
     std::this_thread::sleep_for(
         std::min<std::chrono::steady_clock::duration>(kRemoteLockPoll, deadline - now));
+    // The holder's result first: taking a lock just released by a holder
+    // that published costs a write and a delete for nothing.
+    if (auto result = arrived(remote, key, options)) return *result;
   }
   cache::RemoteLockKeeper keeper(*lock, std::chrono::duration_cast<std::chrono::milliseconds>(cache::kRemoteLockTtl) / 3);
   // Published between our first look and the lock: nothing to compile.

@@ -44,8 +44,20 @@ void Collector::refuse(const std::string& text, const std::string& source, const
   // refusal per graph, as one compile per graph.
   if (!refused_texts_.insert(text).second) return;
   std::string line = "'" + text + "' (from " + source + "): " + why;
-  spdlog::warn("refusing graph {}", line);
   refused_.push_back(line);
+  if (refusals_[{source, why}]++ > 0) return;
+  // Garbage can make a line of any length: the warning shows its start.
+  constexpr std::size_t kShownChars = 300;
+  std::string shown = text.size() <= kShownChars ? text : text.substr(0, kShownChars) + "...";
+  spdlog::warn("refusing graph '{}' (from {}): {}", shown, source, why);
+}
+
+void Collector::say_repeated_refusals() {
+  for (auto& [source_why, count] : refusals_) {
+    if (count > 1)
+      spdlog::warn("refused {} more from {} for the same reason: {}", count - 1, source_why.first, source_why.second);
+    count = 1;
+  }
 }
 
 bool Collector::known_root(const fs::path& root) const {
@@ -65,6 +77,12 @@ bool Collector::add_root(const std::string& text, const std::string& source) {
     return false;
   }
   fs::path real = canonical_or_normal(root);
+  std::error_code ec;
+  // The framework names a root it has written graphs into.
+  if (!known_root(real) && !fs::is_directory(real, ec)) {
+    refuse(text, source, "no such directory");
+    return false;
+  }
   if (!known_root(real)) {
     roots_.push_back(real);
     spdlog::debug("cache root {} (from {})", real.string(), source);
@@ -106,8 +124,19 @@ void Collector::add_graph_path(const std::string& text, const std::string& sourc
     return refuse("not a " + std::string(cache::kGraphFile) + " file");
   fs::path entry = real.parent_path();
   auto key = cache::parse_key(entry.string());
-  if (!key || !known_root(entry.parent_path().parent_path()))
-    return refuse("not in a cache entry directory");
+  if (!key) return refuse("not in a cache entry directory");
+  // A graph's root is the directory above its neuronxcc-*. Older releases
+  // put the cache of --cache_dir=DIR at DIR/neuron-compile-cache and name no
+  // root in the cache-path log: such a root, inside one we know, is learned
+  // from the graph's own path.
+  fs::path graph_root = entry.parent_path().parent_path();
+  if (!known_root(graph_root)) {
+    // Never a root inside another entry's version directory.
+    for (const auto& part : graph_root.lexically_relative(*inside))
+      if (part.string().starts_with(cache::kVersionDirPrefix)) return refuse("not in a cache entry directory");
+    roots_.push_back(graph_root);
+    spdlog::debug("cache root {} (from the graph path {})", graph_root.string(), real.string());
+  }
   if (key->compiler_version != version_)
     return refuse("extracted for compiler version " + key->compiler_version + ", but we compile with " + version_);
   if (!fs::is_regular_file(real, ec)) return refuse("no such graph file");

@@ -21,11 +21,32 @@ const std::map<std::string, Mode> kModes = {
     {"clear-neffs", Mode::clear_neffs},  {"scan", Mode::scan},
     {"scan-with-failed", Mode::scan_with_failed}, {"analyze", Mode::analyze}};
 
+// The long option `name` ("--num") abbreviates, as the original's argparse
+// takes any unique prefix of a long option ("--num" for "--num_parallel",
+// "--log" for "--log_level"); nullptr when it abbreviates none. Two or more
+// are a usage error naming them.
+const CLI::Option* abbreviated_option(const CLI::App& app, const std::string& name) {
+  if (!name.starts_with("--") || name.size() < 3) return nullptr;
+  std::string prefix = name.substr(2);
+  std::vector<const CLI::Option*> matches;
+  std::string names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& long_name : option->get_lnames()) {
+      if (!long_name.starts_with(prefix) || long_name.starts_with("print-")) continue;
+      matches.push_back(option);
+      names += (names.empty() ? "--" : ", --") + long_name;
+      break;
+    }
+  }
+  if (matches.size() > 1) throw UsageError("ambiguous option '" + name + "': could match " + names);
+  return matches.empty() ? nullptr : matches.front();
+}
+
 // Where our options end: at "--", or at the first word that is not one of
 // our options or an option's value. Unknown words starting with '-' before
-// that are errors, not the start of the user's command.
-size_t find_command_start(const CLI::App& app, const std::vector<std::string>& words,
-                          bool& saw_separator) {
+// that are errors, not the start of the user's command. A unique prefix of
+// one of our long options is written out in full.
+size_t find_command_start(const CLI::App& app, std::vector<std::string>& words, bool& saw_separator) {
   saw_separator = false;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& word = words[i];
@@ -36,10 +57,14 @@ size_t find_command_start(const CLI::App& app, const std::vector<std::string>& w
     if (word.empty() || word[0] != '-' || word == "-") return i;
     std::string name = word.substr(0, word.find('='));
     const CLI::Option* option = app.get_option_no_throw(name);
-    if (option == nullptr)
-      throw UsageError("unknown option '" + word +
-                       "' before the command (put the command after -- if it starts with '-')");
-    bool inline_value = word.find('=') != std::string::npos;
+    if (option == nullptr) {
+      option = abbreviated_option(app, name);
+      if (option == nullptr)
+        throw UsageError("unknown option '" + word +
+                         "' before the command (put the command after -- if it starts with '-')");
+      words[i] = "--" + option->get_lnames().front() + word.substr(name.size());
+    }
+    bool inline_value = words[i].find('=') != std::string::npos;
     // Flags (--dry-run, --help) report a type size too; only options that
     // expect a value take the next word.
     if (option->get_expected_max() > 0 && !inline_value) ++i; // skip its value
@@ -142,16 +167,19 @@ Options parse_options(int argc, char** argv) {
     options.max_retries = static_cast<int>(*n);
   }
   if (!timeout.empty()) {
-    auto s = util::parse_non_negative(timeout);
-    if (!s || *s <= 0)
-      throw UsageError("--compile-timeout has the bad value '" + timeout + "': expected a positive number of seconds");
-    options.compile_timeout = std::chrono::milliseconds(static_cast<long long>(*s * 1000));
+    auto s = util::parse_positive_seconds(timeout);
+    if (!s)
+      throw UsageError("--compile-timeout has the bad value '" + timeout + "': " +
+                       std::string(util::kPositiveSecondsExpected));
+    options.compile_timeout = *s;
   }
   if (!lock_timeout.empty()) {
-    auto s = util::parse_non_negative(lock_timeout);
-    if (!s || *s < 1)
-      throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': expected a number of seconds, at least 1");
-    options.lock_timeout = std::chrono::seconds(static_cast<long long>(*s));
+    auto s = util::parse_positive_seconds(lock_timeout);
+    if (!s)
+      throw UsageError("--lock-timeout has the bad value '" + lock_timeout + "': " +
+                       std::string(util::kPositiveSecondsExpected));
+    // Lock ages are judged in whole seconds, as the compile entry does.
+    options.lock_timeout = std::max(std::chrono::seconds(1), std::chrono::ceil<std::chrono::seconds>(*s));
   }
   if (util::to_lower(memory_per_compile) != "auto") {
     auto bytes = util::parse_bytes(memory_per_compile);

@@ -187,6 +187,7 @@ void Pool::give_up_waiting_items() {
     if (p.state != ItemState::queued && p.state != ItemState::retry_wait) continue;
     p.last_exit = p.attempts == 0 ? "not compiled: " + out_of_space_
                                   : p.last_exit + "; not retried: " + out_of_space_;
+    if (p.attempts == 0) p.last_blame = Blame::surroundings;
     settle(i, ItemState::failed);
   }
 }
@@ -196,6 +197,7 @@ void Pool::finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info
   --running_;
   memory_in_use_ -= std::min(memory_in_use_, items_[i].predicted.peak_bytes);
   p.last_exit = info.exit;
+  p.last_blame = info.blame;
   p.peak_rss_bytes = std::max(p.peak_rss_bytes, info.peak_rss_bytes);
   if (!info.log_path.empty()) p.log_path = info.log_path;
   switch (end) {
@@ -343,11 +345,26 @@ std::size_t Pool::count(ItemState state) const {
                                                 [state](const ItemProgress& p) { return p.state == state; }));
 }
 
-double Pool::remaining_work(double now) const {
+std::optional<double> Pool::remaining_work(double now) const {
+  std::optional<double> per_byte; // this run's median, for graphs of unknown cost
+  std::vector<double> rates;
+  for (const auto& s : measured_)
+    if (s.graph_bytes > 0) rates.push_back(s.seconds / static_cast<double>(s.graph_bytes));
+  if (!rates.empty()) {
+    std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+    per_byte = rates[rates.size() / 2];
+  }
   double total = 0;
   for (std::size_t i = 0; i < items_.size(); ++i) {
     const auto& p = progress_[i];
+    if (p.state != ItemState::queued && p.state != ItemState::retry_wait && p.state != ItemState::deferred &&
+        p.state != ItemState::running)
+      continue;
     double predicted = items_[i].predicted.seconds;
+    if (!items_[i].predicted.from_history) {
+      if (!per_byte) return std::nullopt;
+      predicted = *per_byte * static_cast<double>(items_[i].graph_bytes);
+    }
     switch (p.state) {
     case ItemState::queued:
     case ItemState::retry_wait:

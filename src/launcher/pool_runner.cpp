@@ -68,6 +68,7 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   }
   if (!report->outcome) {
     info.exit = report->error; // the worker's one-line error: the cache or the compiler unusable
+    info.blame = Blame::surroundings;
     return {AttemptEnd::failed, info};
   }
   if (!report->exit.empty()) {
@@ -83,7 +84,9 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   case compile::EntryOutcome::removed: return {AttemptEnd::removed, info};
   // The entry is left pending (nothing cached); info.exit names the full
   // filesystem. The graph is not compiled, nor any not started by then.
-  case compile::EntryOutcome::no_space: return {AttemptEnd::no_space, info};
+  case compile::EntryOutcome::no_space:
+    info.blame = Blame::surroundings;
+    return {AttemptEnd::no_space, info};
   case compile::EntryOutcome::cached_failure:
     info.exit = "failed in another process"; // no new attempt: another process's result
     return {AttemptEnd::cached_failure, info};
@@ -135,7 +138,8 @@ ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
   s.running = static_cast<std::size_t>(pool.running());
   s.parallel = pool.parallel_limit();
   s.elapsed = elapsed;
-  s.eta = pool.remaining_work(now) / std::max(1, pool.parallel_limit());
+  auto work = pool.remaining_work(now);
+  s.eta = work ? *work / std::max(1, pool.parallel_limit()) : -1;
   return s;
 }
 
@@ -149,9 +153,16 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
   util::SignalWatcher signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP});
   std::map<pid_t, Worker> workers;
   double start = util::monotonic_seconds();
+  std::set<std::size_t> waits_said; // each graph held elsewhere is named once
 
   while (!pool.finished()) {
     double now = util::monotonic_seconds();
+    // A wait that may last hours says what it waits for.
+    for (std::size_t i = 0; i < pool.items().size(); ++i) {
+      if (pool.progress()[i].state != ItemState::deferred || !waits_said.insert(i).second) continue;
+      if (auto holder = cache.entry(pool.items()[i].entry_dir).describe_holder())
+        progress.event("waiting for " + short_name(pool.items()[i]) + ", held by " + *holder);
+    }
     const double looks_until = now + std::chrono::duration<double>(kRemoteLookBudgetPerTick).count();
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
@@ -163,7 +174,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         found = config.remote_look->look(item.entry_dir);
         if (found == Pool::Found::done) progress.event("compiled by another node, downloaded: " + short_name(item));
         else if (found == Pool::Found::failed)
-          progress.event("FAILED " + short_name(item) + " (failed on another node); log " +
+          progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
                          cache.entry(item.entry_dir).log_path().string());
       }
       pool.revisit(i, found, now, cache.entry(item.entry_dir).log_path());
@@ -191,6 +202,12 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           continue;
         }
         if (held_by_live_local_process(cache, dir)) continue;
+        // Let go meanwhile (done, failed, or pending again): looked at as
+        // any revisit does, never left to a holder that is gone.
+        if (Pool::Found found = look_at(cache, dir); found != Pool::Found::locked) {
+          pool.revisit(i, found, now, cache.entry(dir).log_path());
+          continue;
+        }
         pool.leave_to_lock_holder(i);
         progress.event("locked by another process, left to it: " + short_name(pool.items()[i]));
       }
@@ -210,7 +227,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       pool.start(i, now);
       auto child = util::spawn(options);
       if (!child) {
-        pool.finish(i, AttemptEnd::failed, {0, "could not start: " + child.error(), 0, worker.log}, now);
+        pool.finish(i, AttemptEnd::failed, {0, "could not start: " + child.error(), 0, worker.log, Blame::surroundings}, now);
         continue;
       }
       workers.emplace(child->pid, worker);
@@ -254,10 +271,10 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         progress.event("removed by another process (not compiled): " + short_name(item));
         break;
       case AttemptEnd::cached_failure:
-        progress.event("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
+        progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
         break;
       case AttemptEnd::no_space:
-        progress.event("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
+        progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
                        "not compiled stay pending for a rerun once space is freed");
         break;
       case AttemptEnd::killed:
@@ -269,7 +286,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
                           : p.alone         ? " alone, once the compiles running now end"
                                             : " with " + std::to_string(pool.parallel_limit()) + " at once"));
         else
-          progress.event("FAILED " + short_name(item) + " (" + info.exit + ") after " +
+          progress.failure("FAILED " + short_name(item) + " (" + info.exit + ") after " +
                          std::to_string(p.attempts) + " attempt(s); log " + info.log_path.string());
         break;
       }

@@ -3,6 +3,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
@@ -15,22 +17,23 @@ int terminal_width(std::FILE* out) {
 }
 } // namespace
 
-ProgressDisplay::ProgressDisplay(std::FILE* out, bool terminal, bool color)
-    : out_(out), terminal_(terminal), color_(color) {}
+ProgressDisplay::ProgressDisplay(std::FILE* out, bool terminal, bool color, Routine routine)
+    : out_(out), terminal_(terminal), color_(color), routine_(routine) {}
 
 ProgressDisplay ProgressDisplay::for_stream(std::FILE* out) {
   bool terminal = ::isatty(fileno(out)) != 0;
   auto term = util::env("TERM");
   if (term && *term == "dumb") terminal = false;
   bool color = terminal && !util::env("NO_COLOR").has_value();
-  return ProgressDisplay(out, terminal, color);
+  return ProgressDisplay(out, terminal, color,
+                         spdlog::should_log(spdlog::level::info) ? Routine::shown : Routine::hidden);
 }
 
 std::string ProgressDisplay::status_text(const ProgressSnapshot& s) {
   std::string text = "[" + std::to_string(s.finished) + "/" + std::to_string(s.total) + "] " +
                      std::to_string(s.running) + " running (of " + std::to_string(s.parallel) + "), " +
                      std::to_string(s.failed) + " failed, " + util::format_seconds(s.elapsed) + " elapsed";
-  if (s.eta >= 0 && s.finished < s.total) text += ", ETA " + util::format_seconds(s.eta);
+  if (s.finished < s.total) text += s.eta >= 0 ? ", ETA " + util::format_seconds(s.eta) : ", ETA unknown";
   return text;
 }
 
@@ -43,6 +46,7 @@ void ProgressDisplay::clear_line() {
 
 void ProgressDisplay::update(const ProgressSnapshot& snapshot) {
   last_ = snapshot;
+  if (routine_ == Routine::hidden) return;
   std::string text = status_text(snapshot);
   if (terminal_) {
     int width = terminal_width(out_);
@@ -64,6 +68,10 @@ void ProgressDisplay::update(const ProgressSnapshot& snapshot) {
 }
 
 void ProgressDisplay::event(const std::string& line) {
+  if (routine_ == Routine::shown) failure(line);
+}
+
+void ProgressDisplay::failure(const std::string& line) {
   bool was_shown = line_shown_;
   clear_line();
   std::fprintf(out_, "neuron_parallel_compile: %s\n", line.c_str());

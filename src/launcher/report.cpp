@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <utility>
 
 #include <npc/cache/layout.hpp>
@@ -158,7 +159,17 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
     const auto& p = pool.progress()[i];
     if (p.state != ItemState::failed) continue;
     const auto& item = pool.items()[i];
-    lines.push_back("FAILED " + item.entry_dir.string() + ": compiler " + p.last_exit +
+    if (p.cached_failure) {
+      // Not compiled in this run: say how to have it compiled again.
+      lines.push_back("FAILED " + item.entry_dir.string() + ": " + p.last_exit + "; log " + p.log_path.string() +
+                      " (compile it again with --retry_failed_compilation in NEURON_CC_FLAGS, or forget the "
+                      "failure with neuron_cache clear-failed)");
+      continue;
+    }
+    // "compiler exit code 70", but "No space left on device": a fault of the
+    // disk or of the cache is not the compiler's.
+    lines.push_back("FAILED " + item.entry_dir.string() + ": " +
+                    (p.last_blame == Blame::compiler ? "compiler " : "") + p.last_exit +
                     (p.attempts > 0 ? " (" + std::to_string(p.attempts) + " attempt(s))" : "") +
                     "; log " + p.log_path.string());
     for (const auto& tail : util::tail_lines(p.log_path, 5)) lines.push_back("  | " + tail);
@@ -290,7 +301,11 @@ Result<OriginalResults> write_original_results(const Pool& pool, double start_ep
 std::vector<std::string> original_summary_lines(const Pool& pool) {
   std::size_t ok = 0, failed = 0;
   for (const auto& [path, outcome] : outcomes(pool)) ++(outcome.ok ? ok : failed);
-  return {"Total graphs: " + std::to_string(ok + failed), "Total successful compilations: " + std::to_string(ok),
+  // Every graph found counts, also one left to another holder: the totals
+  // must not say fewer graphs than the run found.
+  std::set<std::string> graphs;
+  for (const auto& item : pool.items()) graphs.insert((item.entry_dir / cache::kGraphFile).string());
+  return {"Total graphs: " + std::to_string(graphs.size()), "Total successful compilations: " + std::to_string(ok),
           "Total failed compilations: " + std::to_string(failed)};
 }
 

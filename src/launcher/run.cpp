@@ -16,6 +16,7 @@
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/cost_model.hpp>
 #include <npc/launcher/launcher.hpp>
+#include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/launcher/remote_graphs.hpp>
 #include <npc/launcher/report.hpp>
@@ -26,6 +27,7 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/process.hpp>
+#include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 
@@ -65,6 +67,8 @@ RunFiles prepare_workdir(const Options& options) {
   // Creating our log directory is the writability check: it fails on a
   // read-only or full filesystem even for root, whom access() lets pass.
   if (auto s = util::ensure_dir(files.log_dir, 0755); !s) throw unusable(s.error());
+  // Ours is the newest run now: it counts among those kept.
+  std::ignore = remove_old_runs(files.workdir);
   return files;
 }
 
@@ -161,7 +165,9 @@ void print_dry_run(const Pool& pool) {
                         : p.state == ItemState::failed ? "failed (cached)"
                         : p.state == ItemState::deferred ? "locked elsewhere"
                                                          : "would compile";
-    table.add({std::to_string(++n), item.key, state, util::format_seconds(item.predicted.seconds),
+    // Without history the size alone says nothing of seconds: unknown.
+    table.add({std::to_string(++n), item.key, state,
+               item.predicted.from_history ? util::format_seconds(item.predicted.seconds) : "unknown",
                item.predicted.peak_bytes ? util::format_bytes(item.predicted.peak_bytes) : "unknown",
                item.own_share ? "own" : "other"});
   }
@@ -290,6 +296,7 @@ int run(const Options& options, const config::Settings& settings) {
     for (const auto& path : trial.reported_paths)
       if (!RemoteGraphs::is_url(path) || seen.insert(path).second) named.emplace_back(path, "the trial's output");
     take_named();
+    collector.say_repeated_refusals();
     if (trial.unreadable_extraction_lines > 0) {
       std::string roots;
       for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
@@ -321,8 +328,21 @@ int run(const Options& options, const config::Settings& settings) {
     if (remote_graphs)
       for (const auto& graph : remote_graphs->take_pending(settings.cache.retry_failed_compilation))
         collector.add_graph_path(graph.string(), "the S3 cache");
-    for (const auto& e : cache.list_version(version))
-      if (e.state != cache::EntryState::done && e.state != cache::EntryState::incomplete) collector.add_entry_dir(e.dir);
+    std::size_t incomplete = 0;
+    std::optional<fs::path> an_incomplete;
+    for (const auto& e : cache.list_version(version)) {
+      if (e.state == cache::EntryState::incomplete) {
+        ++incomplete;
+        if (!an_incomplete) an_incomplete = e.dir;
+      } else if (e.state != cache::EntryState::done) {
+        collector.add_entry_dir(e.dir);
+      }
+    }
+    if (incomplete > 0)
+      spdlog::warn("{} incomplete entr{} (a graph without its compile_flags.json, or neither, as a writer that died "
+                   "leaves it) not compiled, e.g. {}: the next extraction of the graph completes it, "
+                   "`neuron_cache rm` removes it",
+                   incomplete, incomplete == 1 ? "y" : "ies", an_incomplete->string());
   }
   facts.refused = collector.refused();
   if (remote_graphs && remote_graphs->results_downloaded() > 0)
@@ -422,7 +442,14 @@ int run(const Options& options, const config::Settings& settings) {
     }
   }
   for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
-  for (const auto& line : original_summary_lines(pool)) spdlog::info("{}", line);
+  // Graphs left to another holder: who, and what to do if it is gone.
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    if (pool.progress()[i].state == ItemState::locked_elsewhere)
+      spdlog::warn("LEFT {}: held by {}; if that process is gone, `neuron_parallel_compile --command clear-locks` "
+                   "removes its lock and a rerun compiles it",
+                   pool.items()[i].entry_dir.string(),
+                   cache.entry(pool.items()[i].entry_dir).describe_holder().value_or("a process that let go since"));
+  for (const auto& line : original_summary_lines(pool)) util::log_always(line);
   try {
     hint_graphs_seen_elsewhere(pool, roots);
   } catch (const std::exception& e) {

@@ -6,7 +6,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/layout.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -38,8 +37,9 @@ void take_lines(Stream& stream, std::string_view chunk, TrialResult& result) {
     if (nl == std::string::npos) break;
     std::string_view line = std::string_view(stream.partial).substr(start, nl - start);
     std::string path = parse_extraction_line(line);
-    if (line.find(kExtractionPrefix) != std::string_view::npos && !path.ends_with(cache::kGraphFile))
-      ++result.unreadable_extraction_lines;
+    // Cut before its closing parenthesis: a newline in the path. A line
+    // naming some other file is reported as it is, and refused by name.
+    if (line.find(kExtractionPrefix) != std::string_view::npos && path.empty()) ++result.unreadable_extraction_lines;
     if (!path.empty()) result.reported_paths.push_back(std::move(path));
     start = nl + 1;
   }

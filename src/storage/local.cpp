@@ -31,7 +31,7 @@ Status ensure_parent(const fs::path& path) {
 Status move_file(const fs::path& src, const fs::path& dst) {
   if (::rename(src.c_str(), dst.c_str()) == 0) return ok_status();
   if (errno != EXDEV) return fail(util::errno_text("cannot publish", dst, errno));
-  util::UniqueFd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  util::UniqueFd in(util::open_for_reading(src, O_NOFOLLOW));
   if (!in.valid()) return fail(util::errno_text("cannot open", src, errno));
   util::AtomicFile out(dst);
   if (auto s = out.open(); !s) return s;
@@ -98,7 +98,7 @@ Result<std::optional<ObjectInfo>> LocalStorage::stat(std::string_view key) const
 
 Result<std::string> LocalStorage::read(std::string_view key, std::uint64_t max_bytes) const {
   fs::path p = path(key);
-  util::UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  util::UniqueFd fd(util::open_for_reading(p, O_NOFOLLOW | O_NONBLOCK));
   if (!fd.valid()) return fail(util::errno_text("cannot open", p, errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", p, errno));
@@ -110,7 +110,7 @@ Result<std::string> LocalStorage::read(std::string_view key, std::uint64_t max_b
 
 Result<bool> LocalStorage::get_file(std::string_view key, const fs::path& local) const {
   fs::path p = path(key);
-  util::UniqueFd in(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  util::UniqueFd in(util::open_for_reading(p, O_NOFOLLOW | O_NONBLOCK));
   if (!in.valid()) {
     if (errno == ENOENT) return false;
     return fail(util::errno_text("cannot open", p, errno));

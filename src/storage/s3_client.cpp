@@ -434,6 +434,11 @@ std::string http_error(const std::string& action, const std::string& bucket, con
   S3ErrorBody error = parse_s3_error(body);
   std::string code = error.code.empty() ? std::to_string(status) : std::to_string(status) + " " + error.code;
   std::string tail = attempts > 1 ? " (after " + std::to_string(attempts) + " attempts)" : "";
+  // A wrong key or secret is not a missing permission: say which it is.
+  if (status == 403 && (error.code == "SignatureDoesNotMatch" || error.code == "InvalidAccessKeyId"))
+    return "S3 refused the credentials for " + action + " on " + target + " at " + endpoint + " (" + code +
+           "): the access key or the secret key is wrong (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE)" +
+           tail;
   if (status == 403)
     return "S3 denied " + action + " on " + target + " (" + code + "): check the credentials' permissions" + tail;
   if (status == 404 && error.code == "NoSuchBucket")

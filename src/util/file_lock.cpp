@@ -87,8 +87,11 @@ Liveness liveness(const LockHolder& holder) {
     return Liveness::dead;
   auto started = process_start_ticks(holder.pid);
   if (!started) return Liveness::dead;
+  // Without the holder's start time a pid in use proves nothing: pids are
+  // reused (pid 1 is always in use). Only the lock's age can judge it then.
+  if (holder.process_start == 0) return Liveness::unknown;
   // A pid in use by a process that started at another time was reused.
-  if (holder.process_start != 0 && *started != holder.process_start) return Liveness::dead;
+  if (*started != holder.process_start) return Liveness::dead;
   return Liveness::alive;
 }
 

@@ -59,8 +59,15 @@ Result<std::string> read_all(int fd, std::uint64_t max_bytes, const fs::path* pa
 
 } // namespace
 
+int open_for_reading(const fs::path& path, int flags) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME | flags);
+  // EPERM: neither the owner nor CAP_FOWNER (a cache shared by a group).
+  if (fd < 0 && errno == EPERM) fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  return fd;
+}
+
 Result<std::string> read_file(const fs::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(path));
   if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
   return read_all(fd.get(), std::numeric_limits<std::uint64_t>::max(), &path);
 }
@@ -80,8 +87,8 @@ static std::string random_suffix() {
 
 std::string unique_suffix() { return std::to_string(::getpid()) + "." + random_suffix(); }
 
-AtomicFile::AtomicFile(fs::path final_path, unsigned mode)
-    : final_path_(std::move(final_path)), mode_(mode) {
+AtomicFile::AtomicFile(fs::path final_path, unsigned mode, TempName temp_name)
+    : final_path_(std::move(final_path)), mode_(mode), temp_name_(temp_name) {
   temp_path_ = final_path_.parent_path() /
                (std::string(kTempPrefix) + final_path_.filename().string() + "." +
                 unique_suffix());
@@ -89,10 +96,21 @@ AtomicFile::AtomicFile(fs::path final_path, unsigned mode)
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temp_path_.empty()) std::ignore = ::unlink(temp_path_.c_str());
+  if (!committed_ && !hidden_ && !temp_path_.empty()) std::ignore = ::unlink(temp_path_.c_str());
 }
 
 Status AtomicFile::open() {
+  // An unnamed file is given its name through /proc/self/fd at commit;
+  // without /proc (a bare chroot) it could not be, so it is not made.
+  if (temp_name_ == TempName::hidden && ::access("/proc/self/fd", X_OK) == 0) {
+    fs::path dir = final_path_.has_parent_path() ? final_path_.parent_path() : fs::path(".");
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode_);
+    if (fd_ >= 0) {
+      hidden_ = true;
+      return ok_status();
+    }
+    // EOPNOTSUPP and the like: a filesystem without unnamed files.
+  }
   // Watched before it exists: a signal between its creation and the
   // watch would leave it behind.
   cleanup_ = TempCleanup(temp_path_);
@@ -111,8 +129,44 @@ Status AtomicFile::write(std::string_view data) {
   return ok_status();
 }
 
+Status AtomicFile::publish_hidden(Overwrite overwrite) {
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(fd_);
+  auto link_as = [&](const fs::path& name) {
+    return ::linkat(AT_FDCWD, by_fd.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+  };
+  if (overwrite == Overwrite::no) {
+    // linkat fails with EEXIST instead of replacing: first writer wins.
+    if (!link_as(final_path_)) return fail(errno_text("cannot publish", final_path_, errno));
+    return ok_status();
+  }
+  // A name first, then the rename over the final one; watched meanwhile.
+  cleanup_ = TempCleanup(temp_path_);
+  if (!link_as(temp_path_)) {
+    int err = errno;
+    cleanup_.release();
+    return fail(errno_text("cannot publish", final_path_, err));
+  }
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    int err = errno;
+    std::ignore = ::unlink(temp_path_.c_str());
+    cleanup_.release();
+    return fail(errno_text("cannot publish", final_path_, err));
+  }
+  cleanup_.release();
+  return ok_status();
+}
+
 Status AtomicFile::commit(Overwrite overwrite) {
   if (fd_ < 0) return fail("commit of a closed file " + temp_path_.string());
+  if (hidden_) {
+    auto published = publish_hidden(overwrite);
+    int fd = fd_;
+    fd_ = -1;
+    // Checked after the link, which needs the descriptor open.
+    if (::close(fd) != 0 && published) return fail(errno_text("cannot write", final_path_, errno));
+    if (published) committed_ = true;
+    return published;
+  }
   int fd = fd_;
   fd_ = -1;
   // A failed close can mean lost data (NFS, disk full): it must be checked.
@@ -324,7 +378,7 @@ bool write_all(int fd, std::string_view data) {
 std::vector<std::string> tail_lines(const fs::path& path, std::size_t max_lines) {
   // Read at most the last 64 KiB: enough for any reasonable tail.
   constexpr off_t kTailBytes = 64 * 1024;
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(path));
   if (!fd.valid()) return {};
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return {};

@@ -94,4 +94,12 @@ void set_log_level(LogLevel level) {
   apply_pattern(level);
 }
 
+void log_always(std::string_view line) {
+  auto logger = spdlog::default_logger();
+  // Through the logger's own sinks and pattern, past its level check.
+  spdlog::details::log_msg msg(logger->name(), spdlog::level::info, line);
+  for (const auto& sink : logger->sinks()) sink->log(msg);
+  logger->flush();
+}
+
 } // namespace npc::util

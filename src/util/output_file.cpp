@@ -109,7 +109,8 @@ Status OutputFile::open() {
   if (!target) return fail(target.error());
   kind_ = target->kind;
   if (kind_ == OutputKind::replace) {
-    atomic_.emplace(target->path, mode_);
+    // Unnamed until published: an export killed with -9 leaves nothing.
+    atomic_.emplace(target->path, mode_, TempName::hidden);
     if (auto s = atomic_->open(); !s) {
       // Said of the path the user gave, not of our temp name beside it.
       if (auto why = check_output_writable(path_); !why) return why;
@@ -170,7 +171,7 @@ Status publish_output_from(const fs::path& source, const fs::path& output) {
     if (::rename(source.c_str(), target->path.c_str()) == 0) return ok_status();
     if (errno != EXDEV) return fail(errno_text("cannot write", output, errno));
   }
-  UniqueFd in(::open(source.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd in(open_for_reading(source));
   if (!in.valid()) return fail(errno_text("cannot open", source, errno));
   OutputFile out(output);
   if (auto s = out.open(); !s) return s;

@@ -108,7 +108,7 @@ Result<FileDigest> sha256_fd(int fd, int copy_to, IoSide* failed_side) {
 }
 
 Result<FileDigest> sha256_file(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(open_for_reading(path));
   if (!fd.valid()) return fail(errno_text("cannot open", path, errno));
   auto digest = sha256_fd(fd.get());
   if (!digest) return fail("cannot hash " + path.string() + ": " + digest.error());

@@ -63,6 +63,15 @@ std::optional<std::uint64_t> parse_bytes(std::string_view text) {
 
 std::optional<double> parse_non_negative(std::string_view text) { return parse_decimal(text); }
 
+std::optional<std::chrono::milliseconds> parse_positive_seconds(std::string_view text) {
+  constexpr double kMaxSeconds = 1e9; // 31 years: no overflow in any clock arithmetic
+  auto seconds = parse_decimal(text);
+  if (!seconds || *seconds > kMaxSeconds) return std::nullopt;
+  auto ms = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+  if (ms.count() <= 0) return std::nullopt;
+  return ms;
+}
+
 std::optional<long long> parse_integer(std::string_view text, long long min, long long max) {
   long long value = 0;
   if (text.empty()) return std::nullopt;

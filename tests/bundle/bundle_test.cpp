@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include <npc/bundle/staging.hpp>
 #include <npc/cache/store.hpp>
 
 #include "bundle_fixture.hpp"
@@ -287,6 +288,19 @@ TEST_F(BundleExportImport, SymlinkedLocalEntryIsNotWrittenThrough) {
 
 // SIGTERM or ^C while an export writes: the bundle is published by temp +
 // rename beside the output, and the temp must not stay there.
+// Whether `pid` has a file open under `dir` (an unnamed one shows there as
+// "<dir>/#<inode> (deleted)").
+bool writes_under(pid_t pid, const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code link_ec;
+    auto target = fs::read_symlink(it->path(), link_ec);
+    if (!link_ec && target.string().starts_with(dir.string() + "/")) return true;
+  }
+  return false;
+}
+
 TEST_F(BundleExportImport, AnExportEndedBySignalLeavesNoTempBesideTheOutput) {
   cache::Cache cache(root_of(base("src")));
   ASSERT_TRUE(cache.ensure_root().ok());
@@ -311,17 +325,19 @@ TEST_F(BundleExportImport, AnExportEndedBySignalLeavesNoTempBesideTheOutput) {
   fs::path out_dir = dir() / "out";
   fs::create_directories(out_dir);
 
-  for (int signal_number : {SIGTERM, SIGINT}) {
+  // SIGKILL too: the output is an unnamed file until it is published, so
+  // not even a kill that runs no handler leaves a temp behind.
+  for (int signal_number : {SIGTERM, SIGINT, SIGKILL}) {
     RunOptions run = options(env_for(base("src")));
     Child exporter({tool_path("neuron_cache"), "export", "--all", "-o", (out_dir / "b.tar.zst").string()}, run,
                    dir() / ("export-" + std::to_string(signal_number)));
-    bool saw_temp = false;
+    bool writing = false;
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-         !saw_temp && exporter.running() && std::chrono::steady_clock::now() < until;) {
-      for (const auto& name : names_in(out_dir)) saw_temp = saw_temp || name.starts_with(".tmp-");
-      if (!saw_temp) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+         !writing && exporter.running() && std::chrono::steady_clock::now() < until;) {
+      writing = writes_under(exporter.pid(), out_dir);
+      if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ASSERT_TRUE(saw_temp) << "the export ended before its temp file was seen";
+    ASSERT_TRUE(writing) << "the export ended before it was seen writing its output";
     exporter.kill(signal_number);
     RunResult r = exporter.wait();
     ASSERT_TRUE(r.signaled) << r.describe();
@@ -481,6 +497,22 @@ TEST_F(BundleExportImport, ImportRacingWithCompiles) {
   }
   expect_verifies(dst());
   expect_no_staging(dst());
+}
+
+// An import killed with -9 leaves its staging folder with its lock file,
+// whose lock the kernel freed: the next import removes it at once. A folder
+// not locked yet may be an import's that is starting: kept while young.
+TEST_F(BundleTest, AStagingFolderOfAKilledImportGoesAtOnce) {
+  cache::Cache cache(root_of(base("c")));
+  ASSERT_TRUE(cache.ensure_root().ok());
+  fs::path killed = cache.private_dir() / "import-killed";
+  fs::path starting = cache.private_dir() / "import-starting";
+  write_text(killed / "npc-import.lock", "pid=1 host=x start=0 tool=neuron_cache\n");
+  write_text(killed / "0" / "model.neff", std::string(4096, 'n'));
+  write_text(starting / "0" / "model.neff", std::string(4096, 'n'));
+  bundle::remove_stale_import_staging(cache);
+  EXPECT_FALSE(fs::exists(killed));
+  EXPECT_TRUE(fs::exists(starting));
 }
 
 } // namespace

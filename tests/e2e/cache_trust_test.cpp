@@ -1,6 +1,6 @@
 // Who may have made the cache we read: a private root by default, a group's
-// shared root on request, and symlinked or foreign-owned roots and entries
-// refused unless trusted.
+// shared root on request, a root that is a link you own followed, and
+// foreign-owned roots and links, and symlinked entries, refused unless trusted.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,17 +43,51 @@ TEST_F(CacheTrust, SharedRootIsGroupWritableWithSetgid) {
   EXPECT_EQ(mode_of(entries()[0] / "model.neff") & 0060, 0060u);
 }
 
-TEST_F(CacheTrust, SymlinkedRootIsRefusedUnlessTrusted) {
+// A cache dir that is a link to an NVMe or FSx mount, as users make them:
+// the same rule for every program and every spelling of the path.
+TEST_F(CacheTrust, ASymlinkedRootThatYouOwnIsFollowed) {
   fs::create_directories(dir() / "elsewhere");
   fs::create_directory_symlink(dir() / "elsewhere", cache_root());
   auto r = compile();
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(names_in(dir() / "elsewhere" / (std::string("neuronxcc-") + kStandinVersion)).size(), 1u);
+  EXPECT_TRUE(fs::is_symlink(cache_root()));
+  auto launcher = run_tool("neuron_parallel_compile", {"--parallel_compile_workdir", (dir() / "wd").string(),
+                                                       "--command", "compile"});
+  EXPECT_EQ(launcher.exit_code, 0) << launcher.describe();
+  auto ls = run_tool("neuron_cache", {"ls"});
+  EXPECT_EQ(ls.exit_code, 0) << ls.describe();
+  auto hit = compile();
+  EXPECT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u);
+}
+
+TEST_F(CacheTrust, ASymlinkedRootOwnedByAnotherUserOrPointingToTheirsIsRefused) {
+  ASSERT_EQ(::geteuid(), 0u) << "this test needs root (CAP_CHOWN) to give a link to another user: run the "
+                                "e2e suite as root, e.g. in the CI container";
+  fs::create_directories(dir() / "elsewhere");
+  fs::create_directory_symlink(dir() / "elsewhere", cache_root());
+  ASSERT_EQ(::lchown(cache_root().c_str(), 65534, 65534), 0);
+  auto r = compile();
   EXPECT_EQ(r.exit_code, 3) << r.describe();
-  EXPECT_NE(r.err.find("the cache directory " + cache_root().string() + " is a symlink; refusing"), std::string::npos)
+  EXPECT_NE(r.err.find("the cache directory " + cache_root().string() +
+                       " is a symlink owned by uid 65534, neither you (uid 0) nor root; refusing"),
+            std::string::npos)
       << r.err;
   EXPECT_TRUE(fs::is_empty(dir() / "elsewhere"));
   EXPECT_EQ(compiles(), 0u);
-  auto trusted = compile({{"NEURON_COMPILE_CACHE_TRUSTED", "1"}});
-  EXPECT_EQ(trusted.exit_code, 0) << trusted.describe();
+  EXPECT_EQ(compile({{"NEURON_COMPILE_CACHE_TRUSTED", "1"}}).exit_code, 0);
+
+  // Your own link to another user's directory: the directory decides.
+  fs::create_directories(dir() / "theirs");
+  ASSERT_EQ(::chown((dir() / "theirs").c_str(), 65534, 65534), 0);
+  fs::remove(cache_root());
+  fs::create_directory_symlink(dir() / "theirs", cache_root());
+  auto theirs = compile();
+  EXPECT_EQ(theirs.exit_code, 3) << theirs.describe();
+  EXPECT_NE(theirs.err.find("is owned by uid 65534, not by you (uid 0); refusing"), std::string::npos) << theirs.err;
+  EXPECT_TRUE(fs::is_empty(dir() / "theirs"));
 }
 
 TEST_F(CacheTrust, RootOwnedByAnotherUserIsRefusedUnlessShared) {

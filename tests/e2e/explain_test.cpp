@@ -17,6 +17,9 @@ const std::string kGraph = "HloModule e2e_explain\n";
 const std::string kVersionDir = std::string("neuronxcc-") + kStandinVersion;
 const std::string kKeyO1 = kVersionDir + "/MODULE_231ccaf97faae7b7d7b3+c0404986";
 const std::string kKeyO2 = kVersionDir + "/MODULE_231ccaf97faae7b7d7b3+b5fb2f64";
+const std::string kAsTheWrapperNamesIt =
+    " as neuron_cc_wrapper compile names it; the framework names a graph by a hash of its own that cannot be "
+    "computed from the bytes: give its entry to see that key";
 
 class Explain : public CacheTest {
 protected:
@@ -58,8 +61,8 @@ TEST_F(Explain, OtherFlagsMissWithTheWordsThatDiffer) {
                    "current: compiler version " + kStandinVersion + ", flags -O2\n"
                    "1 entry has this graph:\n"
                    "  " + kKeyO1 + ": done; flags added: -O2; flags removed: -O1; same compiler version\n"
-                   "a run with the current flags and compiler (key " + kKeyO2 + ") will miss: no entry has this "
-                   "graph with these flags and this version\n");
+                   "a run with the current flags and compiler (key " + kKeyO2 + kAsTheWrapperNamesIt +
+                   ") will miss: no entry has this graph with these flags and this version\n");
   EXPECT_EQ(r.err, "");
 }
 
@@ -72,7 +75,8 @@ TEST_F(Explain, SameFlagsHitWhenTargetIsAnEntryOrAKey) {
                          "  " + kKeyO1 + ": done; same flags; same compiler version\n"
                          "a run with the current flags and compiler (key " + kKeyO1 + ") will hit: entry " +
                          kKeyO1 + " is done\n";
-  for (const std::string& target : {entry.string(), kKeyO1}) {
+  // The module name alone is what `neuron_cache ls` prints.
+  for (const std::string& target : {entry.string(), kKeyO1, fs::path(kKeyO1).filename().string()}) {
     auto r = run_tool("neuron_cache", {"explain", target}, flags("-O1"));
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     EXPECT_EQ(r.out, expected) << target;
@@ -98,7 +102,8 @@ TEST_F(Explain, JsonHasTheSameFacts) {
   EXPECT_EQ(m["same_flags"], false);
   EXPECT_EQ(m["same_version"], true);
   EXPECT_EQ(j["outcome"], "miss");
-  EXPECT_EQ(j["verdict"], "a run with the current flags and compiler (key " + kKeyO2 +
+  EXPECT_EQ(j["current"]["key_source"], "neuron_cc_wrapper");
+  EXPECT_EQ(j["verdict"], "a run with the current flags and compiler (key " + kKeyO2 + kAsTheWrapperNamesIt +
                               ") will miss: no entry has this graph with these flags and this version");
 }
 
@@ -109,8 +114,9 @@ TEST_F(Explain, BadTargetIsAUsageError) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "neuron_cache: error: explain: 'nowhere' is no graph file, entry directory or key of the cache " +
                        cache_root().string() +
-                       " (give a model.hlo_module.pb, an entry directory, or "
-                       "neuronxcc-<version>/MODULE_<hash>+<hash>)\n");
+                       " (give a model.hlo_module.pb, an entry directory, "
+                       "neuronxcc-<version>/MODULE_<hash>+<hash>, or MODULE_<hash>+<hash> as neuron_cache ls prints "
+                       "it)\n");
 }
 
 TEST_F(Explain, MissingCacheIsUnusable) {

@@ -125,6 +125,29 @@ TEST_F(FrameworkProtocol, ExtractedGraphsNoneOfWhichCanBeTakenAreAnError) {
   EXPECT_EQ(compiles(), 0u);
 }
 
+// A cache-path log full of garbage: one warning for the lot, and the graph
+// the trial named is compiled.
+TEST_F(FrameworkProtocol, GarbageInTheCachePathLogIsOneWarning) {
+  fs::path entry = cache_root() / (std::string("neuronxcc-") + kStandinVersion) / "MODULE_1+d41d8cd9";
+  write_text(entry / "model.hlo_module.pb", "HloModule garbage_log\n");
+  write_text(entry / "compile_flags.json", "[]");
+  auto r = launch({}, {"/bin/sh", "-c",
+                       "awk 'BEGIN { for (i = 0; i < 400; i++) { printf \"garbage %d \", i; "
+                       "for (j = 0; j < 240; j++) printf \"x\"; print \"\" } }' "
+                       "> \"$NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG\"; "
+                       "echo 'Extracting graphs (" + (entry / "model.hlo_module.pb").string() +
+                           ") for ahead-of-time parallel compilation. No compilation was done.'"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), 1u);
+  std::size_t warnings = 0;
+  for (auto at = r.err.find("warning: "); at != std::string::npos; at = r.err.find("warning: ", at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 2u) << r.err;
+  EXPECT_NE(r.err.find("refused 399 more from the cache-path log for the same reason: not an absolute path"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(r.err.size(), 4000u);
+}
+
 // The extraction lines are read by lines: a newline in the cache path cuts
 // every one. The graphs are then taken from the root the cache-path log names
 // (a scan of the pending entries the trial wrote), never skipped with exit 0.
@@ -194,6 +217,60 @@ TEST_F(FrameworkProtocol, AnEntryWithTheFrameworksLockIsNotCompiledAndLeftToItsH
   EXPECT_FALSE(fs::exists(found[0] / "model.done"));
   EXPECT_NE(r.err.find("1 locked by another process (left to it)"), std::string::npos) << r.err;
   for (std::size_t i = 1; i < found.size(); ++i) EXPECT_FALSE(fs::exists(found[i] / kLock)) << found[i];
+  // The totals count the graph left, and the summary says to whom and how
+  // to clear a lock whose holder is gone.
+  EXPECT_NE(r.err.find("Total graphs: 4\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Total successful compilations: 3\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Total failed compilations: 0\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("LEFT " + found[0].string() + ": held by whoever made the lock " +
+                       (found[0] / kLock).string() + ", "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("if that process is gone, `neuron_parallel_compile --command clear-locks` removes its lock"),
+            std::string::npos)
+      << r.err;
+}
+
+// A pid in use proves nothing without the holder's start time (pid 1 is
+// always in use): such a lock is judged by its age, and the graph is left
+// to it at once, saying so, instead of a silent wait of --lock-timeout.
+TEST_F(FrameworkProtocol, ALockNamingALivePidWithoutItsStartTimeIsNotWaitedFor) {
+  extract();
+  auto found = entries_in(script_root());
+  util::LockHolder owner = util::LockHolder::self("torch-neuronx");
+  owner.pid = 1;
+  owner.process_start = 0;
+  write_text(found[0] / kLock, owner.serialize() + "\n");
+  auto r = compile_pending({"--lock-timeout", "3600"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(compiles(), kGraphs - 1);
+  EXPECT_TRUE(fs::exists(found[0] / kLock));
+  EXPECT_NE(r.err.find("waiting for " + found[0].filename().string() + ", held by pid 1 on " + owner.host),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("LEFT " + found[0].string() + ": held by pid 1 on " + owner.host), std::string::npos) << r.err;
+}
+
+// A live holder is waited for, and the wait says for whom from its start.
+TEST_F(FrameworkProtocol, AWaitForALiveHolderSaysWhomItWaitsFor) {
+  extract();
+  auto found = entries_in(script_root());
+  util::LockHolder me = util::LockHolder::self("test"); // this test process: alive
+  write_text(found[0] / kLock, me.serialize() + "\n");
+  pid_t launcher = start_tool("neuron_parallel_compile",
+                              {"--parallel_compile_workdir=" + workdir().string(), "--num_parallel=2", "--command",
+                               "compile"},
+                              {{"NEURON_CC_FLAGS", "--cache_dir=" + script_root().string()}}, dir() / "launcher.log");
+  const std::string said = "waiting for " + found[0].filename().string() + ", held by pid " + std::to_string(me.pid);
+  bool waiting = wait_until([&] { return read_text(dir() / "launcher.log").find(said) != std::string::npos; },
+                            std::chrono::seconds(10));
+  EXPECT_TRUE(waiting) << read_text(dir() / "launcher.log");
+  EXPECT_TRUE(fs::exists(found[0] / kLock));
+  fs::remove(found[0] / kLock); // the holder is done with it
+  auto status = util::wait_child(launcher);
+  EXPECT_EQ(status.code, 0) << status.describe() << read_text(dir() / "launcher.log");
+  EXPECT_EQ(compiles(), kGraphs);
+  EXPECT_TRUE(fs::exists(found[0] / "model.done"));
 }
 
 TEST_F(FrameworkProtocol, ALockOfADeadOwnerOnThisHostIsStaleAndTakenOver) {

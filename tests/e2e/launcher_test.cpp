@@ -40,6 +40,60 @@ protected:
   }
 };
 
+// Scripts grep the original's totals: --log_level WARNING keeps them and
+// the failures, and hides the routine line of each graph.
+TEST_F(Launcher, LogLevelWarningKeepsTheTotalsAndFailuresAndHidesRoutineLines) {
+  auto r = launch({"--log_level", "WARNING"}, train(10),
+                  {{"STANDIN_CC_FAULT", "fail"}, {"STANDIN_CC_FAULT_MATCH", "HloModule SyncTensorsGraph.27,"}}); // the eval graph
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("neuron_parallel_compile: Total graphs: 4\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neuron_parallel_compile: Total successful compilations: 3\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neuron_parallel_compile: Total failed compilations: 1\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neuron_parallel_compile: FAILED MODULE_"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("neuron_parallel_compile: compiled MODULE_"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("graphs found"), std::string::npos) << r.err;
+}
+
+TEST_F(Launcher, ARemovedCurrentDirectoryIsOneClearLineAndExitThree) {
+  fs::create_directories(dir() / "gone");
+  auto r = run({"/bin/sh", "-c", "cd '" + (dir() / "gone").string() + "' && rmdir '" + (dir() / "gone").string() +
+                                     "' && exec '" + program("neuron_parallel_compile").string() +
+                                     "' --command scan"},
+               options());
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_EQ(r.err, "neuron_parallel_compile: error: the current directory no longer exists (it was removed); cd to "
+                   "a directory that exists and run again\n");
+}
+
+TEST_F(Launcher, CompileSaysWhichIncompleteEntriesItLeaves) {
+  for (const char* name : {"MODULE_1+2", "MODULE_3+4"})
+    write_text(cache_root() / (std::string("neuronxcc-") + kStandinVersion) / name / "model.hlo_module.pb",
+               "HloModule left\n");
+  auto r = launch({"--command", "compile"});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("warning: 2 incomplete entries (a graph without its compile_flags.json, or neither, as a "
+                       "writer that died leaves it) not compiled, e.g. " +
+                       (cache_root() / (std::string("neuronxcc-") + kStandinVersion) / "MODULE_").string()),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(compiles(), 0u);
+}
+
+// The workdir keeps the last runs' logs, not every run's for ever.
+TEST_F(Launcher, TheWorkdirKeepsTheLastFiveRuns) {
+  for (int run = 0; run < 7; ++run) ASSERT_EQ(launch({"--command", "compile"}).exit_code, 0);
+  std::size_t trial_logs = 0, compile_log_dirs = 0, other = 0;
+  for (const auto& name : names_in(dir() / "wd")) {
+    if (std::regex_match(name, std::regex("cache_path_pid[0-9]+_log\\.txt"))) continue; // compile writes none
+    if (std::regex_match(name, std::regex("compile_logs_pid[0-9]+"))) ++compile_log_dirs;
+    else if (std::regex_match(name, std::regex("trial_run_pid[0-9]+_log\\.txt"))) ++trial_logs;
+    else ++other;
+  }
+  EXPECT_EQ(compile_log_dirs, 5u);
+  EXPECT_EQ(other, 0u);
+  EXPECT_LE(trial_logs, 5u);
+}
+
 TEST_F(Launcher, ColdPrecompileThenTrainingCompilesNothing) {
   auto r = launch({"--report", (dir() / "report.json").string()}, train(10));
   ASSERT_EQ(r.exit_code, 0) << r.describe();
@@ -139,6 +193,13 @@ TEST_F(Launcher, FailsCleanlyWhenFaultsOutlastRetries) {
   auto again = launch({}, train(10));
   EXPECT_EQ(again.exit_code, 4);
   EXPECT_EQ(compiles(), 8u);
+  for (const auto& e : entries())
+    EXPECT_NE(again.err.find("FAILED " + e.string() + ": failure cached by an earlier compile; log " +
+                             (e / "model.log").string() +
+                             " (compile it again with --retry_failed_compilation in NEURON_CC_FLAGS, or forget the "
+                             "failure with neuron_cache clear-failed)"),
+              std::string::npos)
+        << again.err;
   // ...unless asked.
   env_["NEURON_CC_FLAGS"] += " --retry_failed_compilation";
   auto retried = launch({}, train(10));
@@ -261,6 +322,13 @@ TEST_F(Launcher, CollectThenCompileModes) {
   ASSERT_EQ(dry.exit_code, 0) << dry.describe();
   EXPECT_EQ(std::count(dry.out.begin(), dry.out.end(), '\n'), 5) << dry.out; // header + 4
   EXPECT_NE(dry.out.find("would compile"), std::string::npos);
+  // An empty cache has no history: no time predicted, never a confident zero.
+  EXPECT_EQ(dry.out.find("0.0s"), std::string::npos) << dry.out;
+  std::size_t unknown = 0;
+  for (auto at = dry.out.find("would compile  unknown"); at != std::string::npos;
+       at = dry.out.find("would compile  unknown", at + 1))
+    ++unknown;
+  EXPECT_EQ(unknown, 4u) << dry.out;
   EXPECT_EQ(compiles(), 0u);
 
   auto compile = launch({"--command", "compile"});

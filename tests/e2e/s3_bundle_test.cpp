@@ -176,8 +176,10 @@ TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
                       "current: compiler version " + kStandinVersion + ", flags -O2\n"
                       "1 entry has this graph:\n"
                       "  " + kKeyO1 + ": done; flags added: -O2; flags removed: -O1; same compiler version\n"
-                      "a run with the current flags and compiler (key " + kKeyO2 + ") will miss: no entry has this "
-                      "graph with these flags and this version\n");
+                      "a run with the current flags and compiler (key " + kKeyO2 +
+                      " as neuron_cc_wrapper compile names it; the framework names a graph by a hash of its own that "
+                      "cannot be computed from the bytes: give its entry to see that key) will miss: no entry has "
+                      "this graph with these flags and this version\n");
 
   // The entry in S3, named by its key, its URL or its graph's URL.
   const std::string hit = "graph: " + url + "/model.hlo_module.pb (22 bytes)\n"

@@ -490,6 +490,13 @@ const std::vector<BadInput>& rows() {
       {"LauncherZeroTimeout", "`--compile-timeout 0`", "neuron_parallel_compile", {"--compile-timeout", "0", "true"},
        {}, nothing, 2, Match::only_line,
        "neuron_parallel_compile: error: --compile-timeout has the bad value '0': expected a positive number of seconds"},
+      {"LauncherLockTimeoutBelowAMillisecond", "`--lock-timeout 0.0001`", "neuron_parallel_compile",
+       {"--lock-timeout", "0.0001", "true"}, {}, nothing, 2, Match::only_line,
+       "neuron_parallel_compile: error: --lock-timeout has the bad value '0.0001': expected a positive number of "
+       "seconds"},
+      {"LauncherAmbiguousOptionPrefix", "`--n 2` (both --node_id and --num_parallel start so)",
+       "neuron_parallel_compile", {"--n", "2", "true"}, {}, nothing, 2, Match::only_line,
+       "neuron_parallel_compile: error: ambiguous option '--n': could match --num_parallel, --node_id"},
       {"LauncherBadMemory", "`--memory-per-compile lots`", "neuron_parallel_compile",
        {"--memory-per-compile", "lots", "true"}, {}, nothing, 2, Match::only_line,
        "neuron_parallel_compile: error: --memory-per-compile has the bad value 'lots': expected a size in bytes such "

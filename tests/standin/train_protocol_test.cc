@@ -168,6 +168,34 @@ TEST_F(StandinTrainProtocol, ExtractionWritesGraphAndFlagsOfEachEntryAndTheRootT
   EXPECT_EQ(compiler_invocations(), 0u);
 }
 
+// Older releases: DIR/neuron-compile-cache for --cache_dir=DIR, nothing in
+// the cache-path log; the same entries and lines otherwise.
+TEST_F(StandinTrainProtocol, TheLegacyProtocolKeepsTheCacheBelowCacheDirAndWritesNoPathLog) {
+  const std::string path_log = write_file("cache_path_log.txt", "stale\n");
+  std::vector<std::string> legacy = train_argv({});
+  legacy[2] = "torch-neuronx-legacy";
+  const RunResult result = run(legacy, env_with({{"NEURON_EXTRACT_GRAPHS_ONLY", "1"},
+                                                 {"NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", path_log},
+                                                 {"NEURON_CC_FLAGS", "--cache_dir=" + root()}}));
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(list_dir(root()), Files{"neuron-compile-cache"});
+  const std::string older_root = root() + "/neuron-compile-cache";
+  const auto entries = expected_entries(older_root, kNoFlagsHash);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(actual_entries(older_root), entry_paths(entries));
+  for (const auto& [kind, entry] : entries) {
+    EXPECT_EQ(list_dir(entry), kExtractedFiles) << entry;
+    EXPECT_EQ(lines_with(result.out, extracting_line(entry)).size(), 1u) << result.out;
+  }
+  EXPECT_EQ(read_file(path_log), "stale\n") << "older releases wrote nothing there";
+
+  // Just in time it compiles into the same place.
+  const RunResult jit = run(legacy, env_with({{"NEURON_CC_FLAGS", "--cache_dir=" + root()}}));
+  ASSERT_EQ(jit.exit_code, 0) << jit.out << jit.err;
+  for (const auto& [kind, entry] : entries) EXPECT_EQ(list_dir(entry), kDoneFiles) << entry;
+  EXPECT_EQ(compiler_invocations(), 3u);
+}
+
 TEST_F(StandinTrainProtocol, JitCompilesEachGraphOnceAndASecondRunHitsTheCache) {
   const Env env{{"NEURON_CC_FLAGS", "--cache_dir=" + root() + " -O1"}};
   const RunResult first = train(env);

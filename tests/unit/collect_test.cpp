@@ -149,6 +149,27 @@ TEST_F(CollectTest, RefusesAGraphOutsideAnEntryDirectory) {
   expect_refused(b, (entry / "sub" / "model.hlo_module.pb").string(), "not in a cache entry directory");
 }
 
+// Older releases kept the cache of --cache_dir=DIR at DIR/neuron-compile-cache
+// and named no root in the cache-path log: the graph's path tells it.
+TEST_F(CollectTest, LearnsTheRootOfAGraphInsideAKnownRoot) {
+  fs::path older_entry = root / "neuron-compile-cache" / "neuronxcc-2.0" / kEntry;
+  test::write_text(older_entry / "model.hlo_module.pb", "graph");
+  Collector c(root, "2.0");
+  c.add_graph_path((older_entry / "model.hlo_module.pb").string(), "log");
+  EXPECT_EQ(c.entries(), std::vector<fs::path>{older_entry});
+  EXPECT_TRUE(c.refused().empty());
+  EXPECT_EQ(c.roots(), (std::vector<fs::path>{root, root / "neuron-compile-cache"}));
+}
+
+TEST_F(CollectTest, RefusesARootInsideAnotherEntry) {
+  fs::path nested = entry / "neuronxcc-2.0" / kEntry / "model.hlo_module.pb";
+  test::write_text(nested, "graph");
+  Collector c(root, "2.0");
+  c.add_graph_path(nested.string(), "log");
+  expect_refused(c, nested.string(), "not in a cache entry directory");
+  EXPECT_EQ(c.roots(), std::vector<fs::path>{root});
+}
+
 TEST_F(CollectTest, RefusesAnotherCompilerVersion) {
   fs::path other = root / "neuronxcc-1.0" / kEntry / "model.hlo_module.pb";
   test::write_text(other, "graph");

@@ -165,6 +165,23 @@ TEST_F(ExplainTest, PendingEntryWithTheSameSettingsIsNotAHit) {
   EXPECT_EQ(x.matches[*x.deciding].entry.state, EntryState::pending);
 }
 
+// The framework's keys cannot be recomputed from the bytes: a graph named by
+// its entry keeps the entry's graph part, with the current flags' part and
+// the current version; a graph file alone gets the wrapper's key.
+TEST_F(ExplainTest, TheCurrentKeyOfAnEntrysGraphKeepsTheFrameworksGraphPart) {
+  CacheKey framework{kV1, "9993940051196728623", flags_hash({"-O1"})};
+  Entry entry = cache->entry(framework);
+  ASSERT_TRUE(entry.store_graph(kGraph, {"-O1"}).ok());
+  auto x = explain_graph(cache->list(), entry.dir() / kGraphFile, {kV2, {"-O2"}});
+  ASSERT_TRUE(x.ok()) << x.error();
+  ASSERT_TRUE(x->current_key);
+  EXPECT_EQ(*x->current_key, (CacheKey{kV2, "9993940051196728623", flags_hash({"-O2"})}));
+  EXPECT_EQ(x->current_key_source, KeySource::entry);
+  auto file = explain(kGraph, {kV2, {"-O2"}});
+  EXPECT_EQ(*file.current_key, make_key_for_graph(kGraph, {"-O2"}, kV2));
+  EXPECT_EQ(file.current_key_source, KeySource::wrapper);
+}
+
 TEST_F(ExplainTest, UnreadableGraphFails) {
   EXPECT_FALSE(explain_graph(cache->list(), dir() / "absent.pb", {kV1, {}}).ok());
 }
@@ -175,7 +192,9 @@ TEST_F(ExplainTest, TargetIsAGraphAnEntryOrAKey) {
   EXPECT_EQ(explain_target_graph(*cache, entry_graph.string()), entry_graph);
   EXPECT_EQ(explain_target_graph(*cache, cache->entry_dir(key).string()), entry_graph);
   EXPECT_EQ(explain_target_graph(*cache, key.str()), entry_graph);
+  EXPECT_EQ(explain_target_graph(*cache, key.module_name()), entry_graph); // as ls prints it
   EXPECT_FALSE(explain_target_graph(*cache, "neuronxcc-9/MODULE_0+1"));
+  EXPECT_FALSE(explain_target_graph(*cache, "MODULE_0+1"));
   EXPECT_FALSE(explain_target_graph(*cache, "not-a-key"));
   EXPECT_FALSE(explain_target_graph(*cache, dir().string())); // a directory without a graph
   EXPECT_FALSE(explain_target_graph(*cache, ""));

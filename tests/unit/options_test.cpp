@@ -157,6 +157,23 @@ TEST_F(OptionsTest, UnknownOptionBeforeTheCommandIsAUsageError) {
   expect_mentions(usage_error({"--num_parallel=2", "--nproc_per_node=2", "train.py"}), {"'--nproc_per_node=2'"});
 }
 
+// As the original's argparse: a unique prefix of a long option is that
+// option, before the command only; an ambiguous one names the candidates.
+TEST_F(OptionsTest, AUniquePrefixOfALongOptionIsThatOption) {
+  Options o = parse({"--num", "2", "--log=WARNING", "--parallel", "/w", "--dry", "--comm", "compile"});
+  EXPECT_EQ(o.num_parallel, 2);
+  EXPECT_EQ(o.log_level, std::string("WARNING"));
+  EXPECT_EQ(o.workdir, fs::path("/w"));
+  EXPECT_TRUE(o.dry_run);
+  EXPECT_EQ(o.mode, Mode::compile);
+  // The user's command keeps its own options as they are.
+  Options train = parse({"--num=2", "python", "train.py", "--log", "x"});
+  EXPECT_EQ(train.num_parallel, 2);
+  EXPECT_EQ(train.command, (Words{"python", "train.py", "--log", "x"}));
+  expect_mentions(usage_error({"--n", "2", "train.py"}), {"ambiguous option '--n'", "--num_parallel", "--node_id"});
+  expect_mentions(usage_error({"--m", "1", "train.py"}), {"ambiguous option '--m'", "--max-retries", "--memory-budget"});
+}
+
 TEST_F(OptionsTest, CommandModes) {
   struct Case {
     const char* name;

@@ -67,6 +67,35 @@ TEST_F(OutputFileTest, NewAndRegularFilesAreReplacedWhole) {
   EXPECT_EQ(target->path, out);
 }
 
+// Until it is published an output has no name: a writer killed with -9
+// midway (an export of gigabytes) leaves nothing beside the user's file.
+TEST_F(OutputFileTest, AnOutputBeingWrittenHasNoNameInItsDirectory) {
+  fs::path out = dir() / "bundle.tar.zst";
+  write_text(out, "old");
+  OutputFile file(out);
+  ASSERT_TRUE(file.open().ok());
+  ASSERT_TRUE(file.write(std::string(1 << 20, 'x')).ok());
+  EXPECT_EQ(npc::test::names_in(dir()), std::vector<std::string>{"bundle.tar.zst"});
+  EXPECT_EQ(read_text(out), "old");
+  ASSERT_TRUE(file.commit().ok());
+  EXPECT_EQ(npc::test::names_in(dir()), std::vector<std::string>{"bundle.tar.zst"});
+  EXPECT_EQ(read_text(out).size(), std::size_t{1} << 20);
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_nlink, 1u);
+}
+
+TEST_F(OutputFileTest, AHiddenFileNotOverwritingLosesToAnExistingName) {
+  fs::path out = dir() / "first";
+  write_text(out, "first writer");
+  AtomicFile file(out, 0644, TempName::hidden);
+  ASSERT_TRUE(file.open().ok());
+  ASSERT_TRUE(file.write("second writer").ok());
+  EXPECT_FALSE(file.commit(Overwrite::no).ok());
+  EXPECT_EQ(read_text(out), "first writer");
+  EXPECT_EQ(npc::test::names_in(dir()), std::vector<std::string>{"first"});
+}
+
 TEST_F(OutputFileTest, ASymlinkIsFollowedAndItsTargetReplaced) {
   fs::create_directories(dir() / "elsewhere");
   write_text(dir() / "elsewhere" / "real.json", "old");

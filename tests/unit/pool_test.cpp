@@ -469,23 +469,50 @@ TEST(Pool, FinishedAndNextDue) {
   EXPECT_EQ(pool.count(ItemState::compiled_elsewhere), 1U);
 }
 
+WorkItem known(const std::string& key, double seconds) {
+  WorkItem w = item(key, seconds);
+  w.predicted.from_history = true;
+  return w;
+}
+
 TEST(Pool, RemainingWork) {
-  Pool pool({item("a", 10), item("b", 20), item("c", 30)}, {1, 0, 1});
-  EXPECT_DOUBLE_EQ(pool.remaining_work(0), 60);
+  Pool pool({known("a", 10), known("b", 20), known("c", 30)}, {1, 0, 1});
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(0), 60);
   ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(2));
   pool.start(2, 0);
-  EXPECT_DOUBLE_EQ(pool.remaining_work(5), 10 + 20 + 25);
-  EXPECT_DOUBLE_EQ(pool.remaining_work(40), 30); // overdue counts as nothing left
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(5), 10 + 20 + 25);
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(40), 30); // overdue counts as nothing left
   pool.finish(2, AttemptEnd::compiled, ended("exit code 0", 40), 40);
-  EXPECT_DOUBLE_EQ(pool.remaining_work(40), 30);
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(40), 30);
   pool.start(1, 40);
   pool.finish(1, AttemptEnd::failed, ended("exit code 1"), 41); // waits for a retry: still to do
-  EXPECT_DOUBLE_EQ(pool.remaining_work(41), 30);
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(41), 30);
   pool.start(0, 41);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 41); // deferred: still to do
-  EXPECT_DOUBLE_EQ(pool.remaining_work(41), 30);
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(41), 30);
   pool.revisit(0, Pool::Found::done, 42);
-  EXPECT_DOUBLE_EQ(pool.remaining_work(42), 20);
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(42), 20);
+}
+
+// With no history, the sizes alone say nothing of seconds: unknown until
+// this run has measured a compile, then its seconds per byte.
+TEST(Pool, RemainingWorkOfGraphsWithNoHistoryIsUnknownUntilOneIsMeasured) {
+  std::vector<WorkItem> items = {item("a", 0.001), item("b", 0.001), item("c", 0.001)};
+  items[1].graph_bytes = 3000;
+  Pool pool(std::move(items), {1, 0, 0});
+  EXPECT_EQ(pool.remaining_work(0), std::nullopt);
+  auto first = pool.pick(0);
+  ASSERT_TRUE(first);
+  pool.start(*first, 0);
+  EXPECT_EQ(pool.remaining_work(1), std::nullopt);
+  pool.finish(*first, AttemptEnd::compiled, ended("exit code 0", 4), 4);
+  // 4 s for the first graph's bytes: 4 ms a byte for the two left.
+  double per_byte = 4.0 / static_cast<double>(pool.items()[*first].graph_bytes);
+  double left = 0;
+  for (std::size_t i = 0; i < 3; ++i)
+    if (i != *first) left += per_byte * static_cast<double>(pool.items()[i].graph_bytes);
+  ASSERT_TRUE(pool.remaining_work(4));
+  EXPECT_DOUBLE_EQ(*pool.remaining_work(4), left);
 }
 
 // Runs a pool to its end as the runner would, each compile taking

@@ -47,8 +47,9 @@ protected:
 TEST(ProgressStatusText, Content) {
   EXPECT_EQ(ProgressDisplay::status_text(snapshot(3, 65, 30)),
             "[3/10] 2 running (of 4), 1 failed, 1m05s elapsed, ETA 30.0s");
+  // No history and nothing measured yet: said, never a confident zero.
   EXPECT_EQ(ProgressDisplay::status_text(snapshot(3, 2.5)),
-            "[3/10] 2 running (of 4), 1 failed, 2.5s elapsed");
+            "[3/10] 2 running (of 4), 1 failed, 2.5s elapsed, ETA unknown");
   // Nothing left to wait for: no ETA.
   EXPECT_EQ(ProgressDisplay::status_text(snapshot(10, 3725, 0)),
             "[10/10] 2 running (of 4), 1 failed, 1h02m elapsed");
@@ -69,11 +70,11 @@ TEST_F(ProgressTest, PlainOutputHasOneLinePerEventAndRareStatusLines) {
   display.update(snapshot(4, 61));
   display.finish();
   EXPECT_EQ(contents(file),
-            "neuron_parallel_compile: [0/10] 2 running (of 4), 1 failed, 0.0s elapsed\n"
+            "neuron_parallel_compile: [0/10] 2 running (of 4), 1 failed, 0.0s elapsed, ETA unknown\n"
             "neuron_parallel_compile: compiled MODULE_a+b in 9.0s\n"
-            "neuron_parallel_compile: [2/10] 2 running (of 4), 1 failed, 30.0s elapsed\n"
+            "neuron_parallel_compile: [2/10] 2 running (of 4), 1 failed, 30.0s elapsed, ETA unknown\n"
             "neuron_parallel_compile: compiled MODULE_c+d in 20.0s\n"
-            "neuron_parallel_compile: [4/10] 2 running (of 4), 1 failed, 1m00s elapsed\n");
+            "neuron_parallel_compile: [4/10] 2 running (of 4), 1 failed, 1m00s elapsed, ETA unknown\n");
 }
 
 TEST_F(ProgressTest, PlainOutputIntervalIsThirtySeconds) {
@@ -93,8 +94,8 @@ TEST_F(ProgressTest, TerminalRewritesOneLineInPlace) {
   display.update(snapshot(2, 6));
   display.event("compiled MODULE_a+b");
   display.finish();
-  const std::string first = "[1/10] 2 running (of 4), 1 failed, 5.0s elapsed";
-  const std::string second = "[2/10] 2 running (of 4), 1 failed, 6.0s elapsed";
+  const std::string first = "[1/10] 2 running (of 4), 1 failed, 5.0s elapsed, ETA unknown";
+  const std::string second = "[2/10] 2 running (of 4), 1 failed, 6.0s elapsed, ETA unknown";
   EXPECT_EQ(contents(file),
             "\r" + first + "\x1b[K"                          // status line
             "\r" + second + "\x1b[K"                         // rewritten in place
@@ -107,7 +108,7 @@ TEST_F(ProgressTest, TerminalRewritesOneLineInPlace) {
 TEST_F(ProgressTest, TerminalWithColourMakesTheStatusBold) {
   ProgressDisplay display(file, true, true);
   display.update(snapshot(1, 5));
-  EXPECT_EQ(contents(file), "\r\x1b[1m[1/10] 2 running (of 4), 1 failed, 5.0s elapsed\x1b[0m\x1b[K");
+  EXPECT_EQ(contents(file), "\r\x1b[1m[1/10] 2 running (of 4), 1 failed, 5.0s elapsed, ETA unknown\x1b[0m\x1b[K");
 }
 
 TEST_F(ProgressTest, TerminalStatusIsCutToTheWidth) {
@@ -128,6 +129,17 @@ TEST_F(ProgressTest, TerminalStatusIsCutToTheWidth) {
   ASSERT_EQ(text.substr(text.size() - 3), "\x1b[K");
   EXPECT_EQ(text.size() - 4, 79U);
   EXPECT_EQ(text.substr(1, 79), ProgressDisplay::status_text(big).substr(0, 79));
+}
+
+// --log_level WARNING: no status line and no routine event; a failure is
+// shown all the same.
+TEST_F(ProgressTest, HiddenRoutineShowsOnlyFailures) {
+  ProgressDisplay display(file, /*terminal=*/false, /*color=*/false, ProgressDisplay::Routine::hidden);
+  display.update(snapshot(0, 0));
+  display.event("compiled MODULE_a+b in 9.0s");
+  display.failure("FAILED MODULE_c+d (exit code 70)");
+  display.finish();
+  EXPECT_EQ(contents(file), "neuron_parallel_compile: FAILED MODULE_c+d (exit code 70)\n");
 }
 
 TEST_F(ProgressTest, FinishWithoutAStatusLineWritesNothing) {

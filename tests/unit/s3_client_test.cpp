@@ -313,8 +313,12 @@ TEST_F(S3ClientTest, UnknownAccessKeyIsDeniedWithTheObjectNamed) {
   ASSERT_TRUE(client) << client.error();
   auto put = (*client)->put_object(kS3TestBucket, "k/x", "b");
   ASSERT_FALSE(put);
-  EXPECT_EQ(put.error(), "S3 denied PutObject on s3://test-bucket/k/x (403 InvalidAccessKeyId): check the credentials' "
-                         "permissions");
+  // A wrong key is said to be wrong, not a missing permission.
+  EXPECT_TRUE(put.error().starts_with("S3 refused the credentials for PutObject on s3://test-bucket/k/x at "))
+      << put.error();
+  EXPECT_TRUE(put.error().ends_with(" (403 InvalidAccessKeyId): the access key or the secret key is wrong "
+                                    "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE)"))
+      << put.error();
   EXPECT_EQ((*client)->last_attempts(), 1);
 
   config = server_.config();

@@ -35,8 +35,8 @@ private:
   util::FileLock lock_; // released before dir_ is removed
 };
 
-// Removes staging folders left by imports that died (not locked, older than
-// a few minutes).
+// Removes staging folders left by imports that died: one whose lock is free
+// at once, one that was never locked once older than a few minutes.
 void remove_stale_import_staging(const cache::Cache& cache);
 
 } // namespace npc::bundle

@@ -153,6 +153,11 @@ public:
   // --- looking, without writing ---------------------------------------------
   // Every file, its state, size and last use (one directory read).
   [[nodiscard]] Result<EntryInfo> inspect() const;
+  // Who holds the entry now, to follow "held by": "pid 12 on h (tool), since
+  // <time> (the lock <path>, 3.0s old)", "whoever made the lock <path>, 3.0s
+  // old (it names no owner)", "pid 12 on h (neuron_cc_wrapper), since
+  // <time>"; nullopt when neither lock is held now.
+  [[nodiscard]] std::optional<std::string> describe_holder() const;
   // The hot path's look: model.done and model.neff are there (two stats, no
   // lock, no read). looks_done_at looks at any cache's entry (a secondary's).
   [[nodiscard]] bool looks_done() const { return looks_done_at(dir_); }

@@ -56,12 +56,22 @@ enum class Verdict {
   miss      // no entry has this graph under the current settings
 };
 
+// Where the graph part of the current key comes from. Nobody outside the
+// framework can compute its graph part from the bytes (torch-xla's decimal
+// hash, NxD's own): a graph named by its entry keeps that entry's graph part
+// (the framework names the same graph alike), a graph file alone gets the
+// key neuron_cc_wrapper compile would use.
+enum class KeySource { entry, wrapper };
+
 struct Explanation {
   fs::path graph;
   std::uint64_t graph_bytes = 0;
   std::string graph_sha256;
   CurrentSettings current;
-  std::optional<CacheKey> current_key; // the wrapper's key; nullopt when the version is unknown
+  // The current version's directory, the current flags' part, and a graph
+  // part as `current_key_source` says; nullopt when the version is unknown.
+  std::optional<CacheKey> current_key;
+  KeySource current_key_source = KeySource::wrapper;
   std::vector<GraphMatch> matches;     // in key order
   Verdict verdict = Verdict::miss;
   std::optional<std::size_t> deciding; // the match the verdict is about (hit, not_done)
@@ -73,8 +83,9 @@ struct Explanation {
                                                 const CurrentSettings& current);
 
 // The graph file a TARGET names: a graph file itself, an entry directory
-// holding one, or a key "neuronxcc-<v>/MODULE_<g>+<f>" of `cache`; nullopt
-// when it names none of these.
+// holding one, a key "neuronxcc-<v>/MODULE_<g>+<f>" of `cache`, or a module
+// name "MODULE_<g>+<f>" as `neuron_cache ls` prints it (the first compiler
+// version holding it); nullopt when it names none of these.
 [[nodiscard]] std::optional<fs::path> explain_target_graph(const Cache& cache, std::string_view target);
 
 // For the end of a launcher run: how many of the entries it compiled hold a

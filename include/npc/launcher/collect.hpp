@@ -14,6 +14,7 @@
 // too. Each graph is compiled in the entry where the framework put it.
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -48,8 +49,13 @@ public:
   [[nodiscard]] std::vector<fs::path> take_entries();
   [[nodiscard]] const std::vector<std::string>& refused() const { return refused_; }
   // Refuses a graph the trial named, saying why (for the checks made before
-  // a graph reaches the collector: an S3 graph's, remote_graphs.hpp).
+  // a graph reaches the collector: an S3 graph's, remote_graphs.hpp). The
+  // first refusal of each source and reason is a warning; the rest are only
+  // counted (a cache-path log full of garbage is one warning, not hundreds),
+  // until say_repeated_refusals().
   void refuse(const std::string& text, const std::string& source, const std::string& why);
+  // One warning per source and reason refused more than once: how many more.
+  void say_repeated_refusals();
 
 private:
   [[nodiscard]] bool known_root(const fs::path& root) const;
@@ -60,6 +66,7 @@ private:
   std::unordered_set<std::string> seen_; // strings: a path object is several times larger
   std::vector<std::string> refused_;
   std::unordered_set<std::string> refused_texts_;
+  std::map<std::pair<std::string, std::string>, std::size_t> refusals_; // (source, why) -> how many
 };
 
 // The lines of a cache-path log; empty when it does not exist. Current

@@ -59,6 +59,11 @@ enum class ItemState {
                       // rm, --command clean): nothing left to compile, not a failure
 };
 
+// Who ended an attempt that failed: the compiler (its exit, a signal, a
+// timeout), or something around it (a full disk, an unusable cache or S3,
+// the worker's own error), which the summary must not blame on the compiler.
+enum class Blame { compiler, surroundings };
+
 struct ItemProgress {
   ItemState state = ItemState::queued;
   int attempts = 0;   // attempts we started
@@ -68,6 +73,7 @@ struct ItemProgress {
   double started_at = 0;
   double compile_seconds = 0; // wall time of our attempts, summed
   std::string last_exit;      // how the last attempt ended
+  Blame last_blame = Blame::compiler;
   std::uint64_t peak_rss_bytes = 0;
   fs::path log_path;
   bool cached_failure = false;
@@ -104,6 +110,7 @@ struct AttemptInfo {
   std::string exit; // "exit code 70", "killed by signal SIGKILL", "timed out after 30s"
   std::uint64_t peak_rss_bytes = 0;
   fs::path log_path;
+  Blame blame = Blame::compiler;
 };
 
 // Backoff before a retry: short, growing, bounded.
@@ -182,8 +189,11 @@ public:
   }
   [[nodiscard]] std::size_t count(ItemState state) const;
   // Predicted seconds of compiling still to do (queued, waiting, and the
-  // unfinished part of running compiles).
-  [[nodiscard]] double remaining_work(double now) const;
+  // unfinished part of running compiles). A graph with no history of its
+  // own or of similar graphs is costed at this run's measured seconds per
+  // graph byte; before this run has measured any compile that is nothing
+  // to go on, and the result is nullopt (unknown), never a confident zero.
+  [[nodiscard]] std::optional<double> remaining_work(double now) const;
 
 private:
   [[nodiscard]] bool fits(std::size_t i) const;

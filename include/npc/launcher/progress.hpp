@@ -16,7 +16,7 @@ struct ProgressSnapshot {
   std::size_t failed = 0;
   int parallel = 0;
   double elapsed = 0;
-  double eta = -1; // seconds; < 0 unknown
+  double eta = -1; // seconds; < 0 unknown (no history, nothing measured yet)
 };
 
 // Without a terminal, the status line is repeated at most this often.
@@ -24,13 +24,19 @@ inline constexpr double kPlainStatusInterval = 30;
 
 class ProgressDisplay {
 public:
-  ProgressDisplay(std::FILE* out, bool terminal, bool color);
-  // Picks terminal/colour from the stream and the environment.
+  // `routine`: whether the status line and routine events are shown
+  // (--log_level INFO or DEBUG); failures are shown in any case.
+  enum class Routine { shown, hidden };
+  ProgressDisplay(std::FILE* out, bool terminal, bool color, Routine routine = Routine::shown);
+  // Picks terminal/colour from the stream and the environment, and whether
+  // routine lines are shown from the log level.
   static ProgressDisplay for_stream(std::FILE* out);
 
   void update(const ProgressSnapshot& snapshot);
-  // A line that stays (a finished graph, a failure): printed above the status line.
+  // A line that stays (a finished graph, a retry): printed above the status line.
   void event(const std::string& line);
+  // A line that stays and that no log level hides (a graph that failed).
+  void failure(const std::string& line);
   void finish(); // clears the status line
 
   [[nodiscard]] static std::string status_text(const ProgressSnapshot& snapshot);
@@ -40,6 +46,7 @@ private:
   std::FILE* out_;
   bool terminal_;
   bool color_;
+  Routine routine_;
   bool line_shown_ = false;
   double last_plain_ = -1e9;
   ProgressSnapshot last_;

@@ -85,8 +85,9 @@ struct OriginalResults {
                                                              const fs::path& directory,
                                                              double now_epoch_seconds);
 
-// Exactly the original's closing lines: "Total graphs: N" (graphs with an
-// outcome), "Total successful compilations: N", "Total failed compilations: N".
+// The original's closing lines: "Total graphs: N" (every graph found, also
+// those left to another process, which are neither of the next two),
+// "Total successful compilations: N", "Total failed compilations: N".
 [[nodiscard]] std::vector<std::string> original_summary_lines(const Pool& pool);
 
 // `value` as Python's repr(float) prints it: shortest round trip, ".0" on

@@ -26,17 +26,35 @@ inline constexpr std::string_view kTempPrefix = ".tmp-";
 [[nodiscard]] bool is_temp_name(std::string_view filename);
 
 [[nodiscard]] Result<std::string> read_file(const fs::path& path);
+
+// open(path, O_RDONLY | flags) that leaves the file's atime alone where the
+// kernel lets us (O_NOATIME: the file's owner, or CAP_FOWNER; elsewhere a
+// plain open). A cache entry's last use is the framework's reads (atime) and
+// the marks our own hits set; a read of ours to check, copy or export must
+// never count as one, or eviction would keep whatever was last verified.
+// Every read of this project goes through it. Returns -1 with errno set.
+[[nodiscard]] int open_for_reading(const fs::path& path, int flags = 0);
 // The whole content of an open descriptor, from its start; fails past
 // max_bytes (records in a shared cache are not trusted to be small).
 [[nodiscard]] Result<std::string> read_fd(int fd, std::uint64_t max_bytes);
 
 enum class Overwrite { no, yes };
 
-// Writes to "<dir>/.tmp-<name>.<pid>.<random>", renames over the final name on
-// commit(). The destructor removes an uncommitted temp.
+// Where an AtomicFile's data lives until commit():
+//  - named: "<dir>/.tmp-<name>.<pid>.<random>", which a reader of the
+//    directory (eviction, repair) sees and which a signal handler removes;
+//  - hidden: an unnamed file (O_TMPFILE) linked in at commit, so a writer
+//    killed with -9 leaves nothing at all; for large outputs the user names
+//    (an export of gigabytes). Where the filesystem or a missing /proc does
+//    not allow it, named.
+enum class TempName { named, hidden };
+
+// Writes to a temp file in the final directory, renames over the final name
+// on commit(). The destructor removes an uncommitted temp.
 class AtomicFile {
 public:
-  explicit AtomicFile(fs::path final_path, unsigned mode = 0666); // less the umask
+  explicit AtomicFile(fs::path final_path, unsigned mode = 0666, // less the umask
+                      TempName temp_name = TempName::named);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -49,9 +67,13 @@ public:
   [[nodiscard]] const fs::path& temp_path() const { return temp_path_; }
 
 private:
+  [[nodiscard]] Status publish_hidden(Overwrite overwrite);
+
   fs::path final_path_;
   fs::path temp_path_;
   unsigned mode_;
+  TempName temp_name_;
+  bool hidden_ = false; // open() made an unnamed file
   int fd_ = -1;
   bool committed_ = false;
   TempCleanup cleanup_; // the temp goes if a signal ends us before commit

@@ -15,4 +15,9 @@ enum class LogLevel { debug, info, warning, error };
 void setup_logging(const std::string& program, LogLevel level);
 void set_log_level(LogLevel level);
 
+// Logged as info whatever the level: lines scripts depend on (the original's
+// "Total graphs: N") stay under --log_level WARNING or ERROR, which hide
+// the routine lines around them.
+void log_always(std::string_view line);
+
 } // namespace npc::util

@@ -2,6 +2,7 @@
 // Parsing and formatting of the values users type and read: sizes, counts,
 // durations.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,12 @@ namespace npc::util {
 
 // A non-negative decimal number ("30", "0.5"); nullopt otherwise.
 [[nodiscard]] std::optional<double> parse_non_negative(std::string_view text);
+
+// A timeout in seconds as every program's options take it ("3600", "0.5"):
+// positive to the millisecond, at most a billion seconds; nullopt otherwise,
+// and the message is then kPositiveSecondsExpected.
+[[nodiscard]] std::optional<std::chrono::milliseconds> parse_positive_seconds(std::string_view text);
+inline constexpr std::string_view kPositiveSecondsExpected = "expected a positive number of seconds";
 
 // A whole number in [min, max]; nullopt otherwise.
 [[nodiscard]] std::optional<long long> parse_integer(std::string_view text, long long min,

@@ -33,4 +33,10 @@ std::string resolve_cache_root(const FrameworkFlags& flags) {
   return kDefaultCacheRoot;
 }
 
+std::string resolve_older_releases_cache_root(const FrameworkFlags& flags) {
+  std::string root = resolve_cache_root(flags);
+  if (!flags.cache_dir) return root;
+  return root == "/" ? std::string("/") + kOlderReleasesCacheDirName : root + "/" + kOlderReleasesCacheDirName;
+}
+
 }  // namespace standin::train

@@ -17,4 +17,9 @@ inline constexpr char kDefaultCacheRoot[] = "/var/tmp/neuron-compile-cache";
 // only has a local cache: an s3:// (or any other non-file) URL is a usage error.
 std::string resolve_cache_root(const FrameworkFlags& flags);
 
+// Older releases (the developer guide) kept the cache of --cache_dir=DIR at
+// DIR/neuron-compile-cache; a URL or the default is the root itself.
+inline constexpr char kOlderReleasesCacheDirName[] = "neuron-compile-cache";
+std::string resolve_older_releases_cache_root(const FrameworkFlags& flags);
+
 }  // namespace standin::train

@@ -47,12 +47,14 @@ void say(CompileResult& result, const std::string& text) {
 
 }  // namespace
 
-FrameworkCache::FrameworkCache(const std::optional<std::string>& script_cache_dir)
+FrameworkCache::FrameworkCache(const std::optional<std::string>& script_cache_dir, CacheLayout layout)
     : flags_(parse_framework_flags(effective_neuron_cc_flags(script_cache_dir))),
-      root_(resolve_cache_root(flags_)),
+      root_(layout == CacheLayout::kOlderReleases ? resolve_older_releases_cache_root(flags_)
+                                                  : resolve_cache_root(flags_)),
       compiler_(NeuronxCompiler::locate()),
       extract_only_(env_truthy(kExtractOnlyEnv)),
-      path_log_(env_string(kPathLogEnv)),
+      // Older releases told the launcher nothing beyond the extraction lines.
+      path_log_(layout == CacheLayout::kOlderReleases ? std::nullopt : env_string(kPathLogEnv)),
       lock_wait_s_(env_double(kLockWaitEnv, kDefaultLockWaitS)) {}
 
 CompileResult FrameworkCache::compile(const std::string& graph_path, const std::string& neff_path) {

@@ -21,11 +21,16 @@
 
 namespace standin::train {
 
+// Which release's cache the framework plays: current (--cache_dir=DIR is the
+// root; the root goes to the cache-path log) or older (DIR/neuron-compile-cache;
+// nothing in the cache-path log).
+enum class CacheLayout { kCurrent, kOlderReleases };
+
 class FrameworkCache : public GraphCompiler {
  public:
   // Reads NEURON_CC_FLAGS (plus the script's own --cache_dir), finds the
   // compiler and asks its version. Throws StandinError.
-  explicit FrameworkCache(const std::optional<std::string>& script_cache_dir);
+  FrameworkCache(const std::optional<std::string>& script_cache_dir, CacheLayout layout);
 
   CompileResult compile(const std::string& graph_path, const std::string& neff_path) override;
 

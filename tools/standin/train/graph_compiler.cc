@@ -8,8 +8,12 @@
 namespace standin::train {
 
 std::unique_ptr<GraphCompiler> make_graph_compiler(const TrainOptions& options) {
-  if (resolve_protocol(options.protocol) == Protocol::kTorchNeuronx) {
-    return std::make_unique<FrameworkCache>(options.script_cache_dir);
+  const Protocol protocol = resolve_protocol(options.protocol);
+  if (protocol == Protocol::kTorchNeuronx) {
+    return std::make_unique<FrameworkCache>(options.script_cache_dir, CacheLayout::kCurrent);
+  }
+  if (protocol == Protocol::kTorchNeuronxLegacy) {
+    return std::make_unique<FrameworkCache>(options.script_cache_dir, CacheLayout::kOlderReleases);
   }
   // The wrapper inherits our environment, so it sees what the script did to
   // NEURON_CC_FLAGS in Python.

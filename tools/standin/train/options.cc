@@ -63,13 +63,15 @@ const char* train_usage() {
   return "usage: standin_train [-h] [--nproc_per_node R] [--steps_this_run N] [--layers L]\n"
          "                     [--hidden H] [--eval_every K] [--late_graph_step N]\n"
          "                     [--graphs_per_step G] [--crash_at_step K] [--step_ms MS]\n"
-         "                     [--workdir DIR] [--protocol {wrapper,torch-neuronx}]\n"
+         "                     [--workdir DIR]\n"
+         "                     [--protocol {wrapper,torch-neuronx,torch-neuronx-legacy}]\n"
          "                     [--script_cache_dir DIR]\n"
          "\n"
          "Stand-in for a torch-neuronx training script run under torchrun: emits HLO\n"
          "graphs step by step and compiles each new one, through neuron_cc_wrapper\n"
          "(--protocol wrapper, the default) or through the compile cache the way\n"
-         "current torch-neuronx does (--protocol torch-neuronx).\n";
+         "current torch-neuronx does (--protocol torch-neuronx), or older releases\n"
+         "did (--protocol torch-neuronx-legacy: DIR/neuron-compile-cache, no path log).\n";
 }
 
 }  // namespace standin::train

@@ -8,11 +8,18 @@ namespace standin::train {
 Protocol parse_protocol(const std::string& text, const std::string& what) {
   if (text == "wrapper") return Protocol::kWrapper;
   if (text == "torch-neuronx") return Protocol::kTorchNeuronx;
-  throw usage_error(what + ": invalid choice: '" + text + "' (choose from 'wrapper', 'torch-neuronx')");
+  if (text == "torch-neuronx-legacy") return Protocol::kTorchNeuronxLegacy;
+  throw usage_error(what + ": invalid choice: '" + text +
+                    "' (choose from 'wrapper', 'torch-neuronx', 'torch-neuronx-legacy')");
 }
 
 const char* protocol_name(Protocol protocol) {
-  return protocol == Protocol::kTorchNeuronx ? "torch-neuronx" : "wrapper";
+  switch (protocol) {
+    case Protocol::kTorchNeuronx: return "torch-neuronx";
+    case Protocol::kTorchNeuronxLegacy: return "torch-neuronx-legacy";
+    case Protocol::kWrapper: break;
+  }
+  return "wrapper";
 }
 
 Protocol resolve_protocol(const std::optional<Protocol>& from_command_line) {
