@@ -104,10 +104,22 @@ EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const 
   // Published between our first look and the lock: nothing to compile.
   if (auto result = arrived(remote, key, options)) return *result;
   EntryCompileResult result = compile_entry(remote.mirror(), remote.mirror().entry_dir(key), options);
-  if (result.outcome == EntryOutcome::compiled || result.outcome == EntryOutcome::failed) {
-    if (auto pushed = remote.push(key); !pushed)
+  // Done in the mirror but not in S3, whose lock we hold: an earlier
+  // attempt here compiled it and died uploading (killed during a stalled
+  // PUT). Its result is ours to upload now; "done by another process"
+  // would leave S3 pending for good.
+  const bool upload_of_earlier_attempt = result.outcome == EntryOutcome::already_done;
+  if (result.outcome == EntryOutcome::compiled || result.outcome == EntryOutcome::failed ||
+      upload_of_earlier_attempt) {
+    auto pushed = remote.push(key);
+    if (!pushed)
       spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote.describe(key),
                    pushed.error());
+    else if (upload_of_earlier_attempt) {
+      spdlog::info("uploaded {}, compiled into {} by an earlier attempt that did not finish its upload",
+                   remote.describe(key), remote.mirror().root().string());
+      result.outcome = EntryOutcome::compiled; // here, not by another process
+    }
   }
   return result;
 }

@@ -444,5 +444,23 @@ TEST_F(S3Kill, TheKilledNodesNextLauncherRunUploadsTheResultItsMirrorHas) {
   EXPECT_EQ(object("/model.neff"), read_text(mirror_entry("node-a") / "model.neff"));
 }
 
+// The launcher retries a worker killed while its upload stalled: the retry
+// finds the result in its mirror and S3 without it, under the dead worker's
+// lock (taken over: its holder is gone). It uploads that result and says
+// so; it is no graph "compiled by another process", and S3 is complete.
+TEST_F(S3Kill, ARetryOfAWorkerKilledDuringItsUploadUploadsTheMirrorsResult) {
+  std::ignore = kill_during_put_of("model.neff");
+  ASSERT_EQ(objects(), entry_keys({"compile_flags.json", "model.hlo_module.pb", "model.hlo_module.pb.lock"}));
+  auto retry = run_tool("neuron_cc_wrapper", {"compile-entry", mirror_entry("node-a").string(), "--remote-cache",
+                                              "s3://test-bucket/team", "--lock-timeout", "20"});
+  ASSERT_EQ(retry.exit_code, 0) << retry.describe();
+  EXPECT_NE(retry.err.find("by an earlier attempt that did not finish its upload"), std::string::npos) << retry.err;
+  EXPECT_NE(retry.out.find("Compiled " + mirror_entry("node-a").string()), std::string::npos) << retry.out;
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(objects(), entry_keys({"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
+                                   "npc-entry.json"}));
+  EXPECT_EQ(object("/model.neff"), read_text(mirror_entry("node-a") / "model.neff"));
+}
+
 } // namespace
 } // namespace npc::test
