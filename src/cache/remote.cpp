@@ -70,6 +70,12 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   if (!names) return fail(names.error());
   const bool done = contains(*names, kDoneFile) && contains(*names, kNeffFile);
   const bool failed = !done && !contains(*names, kDoneFile) && contains(*names, kLogFile);
+  // The marker is written after the NEFF and removed before it: a marker
+  // alone is a result lost, said, and replaced by the compile that follows.
+  if (contains(*names, kDoneFile) && !contains(*names, kNeffFile)) {
+    rejected_.insert(key.str());
+    return RemoteResult{RemoteOutcome::rejected, describe(key) + ": model.done is there but model.neff is not"};
+  }
   if (!done && !failed) return RemoteResult{};
 
   const Entry entry = mirror_.entry(key);
@@ -93,7 +99,10 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   std::optional<EntryMeta> record;
   if (contains(*names, kMetaFile)) {
     auto got = download_record(*remote_, key_of(key, kMetaFile));
-    if (!got) return RemoteResult{RemoteOutcome::rejected, got.error()};
+    if (!got) {
+      rejected_.insert(key.str());
+      return RemoteResult{RemoteOutcome::rejected, got.error()};
+    }
     record = std::move(*got);
   }
   if (done) {
@@ -114,8 +123,10 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
           matches = true;
         }
       }
-      if (!matches || (record->neff_bytes && *record->neff_bytes != digest->size))
+      if (!matches || (record->neff_bytes && *record->neff_bytes != digest->size)) {
+        rejected_.insert(key.str());
         return RemoteResult{RemoteOutcome::rejected, describe(key) + ": its NEFF does not match its integrity record"};
+      }
     } else {
       spdlog::debug("{} has no integrity record; recording the hash of the download", describe(key));
     }
@@ -221,8 +232,9 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
 
   if (snapshot->done) {
     if (remote_done) {
-      // The same NEFF there already (another node pushed it): nothing to do.
-      if (contains(*there, kMetaFile)) {
+      // The same NEFF there already (another node pushed it): nothing to do,
+      // unless its NEFF was found not to match that record (corrupted).
+      if (contains(*there, kMetaFile) && !rejected(key)) {
         auto theirs = download_record(*remote_, key_of(key, kMetaFile));
         auto ours = read_entry_meta(entry.dir());
         if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)

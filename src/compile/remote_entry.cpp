@@ -29,12 +29,16 @@ std::vector<std::shared_ptr<storage::Storage>> open_remote_storages(const std::s
 
 cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                          std::chrono::milliseconds lock_wait) {
+  const bool said_before = remote.rejected(key);
   auto fetched = remote.fetch_result(key, lock_wait);
   if (!fetched) throw EnvironmentError(fetched.error());
   switch (fetched->outcome) {
   case cache::RemoteOutcome::copied: spdlog::debug("downloaded {} into {}", remote.describe(key), remote.mirror().root().string()); break;
   case cache::RemoteOutcome::rejected:
-    spdlog::warn("not using {}: {}", remote.describe(key), fetched->detail);
+    // Once per entry: it is looked at again before and after its lock.
+    if (!said_before)
+      spdlog::warn("not using {}: {}; compiling it again, and the result replaces it there", remote.describe(key),
+                   fetched->detail);
     return cache::RemoteOutcome::miss;
   default: break;
   }

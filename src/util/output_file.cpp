@@ -29,6 +29,11 @@ bool names_an_open_file(const fs::path& path) {
 // Watched before it exists (TempCleanup): a signal while it exists must not
 // leave it beside the user's file.
 int probe_directory(const fs::path& dir) {
+  // An unnamed file first: made as any file is (so a read-only filesystem
+  // or a full inode table says so), and nothing is left if we are killed.
+  UniqueFd unnamed(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+  if (unnamed.valid()) return 0;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
   fs::path probe = dir / (std::string(kTempPrefix) + "probe-" + unique_suffix());
   TempCleanup cleanup(probe);
   UniqueFd fd(::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));

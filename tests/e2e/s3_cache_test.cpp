@@ -47,6 +47,52 @@ TEST_F(S3Cache, AnotherNodeDownloadsTheEntryInsteadOfCompiling) {
   EXPECT_EQ(objects(), done_entry(/*used=*/true)); // node B's download recorded as a use
 }
 
+// A result in S3 that cannot be used (a NEFF that fails its record, or a
+// marker without its NEFF) is said once, compiled again, and replaced
+// there by the new result under the entry's lock: the next node hits.
+TEST_F(S3Cache, AnUnusableResultInS3IsSaidOnceAndReplaced) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  ASSERT_EQ(compile(g, dir() / "a.neff").exit_code, 0);
+  const std::string good = read_text(dir() / "a.neff");
+  auto key_of = [&](const std::string& suffix) {
+    auto all = client()->list_all(kS3TestBucket, {});
+    for (const auto& o : all->objects)
+      if (o.key.ends_with(suffix)) return o.key;
+    return std::string();
+  };
+  const std::string neff_key = key_of("/model.neff");
+  ASSERT_FALSE(neff_key.empty());
+
+  struct Damage {
+    const char* node;
+    const char* said;
+  };
+  for (const Damage& damage : {Damage{"node-b", "its NEFF does not match its integrity record"},
+                               Damage{"node-c", "model.done is there but model.neff is not"}}) {
+    if (std::string(damage.node) == "node-b") {
+      ASSERT_TRUE(client()->put_object(kS3TestBucket, neff_key, std::string(good.size(), 'x')));
+    } else {
+      ASSERT_TRUE(client()->delete_object(kS3TestBucket, neff_key).ok());
+    }
+    std::size_t before = compiles();
+    auto fresh = compile(g, dir() / (std::string(damage.node) + ".neff"),
+                         {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / damage.node).string()}});
+    ASSERT_EQ(fresh.exit_code, 0) << fresh.describe();
+    EXPECT_EQ(compiles(), before + 1) << damage.node;
+    EXPECT_EQ(std::count(fresh.err.begin(), fresh.err.end(), '\n'), 1) << fresh.err;
+    EXPECT_NE(fresh.err.find(damage.said), std::string::npos) << fresh.err;
+    EXPECT_EQ(object("/model.neff"), good) << damage.node << ": replaced in S3";
+    EXPECT_EQ(read_text(dir() / (std::string(damage.node) + ".neff")), good);
+  }
+  auto verify = run_tool("neuron_cache", {"verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+  std::size_t before = compiles();
+  auto next = compile(g, dir() / "d.neff", {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-d").string()}});
+  ASSERT_EQ(next.exit_code, 0) << next.describe();
+  EXPECT_EQ(compiles(), before) << "the replaced result is a hit";
+  EXPECT_EQ(next.err, "");
+}
+
 TEST_F(S3Cache, ExtractionStoresTheGraphInS3AndNamesItsUrl) {
   fs::path g = graph("a.hlo", "HloModule a\n");
   fs::path path_log = dir() / "paths.log";

@@ -35,6 +35,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,11 @@ public:
   // it for every done result it finds, downloaded or already in the mirror.
   void record_use(const CacheKey& key) const;
 
+  // Whether fetch_result found this entry's result in the remote unusable
+  // (its NEFF failing its record, or a record that cannot be read): said
+  // once, and push then replaces that result instead of trusting its record.
+  [[nodiscard]] bool rejected(const CacheKey& key) const { return rejected_.contains(key.str()); }
+
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;
   // push (keep_theirs false) and push_unless_there (true).
@@ -102,6 +108,7 @@ private:
 
   std::shared_ptr<storage::Storage> remote_;
   const Cache& mirror_;
+  mutable std::set<std::string> rejected_; // CacheKey::str() of results found unusable
 };
 
 } // namespace npc::cache
