@@ -161,6 +161,21 @@ TEST_F(CollectTest, LearnsTheRootOfAGraphInsideAKnownRoot) {
   EXPECT_EQ(c.roots(), (std::vector<fs::path>{root, root / "neuron-compile-cache"}));
 }
 
+// Older releases that write graph paths into the cache-path log: the
+// graph's root is learned from the log line, before the trial's output
+// names the same graph, on a fresh cache under DIR/neuron-compile-cache.
+TEST_F(CollectTest, AGraphPathInThePathLogNamesItsRoot) {
+  fs::path older_root = base / "elsewhere" / "neuron-compile-cache";
+  fs::path older_entry = older_root / "neuronxcc-2.0" / kEntry;
+  test::write_text(older_entry / "model.hlo_module.pb", "graph");
+  Collector c(root, "2.0");
+  c.add_path_log_line((older_entry / "model.hlo_module.pb").string() + "\n");
+  c.add_graph_path((older_entry / "model.hlo_module.pb").string(), "output");
+  EXPECT_EQ(c.entries(), std::vector<fs::path>{older_entry});
+  EXPECT_TRUE(c.refused().empty());
+  EXPECT_EQ(c.roots(), (std::vector<fs::path>{root, older_root}));
+}
+
 TEST_F(CollectTest, RefusesARootInsideAnotherEntry) {
   fs::path nested = entry / "neuronxcc-2.0" / kEntry / "model.hlo_module.pb";
   test::write_text(nested, "graph");
