@@ -4,8 +4,9 @@
 #
 #   bash tools/setup.sh            install and build
 #   BUILD_DIR=dir bash tools/setup.sh
-#   bash tools/setup.sh --clang    also install clang and its libFuzzer and
-#                                  sanitizer runtimes (for tests/fuzz/run.sh),
+#   bash tools/setup.sh --clang    also install clang, its libFuzzer and
+#                                  sanitizer runtimes and lld (the asan and
+#                                  tsan presets, tests/fuzz/run.sh),
 #                                  then build as usual
 #   bash tools/setup.sh --install-only [--clang]
 #                                  install, do not build
@@ -21,6 +22,7 @@ packages=(
   libarchive-dev libzstd-dev
   libcurl4-openssl-dev
   help2man dpkg-dev file lintian
+  python3 # tests read our reports as Python does; tools/check-unity-names.py
 )
 # The S3 tests run a real S3 server (s3rver, from npm) and the S3 benchmark
 # compares with rclone; neither is needed by the programs themselves.
@@ -30,7 +32,7 @@ packages+=("${test_packages[@]}")
 build=1
 for arg in "$@"; do
   case $arg in
-    --clang) packages+=(clang libclang-rt-14-dev) ;;
+    --clang) packages+=(clang libclang-rt-14-dev lld) ;;
     --install-only) build=0 ;;
     *) echo "setup: unknown option '$arg' (--clang, --install-only)" >&2; exit 2 ;;
   esac

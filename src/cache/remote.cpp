@@ -13,6 +13,7 @@
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/sha256.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::cache {
 
@@ -21,9 +22,6 @@ namespace {
 // npc-entry.json is a few KiB.
 constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
 
-bool contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 bool exists_regular(const fs::path& path) {
   struct stat st {};
@@ -68,11 +66,11 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   // One listing tells a miss (the usual case) from a result.
   auto names = remote_->list(key_of(key, ""));
   if (!names) return fail(names.error());
-  const bool done = contains(*names, kDoneFile) && contains(*names, kNeffFile);
-  const bool failed = !done && !contains(*names, kDoneFile) && contains(*names, kLogFile);
+  const bool done = util::contains(*names, kDoneFile) && util::contains(*names, kNeffFile);
+  const bool failed = !done && !util::contains(*names, kDoneFile) && util::contains(*names, kLogFile);
   // The marker is written after the NEFF and removed before it: a marker
   // alone is a result lost, said, and replaced by the compile that follows.
-  if (contains(*names, kDoneFile) && !contains(*names, kNeffFile)) {
+  if (util::contains(*names, kDoneFile) && !util::contains(*names, kNeffFile)) {
     rejected_.insert(key.str());
     return RemoteResult{RemoteOutcome::rejected, describe(key) + ": model.done is there but model.neff is not"};
   }
@@ -97,7 +95,7 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
   IncomingEntry incoming;
   std::optional<EntryMeta> record;
-  if (contains(*names, kMetaFile)) {
+  if (util::contains(*names, kMetaFile)) {
     auto got = download_record(*remote_, key_of(key, kMetaFile));
     if (!got) {
       rejected_.insert(key.str());
@@ -142,7 +140,7 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   }
   if (record) incoming.attempts = record->attempts;
   for (auto name : {kGraphFile, kFlagsFile}) {
-    if (!contains(*names, name) || exists_regular(entry.dir() / name)) continue;
+    if (!util::contains(*names, name) || exists_regular(entry.dir() / name)) continue;
     fs::path path = work.path() / name;
     auto got = remote_->get_file(key_of(key, name), path);
     if (!got) return fail(got.error());
@@ -207,10 +205,10 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
   if (!snapshot->done && !snapshot->failed) return false;
   auto there = remote_->list(key_of(key, ""));
   if (!there) return fail(there.error());
-  const bool remote_done = contains(*there, kDoneFile);
+  const bool remote_done = util::contains(*there, kDoneFile);
   // Someone else's success stands over our failure.
   if (snapshot->failed && remote_done) return false;
-  if (keep_theirs && (remote_done || (snapshot->failed && contains(*there, kLogFile)))) return false;
+  if (keep_theirs && (remote_done || (snapshot->failed && util::contains(*there, kLogFile)))) return false;
 
   util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "push-");
   auto staged = [&](std::string_view name) -> Result<std::optional<fs::path>> {
@@ -221,7 +219,7 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     return std::optional<fs::path>(*path);
   };
   for (auto name : {kFlagsFile, kGraphFile}) {
-    if (contains(*there, name)) continue;
+    if (util::contains(*there, name)) continue;
     auto path = staged(name);
     if (!path) return fail(path.error());
     if (*path)
@@ -234,7 +232,7 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     if (remote_done) {
       // The same NEFF there already (another node pushed it): nothing to do,
       // unless its NEFF was found not to match that record (corrupted).
-      if (contains(*there, kMetaFile) && !rejected(key)) {
+      if (util::contains(*there, kMetaFile) && !rejected(key)) {
         auto theirs = download_record(*remote_, key_of(key, kMetaFile));
         auto ours = read_entry_meta(entry.dir());
         if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
@@ -249,7 +247,7 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     if (*record)
       if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return fail(s.error());
     if (auto s = remote_->write_atomic(key_of(key, kDoneFile), ""); !s) return fail(s.error());
-    if (contains(*there, kLogFile)) std::ignore = remote_->remove(key_of(key, kLogFile));
+    if (util::contains(*there, kLogFile)) std::ignore = remote_->remove(key_of(key, kLogFile));
     return true;
   }
   auto log = staged(kLogFile);

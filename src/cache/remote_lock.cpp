@@ -21,7 +21,7 @@ namespace {
 using nlohmann::json;
 
 // A record is a few hundred bytes; anything much bigger is not one.
-constexpr std::uint64_t kMaxRecordBytes = 64 * 1024;
+constexpr std::uint64_t kMaxLockRecordBytes = 64 * 1024;
 
 std::int64_t unix_seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
@@ -65,7 +65,7 @@ bool RemoteLockRecord::in_force(std::chrono::system_clock::time_point now) const
 Result<std::optional<RemoteLockRecord>> RemoteLock::read(const storage::Storage& storage,
                                                          std::string_view entry_key) {
   const std::string key = std::string(entry_key) + "/" + std::string(kFrameworkLockFile);
-  auto text = storage.read(key, kMaxRecordBytes);
+  auto text = storage.read(key, kMaxLockRecordBytes);
   if (!text) {
     auto there = storage.stat(key);
     if (there && !*there) return std::optional<RemoteLockRecord>{}; // released meanwhile
@@ -91,7 +91,7 @@ Result<RemoteLock::TakenOrHeld> RemoteLock::try_acquire(std::shared_ptr<storage:
   // What is at `key` now: nullopt when nothing is (released or judged
   // stale by someone else meanwhile).
   auto look = [&]() -> Result<std::optional<std::optional<RemoteLockRecord>>> {
-    auto text = storage->read(key, kMaxRecordBytes);
+    auto text = storage->read(key, kMaxLockRecordBytes);
     if (!text) {
       auto there = storage->stat(key);
       if (there && !*there) return std::optional<std::optional<RemoteLockRecord>>{};
@@ -141,7 +141,7 @@ RemoteLock::~RemoteLock() {
 
 Status RemoteLock::renew(std::chrono::system_clock::time_point now) {
   if (!storage_) return fail("the lock was released");
-  auto text = storage_->read(key_, kMaxRecordBytes);
+  auto text = storage_->read(key_, kMaxLockRecordBytes);
   auto found = text ? RemoteLockRecord::parse(*text) : std::nullopt;
   if (!found || found->token != record_.token)
     return fail("the lock " + storage_->describe(key_) + " is no longer ours" +
@@ -157,7 +157,7 @@ Status RemoteLock::release() {
   if (!storage_) return ok_status();
   auto storage = std::move(storage_);
   storage_.reset();
-  auto text = storage->read(key_, kMaxRecordBytes);
+  auto text = storage->read(key_, kMaxLockRecordBytes);
   if (!text) {
     auto there = storage->stat(key_);
     if (there && !*there) return ok_status(); // already gone

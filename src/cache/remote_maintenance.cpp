@@ -21,7 +21,7 @@ namespace npc::cache {
 namespace {
 
 // npc-entry.json is a few KiB.
-constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
+constexpr std::uint64_t kMaxEntryRecordBytes = 16 * 1024 * 1024;
 
 template <typename T> T checked(Result<T> result) {
   if (!result) throw EnvironmentError(result.error());
@@ -62,7 +62,7 @@ void judge_lock(const storage::Storage& remote, EntryInfo& entry, std::chrono::s
 Status demote(storage::Storage& remote, const EntryInfo& entry) {
   if (auto s = remote.remove(file_key(entry, kDoneFile)); !s) return s;
   if (auto s = remote.remove(file_key(entry, kNeffFile)); !s) return s;
-  auto text = remote.read(file_key(entry, kMetaFile), kMaxRecordBytes);
+  auto text = remote.read(file_key(entry, kMetaFile), kMaxEntryRecordBytes);
   if (!text) return ok_status(); // no record (another tool's entry), or gone
   auto record = parse_entry_meta(*text);
   if (!record) return remote.remove(file_key(entry, kMetaFile));
@@ -73,11 +73,11 @@ Status demote(storage::Storage& remote, const EntryInfo& entry) {
 
 // Why a done entry's NEFF cannot be served, or "" when it can;
 // `unverified` when it has no integrity record to check against.
-std::string check_neff(const storage::Storage& remote, const EntryInfo& entry, const fs::path& scratch,
+std::string check_remote_neff(const storage::Storage& remote, const EntryInfo& entry, const fs::path& scratch,
                        bool& unverified) {
   if (!entry.has_neff) return "done marker without a NEFF";
   std::optional<EntryMeta> record;
-  if (auto text = remote.read(file_key(entry, kMetaFile), kMaxRecordBytes)) {
+  if (auto text = remote.read(file_key(entry, kMetaFile), kMaxEntryRecordBytes)) {
     auto parsed = parse_entry_meta(*text);
     if (!parsed) return "its npc-entry.json is corrupt: " + parsed.error();
     record = std::move(*parsed);
@@ -193,7 +193,7 @@ VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
   std::vector<char> unverified(done.size(), 0);
   util::for_each_shared_out(done.size(), connections_.size(), [&](std::size_t w, std::size_t i) {
     bool no_record = false;
-    problems[i] = check_neff(*connections_[w], done[i], scratch[w], no_record);
+    problems[i] = check_remote_neff(*connections_[w], done[i], scratch[w], no_record);
     unverified[i] = no_record ? 1 : 0;
   });
   const util::LockHolder me = util::LockHolder::self(lock_tool_name());
@@ -208,7 +208,7 @@ VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
                                                    kRemoteLockTtl, std::chrono::system_clock::now()));
       if (auto* lock = std::get_if<RemoteLock>(&taken)) {
         bool ignored = false;
-        std::string still = check_neff(first(), done[i], scratch[0], ignored);
+        std::string still = check_remote_neff(first(), done[i], scratch[0], ignored);
         item.repaired = still.empty() || static_cast<bool>(demote(first(), done[i]));
         std::ignore = lock->release();
       }

@@ -35,7 +35,7 @@ std::optional<fs::path> secondary_root_from_environment() {
 
 namespace {
 
-bool exists_regular(const fs::path& path) {
+bool is_regular_following_links(const fs::path& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
@@ -114,7 +114,7 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   if (record) incoming.attempts = record->attempts;
   for (auto name : {kGraphFile, kFlagsFile}) {
     auto it = snapshot->files.find(name);
-    if (it == snapshot->files.end() || exists_regular(entry.dir() / name)) continue;
+    if (it == snapshot->files.end() || is_regular_following_links(entry.dir() / name)) continue;
     auto copied = copy_into(it->second.get(), work.path(), name, failed_side);
     if (!copied) continue; // the NEFF is what is served; the entry's graph can come later
     (name == kGraphFile ? incoming.graph : incoming.flags) = work.path() / name;

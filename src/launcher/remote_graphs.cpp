@@ -12,6 +12,7 @@
 #include <npc/util/file_lock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/parallel.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::launcher {
 
@@ -22,9 +23,6 @@ std::string_view without_trailing_slashes(std::string_view text) {
   return text;
 }
 
-bool contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 } // namespace
 
@@ -51,8 +49,8 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
   // a result that fails its record ("rejected") leaves the graph to fetch.
   // fetch_result lists the folder again: only a result, which costs its
   // download anyway, pays that LIST twice.
-  const bool done = contains(names, cache::kDoneFile) && contains(names, cache::kNeffFile);
-  const bool failed = !contains(names, cache::kDoneFile) && contains(names, cache::kLogFile);
+  const bool done = util::contains(names, cache::kDoneFile) && util::contains(names, cache::kNeffFile);
+  const bool failed = !util::contains(names, cache::kDoneFile) && util::contains(names, cache::kLogFile);
   if (done || failed) {
     auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
     if (!result) throw EnvironmentError(result.error());
@@ -71,7 +69,7 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
   auto graph = remote.fetch_graph(key);
   if (!graph) throw EnvironmentError(graph.error());
   absent = !*graph;
-  if (!absent && contains(names, cache::kFrameworkLockFile)) note_if_held(remote, key);
+  if (!absent && util::contains(names, cache::kFrameworkLockFile)) note_if_held(remote, key);
   return remote.mirror().entry(key).graph_path();
 }
 
@@ -163,8 +161,8 @@ std::vector<fs::path> RemoteGraphs::take_pending(bool with_failed) {
   for_each_parallel(keys.size(), [&](const cache::RemoteCache& remote, std::size_t i) {
     auto files = remote.storage()->list(keys[i].relative_path().generic_string());
     if (!files) throw EnvironmentError(files.error());
-    if (!contains(*files, cache::kGraphFile) || contains(*files, cache::kDoneFile)) return;
-    if (contains(*files, cache::kLogFile) && !with_failed) return;
+    if (!util::contains(*files, cache::kGraphFile) || util::contains(*files, cache::kDoneFile)) return;
+    if (util::contains(*files, cache::kLogFile) && !with_failed) return;
     bool absent = false;
     fs::path graph = bring(remote, keys[i], *files, absent);
     if (!absent) graphs[i] = std::move(graph);

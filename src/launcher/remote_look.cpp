@@ -8,16 +8,9 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/remote_lock.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::launcher {
-
-namespace {
-
-bool contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-} // namespace
 
 Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
   auto key = cache::parse_key(entry_dir.string());
@@ -29,8 +22,8 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
                  names.error());
     return Pool::Found::pending;
   }
-  const bool done = contains(*names, cache::kDoneFile) && contains(*names, cache::kNeffFile);
-  const bool failed = !contains(*names, cache::kDoneFile) && contains(*names, cache::kLogFile);
+  const bool done = util::contains(*names, cache::kDoneFile) && util::contains(*names, cache::kNeffFile);
+  const bool failed = !util::contains(*names, cache::kDoneFile) && util::contains(*names, cache::kLogFile);
   if (done || (failed && retry_ == RetryFailed::no)) {
     // No wait for the mirror entry's lock: a local process holding it is
     // looked at again as any local lock is.
@@ -52,7 +45,7 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
     case cache::RemoteOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
-  if (!contains(*names, cache::kFrameworkLockFile)) return Pool::Found::pending;
+  if (!util::contains(*names, cache::kFrameworkLockFile)) return Pool::Found::pending;
   auto held = cache::RemoteLock::held(*remote_.storage(), folder, std::chrono::system_clock::now());
   if (!held) {
     spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), held.error());

@@ -2,6 +2,7 @@
 
 #include <npc/util/error.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -176,6 +177,10 @@ std::string format_utc(std::chrono::system_clock::time_point when) {
   char buffer[32] = "?";
   if (::gmtime_r(&t, &tm) != nullptr) std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buffer;
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 } // namespace npc::util

@@ -36,7 +36,7 @@ constexpr int kWatchedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // Removes what is at `name` under `dirfd`: a file, or a folder with all in
 // it. True when something was removed.
-bool remove_at(int dirfd, const char* name, int depth) {
+bool remove_signal_safely_at(int dirfd, const char* name, int depth) {
   if (::unlinkat(dirfd, name, 0) == 0) return true;
   if (errno != EISDIR || depth >= kMaxDepth) return false;
   int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -52,7 +52,7 @@ bool remove_at(int dirfd, const char* name, int depth) {
       std::memcpy(&reclen, buffer + offset + 16, sizeof reclen);
       const char* entry = buffer + offset + 19;
       if (std::strcmp(entry, ".") != 0 && std::strcmp(entry, "..") != 0)
-        removed_any = remove_at(fd, entry, depth + 1) || removed_any;
+        removed_any = remove_signal_safely_at(fd, entry, depth + 1) || removed_any;
       offset += reclen;
     }
     // Removing while reading may skip names: read from the start again
@@ -66,7 +66,7 @@ bool remove_at(int dirfd, const char* name, int depth) {
 extern "C" void remove_temps_and_die(int signal) {
   int saved_errno = errno;
   for (int i = 0; i < kSlots; ++i)
-    if (g_slot_state[i].load(std::memory_order_acquire) == kArmed) remove_at(AT_FDCWD, g_slot_path[i], 0);
+    if (g_slot_state[i].load(std::memory_order_acquire) == kArmed) remove_signal_safely_at(AT_FDCWD, g_slot_path[i], 0);
   errno = saved_errno;
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;

@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kTrain = {"--nproc_per_node", "2", "--steps_this_run", "4"};
+const std::vector<std::string> kSecondaryTrain = {"--nproc_per_node", "2", "--steps_this_run", "4"};
 
 class SecondaryCache : public BundleTest {
 protected:
@@ -54,7 +54,7 @@ TEST_F(SecondaryCache, HitIsCopiedVerifiedAndServedAndTheSecondaryIsUntouched) {
   auto before = tree_state(root_of(shared()));
 
   std::vector<std::string> argv = {(standin_dir() / "standin_train").string()};
-  argv.insert(argv.end(), kTrain.begin(), kTrain.end());
+  argv.insert(argv.end(), kSecondaryTrain.begin(), kSecondaryTrain.end());
   bool mount = read_only_mount_works(dir() / "probe");
   RecordProperty("read_only_by", mount ? "read-only bind mount" : "chmod -R a-w");
   if (mount) {
@@ -85,7 +85,7 @@ TEST_F(SecondaryCache, HitIsCopiedVerifiedAndServedAndTheSecondaryIsUntouched) {
   EXPECT_EQ(after, before) << "the secondary cache was modified";
 
   // Now local: served without the secondary.
-  auto again = train_in(dir() / "c", kTrain);
+  auto again = train_in(dir() / "c", kSecondaryTrain);
   EXPECT_EQ(summary_field(again.out, "jit_compiles"), 0) << again.out;
   EXPECT_EQ(compiles(), compiled);
 }

@@ -20,7 +20,7 @@ enum class CacheState { fresh, used };
 
 // init + 2 train + eval in a 10-step trial; a 1-step real run makes the
 // first three.
-constexpr std::size_t kGraphs = 4;
+constexpr std::size_t kLegacyGraphs = 4;
 constexpr std::size_t kGraphsOfOneStep = 3;
 
 class OlderReleases : public CacheTest, public ::testing::WithParamInterface<CacheState> {
@@ -51,7 +51,9 @@ protected:
     return done;
   }
   // Graphs this flow's trial extracts: what the used cache does not hold yet.
-  std::size_t to_compile() const { return GetParam() == CacheState::used ? kGraphs - kGraphsOfOneStep : kGraphs; }
+  std::size_t to_compile() const {
+    return GetParam() == CacheState::used ? kLegacyGraphs - kGraphsOfOneStep : kLegacyGraphs;
+  }
 
   std::vector<std::string> train(std::vector<std::string> extra = {}) const {
     std::vector<std::string> args = {(standin_dir() / "standin_train").string(), "--protocol", "torch-neuronx-legacy",
@@ -73,8 +75,8 @@ protected:
   // Every graph done where the release keeps it, nothing beside it, and the
   // real run that follows compiles nothing.
   void expect_every_graph_precompiled() const {
-    EXPECT_EQ(entry_names(older_root()).size(), kGraphs);
-    EXPECT_EQ(done_entries(), kGraphs);
+    EXPECT_EQ(entry_names(older_root()).size(), kLegacyGraphs);
+    EXPECT_EQ(done_entries(), kLegacyGraphs);
     EXPECT_TRUE(entry_names(user_dir()).empty()) << "entries beside the release's cache";
     for (const auto& name : entry_names(older_root()))
       EXPECT_FALSE(fs::exists(version_dir(older_root()) / name / "model.hlo_module.pb.lock")) << name;
@@ -133,7 +135,7 @@ TEST_P(OlderReleases, CtrlCWhileCompilingThenTheNextRunFinishes) {
   EXPECT_EQ(status.code, 130) << status.describe() << read_text(dir() / "launcher.log");
   EXPECT_NE(read_text(dir() / "launcher.log").find("interrupted by SIGINT while compiling"), std::string::npos)
       << read_text(dir() / "launcher.log");
-  EXPECT_EQ(done_entries(), kGraphs - to_compile());
+  EXPECT_EQ(done_entries(), kLegacyGraphs - to_compile());
 
   std::size_t interrupted = compiles();
   auto next = launch(train());

@@ -23,9 +23,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kVersionDir = std::string("neuronxcc-") + kStandinVersion;
-const std::string kKeyO1 = kVersionDir + "/MODULE_231ccaf97faae7b7d7b3+c0404986";
-const std::string kKeyO2 = kVersionDir + "/MODULE_231ccaf97faae7b7d7b3+b5fb2f64";
+const std::string kBundleVersionDir = std::string("neuronxcc-") + kStandinVersion;
+const std::string kBundleKeyO1 = kBundleVersionDir + "/MODULE_231ccaf97faae7b7d7b3+c0404986";
+const std::string kBundleKeyO2 = kBundleVersionDir + "/MODULE_231ccaf97faae7b7d7b3+b5fb2f64";
 
 class S3Bundles : public S3CacheTest {
 protected:
@@ -93,7 +93,7 @@ TEST_F(S3Bundles, ExportFromAReportSkipsWhatS3DoesNotHold) {
   auto listed = tool_json({"ls"}, on_node("node-a"));
   ASSERT_EQ(listed["entries"].size(), 1u) << listed.dump();
   const std::string there = listed["entries"][0]["key"];
-  const std::string gone = kVersionDir + "/MODULE_1111111111111111+2222222222222222";
+  const std::string gone = kBundleVersionDir + "/MODULE_1111111111111111+2222222222222222";
   fs::path report = dir() / "report.json";
   write_text(report, json{{"compilation_report",
                            {{there + "/model.hlo_module.pb", {{"key", there}, {"status", "compiled"}}},
@@ -167,7 +167,7 @@ TEST_F(S3Bundles, ImportLeavesAnEntryAnotherNodeHoldsToItsCompile) {
 TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
   compile_on(on_node("node-a", "-O1"), "g.pb", "HloModule e2e_explain\n");
   compile_on(on_node("node-a"), "other.pb", "HloModule other graph of another size\n");
-  const std::string url = std::string(kUrl) + "/" + kKeyO1;
+  const std::string url = std::string(kUrl) + "/" + kBundleKeyO1;
 
   // A graph file here, with other flags: node B's mirror is empty.
   auto miss = run_tool("neuron_cache", {"explain", (dir() / "graphs" / "g.pb").string()}, on_node("node-b", "-O2"));
@@ -175,8 +175,8 @@ TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
   EXPECT_EQ(miss.out, "graph: " + (dir() / "graphs" / "g.pb").string() + " (22 bytes)\n"
                       "current: compiler version " + kStandinVersion + ", flags -O2\n"
                       "1 entry has this graph:\n"
-                      "  " + kKeyO1 + ": done; flags added: -O2; flags removed: -O1; same compiler version\n"
-                      "a run with the current flags and compiler (key " + kKeyO2 +
+                      "  " + kBundleKeyO1 + ": done; flags added: -O2; flags removed: -O1; same compiler version\n"
+                      "a run with the current flags and compiler (key " + kBundleKeyO2 +
                       " as neuron_cc_wrapper compile names it; the framework names a graph by a hash of its own that "
                       "cannot be computed from the bytes: give its entry to see that key) will miss: no entry has "
                       "this graph with these flags and this version\n");
@@ -185,21 +185,21 @@ TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
   const std::string hit = "graph: " + url + "/model.hlo_module.pb (22 bytes)\n"
                           "current: compiler version " + kStandinVersion + ", flags -O1\n"
                           "1 entry has this graph:\n"
-                          "  " + kKeyO1 + ": done; same flags; same compiler version\n"
-                          "a run with the current flags and compiler (key " + kKeyO1 + ") will hit: entry " +
-                          kKeyO1 + " is done\n";
-  for (const std::string& target : {kKeyO1, url, url + "/", url + "/model.hlo_module.pb"}) {
+                          "  " + kBundleKeyO1 + ": done; same flags; same compiler version\n"
+                          "a run with the current flags and compiler (key " + kBundleKeyO1 + ") will hit: entry " +
+                          kBundleKeyO1 + " is done\n";
+  for (const std::string& target : {kBundleKeyO1, url, url + "/", url + "/model.hlo_module.pb"}) {
     auto run = run_tool("neuron_cache", {"explain", target}, on_node("node-b", "-O1"));
     ASSERT_EQ(run.exit_code, 0) << run.describe();
     EXPECT_EQ(run.out, hit) << target;
   }
-  auto as_json = tool_json({"explain", kKeyO1}, on_node("node-b", "-O1"));
+  auto as_json = tool_json({"explain", kBundleKeyO1}, on_node("node-b", "-O1"));
   ASSERT_EQ(as_json["matches"].size(), 1u) << as_json.dump();
   EXPECT_EQ(as_json["matches"][0]["path"], url);
   EXPECT_EQ(as_json["outcome"], "hit");
 
   // A key S3 does not hold.
-  const std::string absent = kVersionDir + "/MODULE_1111111111111111+2222222222222222";
+  const std::string absent = kBundleVersionDir + "/MODULE_1111111111111111+2222222222222222";
   auto unknown = run_tool("neuron_cache", {"explain", absent}, on_node("node-b"));
   EXPECT_EQ(unknown.exit_code, 2) << unknown.describe();
   EXPECT_EQ(unknown.err, "neuron_cache: error: explain: '" + absent +
@@ -207,7 +207,7 @@ TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
                              " (give a model.hlo_module.pb, neuronxcc-<version>/MODULE_<hash>+<hash>, or " + kUrl +
                              "/neuronxcc-<version>/MODULE_<hash>+<hash>)\n");
   // Looking leaves no trace in S3 or in the mirror.
-  EXPECT_FALSE(fs::exists(dir() / "node-b" / "s3" / "test-bucket" / "team" / kVersionDir));
+  EXPECT_FALSE(fs::exists(dir() / "node-b" / "s3" / "test-bucket" / "team" / kBundleVersionDir));
 }
 
 TEST_F(S3Bundles, UsedSinceTakesTheLastUsesS3Lists) {

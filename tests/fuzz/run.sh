@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds the whole tree with clang -Wall -Wextra -Werror and the libFuzzer
-# targets (the `fuzz` preset: ASan + UBSan), then runs each target for
-# SECONDS (default 10), from its seed corpus in
-# tests/fuzz/corpus/<target>/ plus a working corpus in build-fuzz/ that grows
+# targets (the `asan` preset: ASan + UBSan, the build CI runs the suite on),
+# then runs each target for SECONDS (default 10), from its seed corpus in
+# tests/fuzz/corpus/<target>/ plus a working corpus in build-asan/ that grows
 # from run to run. Prints the executions per target and in all.
 #
-#   tests/fuzz/run.sh          # CI: 10 s per target
+#   tests/fuzz/run.sh          # 10 s per target, as CI runs them (in ctest)
 #   tests/fuzz/run.sh 600      # the long run: 10 min per target
 #
 # A crash stops that target and leaves its input as
-# build-fuzz/tests/fuzz/crash-<target>-<hash>. Copy it to
+# build-asan/tests/fuzz/crash-<target>-<hash>. Copy it to
 # tests/fuzz/regressions/<target>/ so the default suite (fuzz_regression_tests)
 # replays it from then on, then fix the bug. Exit status: 0 when no target
 # crashed, 1 otherwise.
@@ -17,15 +17,15 @@ set -euo pipefail
 
 seconds=${1:-10}
 src=$(cd "$(dirname "$0")/../.." && pwd)
-build=$src/build-fuzz
+build=$src/build-asan
 targets=(shell_words neuron_cc_flags compile_flags entry_meta lock_record trial_line cache_key bundle_manifest)
 
 cd "$src"
 # clang and its libFuzzer runtime, installed from Debian's packages if missing.
 bash tools/setup.sh --install-only --clang
 mkdir -p "$build"
-cmake --preset fuzz > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 2; }
-cmake --build --preset fuzz
+cmake --preset asan > "$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 2; }
+cmake --build --preset asan
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

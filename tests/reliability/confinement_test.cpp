@@ -20,7 +20,7 @@ namespace {
 using npc::launcher::Collector;
 using npc::launcher::parse_extraction_line;
 
-constexpr const char* kVersion = "2.14.213.0+standin";
+constexpr const char* kConfinementVersion = "2.14.213.0+standin";
 constexpr const char* kModule = "MODULE_0123456789abcdef0123+01234567";
 
 class ConfinementTest : public npc::test::TempDirTest {
@@ -28,7 +28,7 @@ protected:
   void SetUp() override {
     TempDirTest::SetUp();
     root_ = dir() / "cache" / "neuron-compile-cache";
-    entry_ = root_ / (std::string("neuronxcc-") + kVersion) / kModule;
+    entry_ = root_ / (std::string("neuronxcc-") + kConfinementVersion) / kModule;
     fs::create_directories(entry_);
     npc::test::write_text(entry_ / "model.hlo_module.pb", "HloModule ok\n");
     fs::create_directories(dir() / "outside" / kModule);
@@ -37,7 +37,7 @@ protected:
   }
   // Whether the collector takes the path (and then it must name our entry).
   bool accepted(const std::string& path) {
-    Collector collector(root_, kVersion);
+    Collector collector(root_, kConfinementVersion);
     collector.add_graph_path(path, "test");
     for (const auto& e : collector.entries()) {
       auto key = npc::cache::parse_key(e.string());
@@ -53,11 +53,12 @@ protected:
 TEST_F(ConfinementTest, AcceptsTheGraphOfAnEntryOfOurVersion) {
   EXPECT_TRUE(accepted((entry_ / "model.hlo_module.pb").string()));
   EXPECT_TRUE(accepted("  " + (entry_ / "model.hlo_module.pb").string() + "\t")) << "surrounding blanks are trimmed";
-  EXPECT_TRUE(accepted((root_ / (std::string("neuronxcc-") + kVersion) / "." / kModule / "model.hlo_module.pb").string()));
+  EXPECT_TRUE(accepted(
+      (root_ / (std::string("neuronxcc-") + kConfinementVersion) / "." / kModule / "model.hlo_module.pb").string()));
 }
 
 TEST_F(ConfinementTest, RefusesEverythingElse) {
-  std::string v = std::string("neuronxcc-") + kVersion;
+  std::string v = std::string("neuronxcc-") + kConfinementVersion;
   // A symlinked entry, version dir and graph file, each pointing outside.
   fs::create_directory_symlink(dir() / "outside", root_ / v / "MODULE_1111111111111111aaaa+bbbbbbbb");
   fs::create_directories(root_ / v / "MODULE_2222222222222222aaaa+bbbbbbbb");
@@ -100,7 +101,7 @@ TEST_F(ConfinementTest, RefusesEverythingElse) {
 }
 
 TEST_F(ConfinementTest, RefusalsAreReportedNotDropped) {
-  Collector collector(root_, kVersion);
+  Collector collector(root_, kConfinementVersion);
   collector.add_graph_path("/etc/passwd", "the trial's output");
   collector.add_graph_path("relative/x", "the cache-path log");
   collector.add_graph_path((entry_ / "model.hlo_module.pb").string(), "the trial's output");

@@ -10,7 +10,6 @@ namespace standin::test {
 namespace {
 
 constexpr char kDefaultVersion[] = "2.14.213.0+standin";
-constexpr std::size_t kGraphBytes = 1000;
 constexpr std::size_t kMinNeffBytes = 256;
 
 class StandinCc : public StandinFixture {

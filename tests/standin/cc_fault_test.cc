@@ -10,7 +10,6 @@
 namespace standin::test {
 namespace {
 
-constexpr std::size_t kGraphBytes = 1000;
 constexpr std::chrono::milliseconds kHangProbe{300};
 
 class StandinCcFault : public StandinFixture {

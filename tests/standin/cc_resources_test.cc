@@ -14,7 +14,6 @@
 namespace standin::test {
 namespace {
 
-constexpr std::size_t kGraphBytes = 1000;
 constexpr std::uint64_t kTouchedBytes = 64ULL * 1024 * 1024;
 constexpr int kConcurrentCompiles = 8;
 

@@ -81,6 +81,14 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> found;
+  for (const std::string& line : split_lines(text)) {
+    if (line.find(needle) != std::string::npos) found.push_back(line);
+  }
+  return found;
+}
+
 std::string header_field(const std::string& neff, const std::string& key) {
   const std::string prefix = key + ": ";
   for (const std::string& line : split_lines(neff.substr(0, neff.find("end-header")))) {

@@ -53,10 +53,15 @@ class StandinFixture : public npc::test::TempDirTest {
   mutable int captures_ = 0;
 };
 
+// The size of the graphs most tests compile: small, so a compile is quick.
+inline constexpr std::size_t kGraphBytes = 1000;
+
 // A graph of exactly `bytes` bytes that looks like HLO text.
 std::string make_graph_text(std::size_t bytes, const std::string& tag = "");
 
 std::vector<std::string> split_lines(const std::string& text);
+// The lines of `text` that contain `needle`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle);
 
 // Value of the "<key>: " line of a stand-in NEFF header, or "" if absent.
 std::string header_field(const std::string& neff, const std::string& key);

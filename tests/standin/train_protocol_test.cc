@@ -41,14 +41,6 @@ bool ends_with(const std::string& text, const std::string& tail) {
   return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
-  std::vector<std::string> found;
-  for (const std::string& line : split_lines(text)) {
-    if (line.find(needle) != std::string::npos) found.push_back(line);
-  }
-  return found;
-}
-
 // The 64-bit number the stand-in uses for torch-xla's graph hash: the first
 // 8 bytes of SHA-256 read big-endian, in decimal.
 std::string graph_part(const std::string& graph) {

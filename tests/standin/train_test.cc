@@ -50,14 +50,6 @@ class StandinTrain : public StandinFixture {
   std::string wrong_wrapper_;
 };
 
-std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
-  std::vector<std::string> found;
-  for (const std::string& line : split_lines(text)) {
-    if (line.find(needle) != std::string::npos) found.push_back(line);
-  }
-  return found;
-}
-
 TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
   const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run=6", "--workdir", workdir()}, compile_wrapper_);

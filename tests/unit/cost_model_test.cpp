@@ -16,7 +16,7 @@
 namespace npc::launcher {
 namespace {
 
-constexpr std::uint64_t GB = 1'000'000'000ULL;
+constexpr std::uint64_t kGB = 1'000'000'000ULL;
 
 cache::AttemptRecord record(const std::string& outcome, double seconds, std::uint64_t peak) {
   cache::AttemptRecord r;
@@ -44,13 +44,13 @@ protected:
 
 TEST_F(CostModelTest, OwnLastSuccessComesFirst) {
   fs::path entry = write_meta("MODULE_aa+00", 1000,
-                              {record("success", 10, 1 * GB), record("failed", 5, 9 * GB),
-                               record("success", 42, 3 * GB), record("timeout", 99, 8 * GB)});
+                              {record("success", 10, 1 * kGB), record("failed", 5, 9 * kGB),
+                               record("success", 42, 3 * kGB), record("timeout", 99, 8 * kGB)});
   // Samples that would predict something else entirely.
-  CostModel model({{1000, 1000, 100 * GB}});
+  CostModel model({{1000, 1000, 100 * kGB}});
   Prediction p = model.predict(entry, 1000);
   EXPECT_DOUBLE_EQ(p.seconds, 42);
-  EXPECT_EQ(p.peak_bytes, 3 * GB);
+  EXPECT_EQ(p.peak_bytes, 3 * kGB);
   EXPECT_TRUE(p.from_history);
 }
 
@@ -105,11 +105,11 @@ TEST_F(CostModelTest, EntryWithoutRecordUsesItsSize) {
 
 TEST_F(CostModelTest, FailedAttemptsRaiseThePeak) {
   fs::path entry = write_meta("MODULE_cc+00", 1000,
-                              {record("failed", 3, 5 * GB), record("timeout", 3, 2 * GB)});
+                              {record("failed", 3, 5 * kGB), record("timeout", 3, 2 * kGB)});
   CostModel empty;
   Prediction p = empty.predict(entry, 2'000'000);
   EXPECT_DOUBLE_EQ(p.seconds, 2);  // from the size alone
-  EXPECT_EQ(p.peak_bytes, 5 * GB); // the most it reached before failing
+  EXPECT_EQ(p.peak_bytes, 5 * kGB); // the most it reached before failing
   EXPECT_FALSE(p.from_history);
 }
 

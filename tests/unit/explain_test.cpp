@@ -19,8 +19,8 @@ namespace {
 
 using Words = std::vector<std::string>;
 
-const std::string kGraph = "HloModule explain_a\n";
-// The same size as kGraph, other bytes: a size match that is no match.
+const std::string kExplainGraph = "HloModule explain_a\n";
+// The same size as kExplainGraph, other bytes: a size match that is no match.
 const std::string kTwin = "HloModule explain_b\n";
 const std::string kV1 = "2.14.0.1";
 const std::string kV2 = "2.15.0.2";
@@ -87,8 +87,8 @@ TEST(DiffFlags, SameFlagsAreTheSameKey) {
 }
 
 TEST_F(ExplainTest, FlagsDifferUnderTheSameVersion) {
-  CacheKey old_key = add(kGraph, {"-O1"}, kV1);
-  auto x = explain(kGraph, {kV1, {"-O2"}});
+  CacheKey old_key = add(kExplainGraph, {"-O1"}, kV1);
+  auto x = explain(kExplainGraph, {kV1, {"-O2"}});
   ASSERT_EQ(x.matches.size(), 1u);
   const auto& m = x.matches[0];
   EXPECT_EQ(m.entry.key, old_key);
@@ -100,21 +100,21 @@ TEST_F(ExplainTest, FlagsDifferUnderTheSameVersion) {
   EXPECT_EQ(x.verdict, Verdict::miss);
   EXPECT_FALSE(x.deciding);
   ASSERT_TRUE(x.current_key);
-  EXPECT_EQ(*x.current_key, make_key_for_graph(kGraph, {"-O2"}, kV1));
-  EXPECT_EQ(x.graph_bytes, kGraph.size());
+  EXPECT_EQ(*x.current_key, make_key_for_graph(kExplainGraph, {"-O2"}, kV1));
+  EXPECT_EQ(x.graph_bytes, kExplainGraph.size());
 }
 
 TEST_F(ExplainTest, OrderOnlyDifferenceIsAMiss) {
-  add(kGraph, {"-O1", "-v"}, kV1);
-  auto x = explain(kGraph, {kV1, {"-v", "-O1"}});
+  add(kExplainGraph, {"-O1", "-v"}, kV1);
+  auto x = explain(kExplainGraph, {kV1, {"-v", "-O1"}});
   ASSERT_EQ(x.matches.size(), 1u);
   EXPECT_TRUE(x.matches[0].flags_diff.order_only());
   EXPECT_EQ(x.verdict, Verdict::miss);
 }
 
 TEST_F(ExplainTest, VersionDiffers) {
-  CacheKey old_key = add(kGraph, {"-O1"}, kV1);
-  auto x = explain(kGraph, {kV2, {"-O1"}});
+  CacheKey old_key = add(kExplainGraph, {"-O1"}, kV1);
+  auto x = explain(kExplainGraph, {kV2, {"-O1"}});
   ASSERT_EQ(x.matches.size(), 1u);
   EXPECT_EQ(x.matches[0].entry.key, old_key);
   EXPECT_TRUE(x.matches[0].flags_diff.same);
@@ -124,8 +124,8 @@ TEST_F(ExplainTest, VersionDiffers) {
 }
 
 TEST_F(ExplainTest, UnknownVersionComparesFlagsOnly) {
-  add(kGraph, {"-O1"}, kV1);
-  auto x = explain(kGraph, {std::nullopt, {"-O1"}});
+  add(kExplainGraph, {"-O1"}, kV1);
+  auto x = explain(kExplainGraph, {std::nullopt, {"-O1"}});
   ASSERT_EQ(x.matches.size(), 1u);
   EXPECT_EQ(x.matches[0].same_version, std::nullopt);
   EXPECT_FALSE(x.current_key);
@@ -134,18 +134,18 @@ TEST_F(ExplainTest, UnknownVersionComparesFlagsOnly) {
 
 TEST_F(ExplainTest, NoMatchForOtherBytesOfTheSameSize) {
   add(kTwin, {"-O1"}, kV1);
-  ASSERT_EQ(kTwin.size(), kGraph.size());
-  auto x = explain(kGraph, {kV1, {"-O1"}});
+  ASSERT_EQ(kTwin.size(), kExplainGraph.size());
+  auto x = explain(kExplainGraph, {kV1, {"-O1"}});
   EXPECT_TRUE(x.matches.empty());
   EXPECT_EQ(x.verdict, Verdict::miss);
 }
 
 TEST_F(ExplainTest, SeveralMatchesInKeyOrderAndTheHit) {
-  CacheKey a = add(kGraph, {"-O1"}, kV1);
-  CacheKey b = add(kGraph, {"-O2"}, kV1);
-  CacheKey c = add(kGraph, {"-O2"}, kV2);
+  CacheKey a = add(kExplainGraph, {"-O1"}, kV1);
+  CacheKey b = add(kExplainGraph, {"-O2"}, kV1);
+  CacheKey c = add(kExplainGraph, {"-O2"}, kV2);
   add(kTwin, {"-O2"}, kV1);
-  auto x = explain(kGraph, {kV1, {"-O2"}});
+  auto x = explain(kExplainGraph, {kV1, {"-O2"}});
   ASSERT_EQ(x.matches.size(), 3u);
   std::vector<CacheKey> keys = {a, b, c};
   std::sort(keys.begin(), keys.end());
@@ -157,8 +157,8 @@ TEST_F(ExplainTest, SeveralMatchesInKeyOrderAndTheHit) {
 }
 
 TEST_F(ExplainTest, PendingEntryWithTheSameSettingsIsNotAHit) {
-  CacheKey key = add(kGraph, {"-O1"}, kV1, Done::no);
-  auto x = explain(kGraph, {kV1, {"-O1"}});
+  CacheKey key = add(kExplainGraph, {"-O1"}, kV1, Done::no);
+  auto x = explain(kExplainGraph, {kV1, {"-O1"}});
   EXPECT_EQ(x.verdict, Verdict::not_done);
   ASSERT_TRUE(x.deciding);
   EXPECT_EQ(x.matches[*x.deciding].entry.key, key);
@@ -171,14 +171,14 @@ TEST_F(ExplainTest, PendingEntryWithTheSameSettingsIsNotAHit) {
 TEST_F(ExplainTest, TheCurrentKeyOfAnEntrysGraphKeepsTheFrameworksGraphPart) {
   CacheKey framework{kV1, "9993940051196728623", flags_hash({"-O1"})};
   Entry entry = cache->entry(framework);
-  ASSERT_TRUE(entry.store_graph(kGraph, {"-O1"}).ok());
+  ASSERT_TRUE(entry.store_graph(kExplainGraph, {"-O1"}).ok());
   auto x = explain_graph(cache->list(), entry.dir() / kGraphFile, {kV2, {"-O2"}});
   ASSERT_TRUE(x.ok()) << x.error();
   ASSERT_TRUE(x->current_key);
   EXPECT_EQ(*x->current_key, (CacheKey{kV2, "9993940051196728623", flags_hash({"-O2"})}));
   EXPECT_EQ(x->current_key_source, KeySource::entry);
-  auto file = explain(kGraph, {kV2, {"-O2"}});
-  EXPECT_EQ(*file.current_key, make_key_for_graph(kGraph, {"-O2"}, kV2));
+  auto file = explain(kExplainGraph, {kV2, {"-O2"}});
+  EXPECT_EQ(*file.current_key, make_key_for_graph(kExplainGraph, {"-O2"}, kV2));
   EXPECT_EQ(file.current_key_source, KeySource::wrapper);
 }
 
@@ -187,7 +187,7 @@ TEST_F(ExplainTest, UnreadableGraphFails) {
 }
 
 TEST_F(ExplainTest, TargetIsAGraphAnEntryOrAKey) {
-  CacheKey key = add(kGraph, {"-O1"}, kV1);
+  CacheKey key = add(kExplainGraph, {"-O1"}, kV1);
   fs::path entry_graph = cache->entry_dir(key) / kGraphFile;
   EXPECT_EQ(explain_target_graph(*cache, entry_graph.string()), entry_graph);
   EXPECT_EQ(explain_target_graph(*cache, cache->entry_dir(key).string()), entry_graph);
@@ -201,20 +201,20 @@ TEST_F(ExplainTest, TargetIsAGraphAnEntryOrAKey) {
 }
 
 TEST_F(ExplainTest, SameGraphIndexHashesOnlySameSizeEntries) {
-  add(kGraph, {"-O1"}, kV1);
+  add(kExplainGraph, {"-O1"}, kV1);
   SameGraphIndex index(cache->list());
   auto found = index.find(graph_file("HloModule other size\n"));
   ASSERT_TRUE(found);
   EXPECT_TRUE(found->empty());
   EXPECT_FALSE(index.find(dir() / "absent.pb"));
-  auto same = index.find(graph_file(kGraph));
+  auto same = index.find(graph_file(kExplainGraph));
   ASSERT_TRUE(same);
   EXPECT_EQ(same->size(), 1u);
 }
 
 TEST_F(ExplainTest, CompiledGraphsSeenElsewhere) {
-  CacheKey old_flags = add(kGraph, {"-O1"}, kV1);
-  CacheKey compiled = add(kGraph, {"-O2"}, kV1);
+  CacheKey old_flags = add(kExplainGraph, {"-O1"}, kV1);
+  CacheKey compiled = add(kExplainGraph, {"-O2"}, kV1);
   CacheKey fresh = add(kTwin, {"-O2"}, kV1);
   auto seen = compiled_graphs_seen_elsewhere(cache->list(), {cache->entry_dir(compiled), cache->entry_dir(fresh)});
   EXPECT_EQ(seen.graphs, 1u);

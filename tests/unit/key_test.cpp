@@ -34,15 +34,15 @@
 namespace npc::cache {
 namespace {
 
-const std::string kGraph = "HloModule golden_test\n";
+const std::string kGoldenGraph = "HloModule golden_test\n";
 const std::string kGraphSha = "18bb2e5f8f5893902018d591a4c8f2fd43b22ee5a6ee2973e846fa2786a03f5d";
-const std::vector<std::string> kFlags = {"-O2", "--target=trn1"};
+const std::vector<std::string> kGoldenFlags = {"-O2", "--target=trn1"};
 const std::string kFlagsMd5 = "7b408f46432f6d6d75566876e1d2a34b";
 const std::string kLegacyFlagsSha = "335603f3a816222983af4eb4824bd15772cafd2df4ed08087faeb2c6f7681551";
-const std::string kVersion = "2.14.213.0+standin";
+const std::string kGoldenVersion = "2.14.213.0+standin";
 
 TEST(JoinedFlags, SingleSpacesAsTorchNeuronxJoinsThem) {
-  EXPECT_EQ(joined_flags(kFlags), "-O2 --target=trn1");
+  EXPECT_EQ(joined_flags(kGoldenFlags), "-O2 --target=trn1");
   EXPECT_EQ(joined_flags({}), "");
   EXPECT_EQ(joined_flags({""}), "");
   EXPECT_EQ(joined_flags({"", ""}), " ");
@@ -53,18 +53,18 @@ TEST(JoinedFlags, SingleSpacesAsTorchNeuronxJoinsThem) {
 TEST(FlagsHash, FirstEightOfMd5OfTheJoinedFlags) {
   EXPECT_EQ(flags_hash({}), "d41d8cd9");
   EXPECT_EQ(flags_hash({"--foo", "-O1"}), "17091caa");
-  EXPECT_EQ(flags_hash(kFlags), "7b408f46");
+  EXPECT_EQ(flags_hash(kGoldenFlags), "7b408f46");
   EXPECT_EQ(flags_hash({"-O2"}), "b5fb2f64");
 }
 
 TEST(LegacyFlagsHash, FirstEightOfSha256OfTheCanonicalEncoding) {
-  EXPECT_EQ(legacy_flags_hash(kFlags), "335603f3");
+  EXPECT_EQ(legacy_flags_hash(kGoldenFlags), "335603f3");
   EXPECT_EQ(legacy_flags_hash({}), "e3b0c442");
   EXPECT_EQ(legacy_flags_hash({"-O2"}), "69043d16");
 }
 
 TEST(CanonicalFlags, LengthPrefixedEncoding) {
-  EXPECT_EQ(canonical_flags(kFlags), "3:-O2;13:--target=trn1;");
+  EXPECT_EQ(canonical_flags(kGoldenFlags), "3:-O2;13:--target=trn1;");
   EXPECT_EQ(canonical_flags({}), "");
   EXPECT_EQ(canonical_flags({""}), "0:;");
   EXPECT_EQ(canonical_flags({"a b"}), "3:a b;");
@@ -73,8 +73,8 @@ TEST(CanonicalFlags, LengthPrefixedEncoding) {
 
 TEST(MakeKey, GoldenKeyForFixedInputs) {
   KeyInputs inputs;
-  CacheKey key = make_key_for_graph(kGraph, kFlags, kVersion, &inputs);
-  EXPECT_EQ(key.compiler_version, kVersion);
+  CacheKey key = make_key_for_graph(kGoldenGraph, kGoldenFlags, kGoldenVersion, &inputs);
+  EXPECT_EQ(key.compiler_version, kGoldenVersion);
   EXPECT_EQ(key.graph_hash, "18bb2e5f8f5893902018");
   EXPECT_EQ(key.flags_hash, "7b408f46");
   EXPECT_EQ(key.version_dir(), "neuronxcc-2.14.213.0+standin");
@@ -85,22 +85,22 @@ TEST(MakeKey, GoldenKeyForFixedInputs) {
 
   EXPECT_EQ(inputs.graph_sha256, kGraphSha);
   EXPECT_EQ(inputs.graph_bytes, 22U);
-  EXPECT_EQ(inputs.flags, kFlags);
+  EXPECT_EQ(inputs.flags, kGoldenFlags);
   EXPECT_EQ(inputs.flags_text, "-O2 --target=trn1");
   EXPECT_EQ(inputs.flags_md5, kFlagsMd5);
   EXPECT_EQ(inputs.legacy_flags_encoding, "3:-O2;13:--target=trn1;");
   EXPECT_EQ(inputs.legacy_flags_sha256, kLegacyFlagsSha);
-  EXPECT_EQ(inputs.compiler_version, kVersion);
+  EXPECT_EQ(inputs.compiler_version, kGoldenVersion);
 }
 
 TEST(MakeKey, FromAGivenGraphDigest) {
-  CacheKey key = make_key(kGraphSha, kFlags, "1.0");
+  CacheKey key = make_key(kGraphSha, kGoldenFlags, "1.0");
   EXPECT_EQ(key, (CacheKey{"1.0", "18bb2e5f8f5893902018", "7b408f46"}));
 }
 
 TEST(MakeKey, EmptyFlagList) {
   KeyInputs inputs;
-  CacheKey key = make_key_for_graph(kGraph, {}, kVersion, &inputs);
+  CacheKey key = make_key_for_graph(kGoldenGraph, {}, kGoldenVersion, &inputs);
   EXPECT_EQ(key.flags_hash, "d41d8cd9");
   EXPECT_EQ(inputs.flags_text, "");
   EXPECT_EQ(inputs.flags_md5, "d41d8cd98f00b204e9800998ecf8427e");
@@ -120,7 +120,7 @@ TEST(MakeKey, FlagListsThatJoinAlikeShareTheFrameworksFlagsHash) {
 }
 
 TEST(LegacyKey, TheEntryAnEarlierReleaseWrote) {
-  EXPECT_EQ(legacy_key(kGraphSha, kFlags, "1.0"), (CacheKey{"1.0", "18bb2e5f8f5893902018", "335603f3"}));
+  EXPECT_EQ(legacy_key(kGraphSha, kGoldenFlags, "1.0"), (CacheKey{"1.0", "18bb2e5f8f5893902018", "335603f3"}));
   EXPECT_EQ(legacy_key(kGraphSha, {}, "1.0").flags_hash, "e3b0c442");
   // The legacy encoding told these apart.
   EXPECT_EQ(legacy_key(kGraphSha, {"a b"}, "1").flags_hash, "f5eed7a2");
@@ -129,22 +129,22 @@ TEST(LegacyKey, TheEntryAnEarlierReleaseWrote) {
 }
 
 TEST(MakeKey, CompilerVersionOnlyChangesTheVersionDirectory) {
-  CacheKey a = make_key_for_graph(kGraph, kFlags, "1.0");
-  CacheKey b = make_key_for_graph(kGraph, kFlags, "2.0");
+  CacheKey a = make_key_for_graph(kGoldenGraph, kGoldenFlags, "1.0");
+  CacheKey b = make_key_for_graph(kGoldenGraph, kGoldenFlags, "2.0");
   EXPECT_EQ(a.module_name(), b.module_name());
   EXPECT_NE(a.str(), b.str());
   EXPECT_NE(a, b);
 }
 
 TEST(ParseKey, RoundTripOfStr) {
-  CacheKey key = make_key_for_graph(kGraph, kFlags, kVersion);
+  CacheKey key = make_key_for_graph(kGoldenGraph, kGoldenFlags, kGoldenVersion);
   auto parsed = parse_key(key.str());
   ASSERT_TRUE(parsed.has_value());
   EXPECT_EQ(*parsed, key);
 }
 
 TEST(ParseKey, RoundTripOfAFullEntryPath) {
-  CacheKey key = make_key_for_graph(kGraph, kFlags, kVersion);
+  CacheKey key = make_key_for_graph(kGoldenGraph, kGoldenFlags, kGoldenVersion);
   fs::path entry = fs::path("/var/tmp/neuron-compile-cache") / key.relative_path();
   auto parsed = parse_key(entry.string());
   ASSERT_TRUE(parsed.has_value());
@@ -222,19 +222,19 @@ TEST(ValidCompilerVersion, RejectsWhatCannotBeOneDirectoryName) {
 TEST(ExplainKey, MentionsEveryInput) {
   KeyInputs inputs;
   const std::vector<std::string> flags = {"-O2", "--opt=a b"};
-  CacheKey key = make_key_for_graph(kGraph, flags, kVersion, &inputs);
+  CacheKey key = make_key_for_graph(kGoldenGraph, flags, kGoldenVersion, &inputs);
   std::string text = explain_key(inputs, key);
   for (const std::string& part :
-       {key.str(), kVersion, std::string("22 bytes"), kGraphSha, key.graph_hash, std::string("-O2"),
+       {key.str(), kGoldenVersion, std::string("22 bytes"), kGraphSha, key.graph_hash, std::string("-O2"),
         std::string("'--opt=a b'"), std::string("[-O2 --opt=a b]"), inputs.flags_md5, key.flags_hash,
         std::string("flags (2)"), std::string("3:-O2;9:--opt=a b;"), inputs.legacy_flags_sha256,
-        legacy_key(kGraphSha, flags, kVersion).str()})
+        legacy_key(kGraphSha, flags, kGoldenVersion).str()})
     EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from:\n" << text;
 }
 
 TEST(ExplainKey, ExactText) {
   KeyInputs inputs;
-  CacheKey key = make_key_for_graph(kGraph, kFlags, "1.0", &inputs);
+  CacheKey key = make_key_for_graph(kGoldenGraph, kGoldenFlags, "1.0", &inputs);
   EXPECT_EQ(explain_key(inputs, key),
             "entry: neuronxcc-1.0/MODULE_18bb2e5f8f5893902018+7b408f46\n"
             "compiler version: 1.0  -> neuronxcc-1.0\n"
@@ -256,8 +256,8 @@ TEST_F(KeyProgramTest, KeyDoesNotDependOnCacheRootOrWorkingDirectory) {
   fs::path work1 = dir() / "work1", work2 = dir() / "elsewhere" / "work2";
   fs::create_directories(work1);
   fs::create_directories(work2);
-  test::write_text(work1 / "g.pb", kGraph);
-  test::write_text(dir() / "copies" / "deeper" / "graph copy.pb", kGraph);
+  test::write_text(work1 / "g.pb", kGoldenGraph);
+  test::write_text(dir() / "copies" / "deeper" / "graph copy.pb", kGoldenGraph);
 
   auto run_key = [&](const fs::path& cwd, const std::string& graph_arg, const std::string& cc_flags) {
     test::RunOptions options;

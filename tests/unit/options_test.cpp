@@ -46,7 +46,7 @@ Options parse(Words words) {
   return parse_options(static_cast<int>(words.size()), argv.data());
 }
 
-std::string usage_error(const Words& words) {
+std::string usage_error_of(const Words& words) {
   try {
     auto options = parse(words);
     ADD_FAILURE() << "no UsageError";
@@ -59,7 +59,7 @@ std::string usage_error(const Words& words) {
   return "";
 }
 
-void expect_mentions(const std::string& message, const std::vector<std::string>& parts) {
+void expect_error_mentions(const std::string& message, const std::vector<std::string>& parts) {
   for (const auto& part : parts)
     EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing from: " << message;
 }
@@ -153,8 +153,9 @@ TEST_F(OptionsTest, DoubleDashSeparatesACommandThatLooksLikeAnOption) {
 }
 
 TEST_F(OptionsTest, UnknownOptionBeforeTheCommandIsAUsageError) {
-  expect_mentions(usage_error({"--bogus", "train.py"}), {"'--bogus'"});
-  expect_mentions(usage_error({"--num_parallel=2", "--nproc_per_node=2", "train.py"}), {"'--nproc_per_node=2'"});
+  expect_error_mentions(usage_error_of({"--bogus", "train.py"}), {"'--bogus'"});
+  expect_error_mentions(usage_error_of({"--num_parallel=2", "--nproc_per_node=2", "train.py"}),
+                        {"'--nproc_per_node=2'"});
 }
 
 // As the original's argparse: a unique prefix of a long option is that
@@ -170,8 +171,10 @@ TEST_F(OptionsTest, AUniquePrefixOfALongOptionIsThatOption) {
   Options train = parse({"--num=2", "python", "train.py", "--log", "x"});
   EXPECT_EQ(train.num_parallel, 2);
   EXPECT_EQ(train.command, (Words{"python", "train.py", "--log", "x"}));
-  expect_mentions(usage_error({"--n", "2", "train.py"}), {"ambiguous option '--n'", "--num_parallel", "--node_id"});
-  expect_mentions(usage_error({"--m", "1", "train.py"}), {"ambiguous option '--m'", "--max-retries", "--memory-budget"});
+  expect_error_mentions(usage_error_of({"--n", "2", "train.py"}),
+                        {"ambiguous option '--n'", "--num_parallel", "--node_id"});
+  expect_error_mentions(usage_error_of({"--m", "1", "train.py"}),
+                        {"ambiguous option '--m'", "--max-retries", "--memory-budget"});
 }
 
 TEST_F(OptionsTest, CommandModes) {
@@ -194,24 +197,25 @@ TEST_F(OptionsTest, CommandModes) {
 }
 
 TEST_F(OptionsTest, BadCommandModeIsAUsageError) {
-  expect_mentions(usage_error({"--command", "bogus"}), {"--command", "'bogus'"});
-  expect_mentions(usage_error({"--command=Compile"}), {"--command", "'Compile'"});
+  expect_error_mentions(usage_error_of({"--command", "bogus"}), {"--command", "'bogus'"});
+  expect_error_mentions(usage_error_of({"--command=Compile"}), {"--command", "'Compile'"});
 }
 
 TEST_F(OptionsTest, NodeIdMustBeBelowWorldSize) {
-  expect_mentions(usage_error({"--node_id", "2", "--world_size", "2", "python"}), {"--node_id 2", "--world_size 2"});
-  expect_mentions(usage_error({"--node_id=1", "python"}), {"--node_id 1", "--world_size 1"});
+  expect_error_mentions(usage_error_of({"--node_id", "2", "--world_size", "2", "python"}),
+                        {"--node_id 2", "--world_size 2"});
+  expect_error_mentions(usage_error_of({"--node_id=1", "python"}), {"--node_id 1", "--world_size 1"});
   EXPECT_EQ(parse({"--node_id", "1", "--world_size", "2", "python"}).node_id, 1);
 }
 
 TEST_F(OptionsTest, NumParallelMustBeAWholeNumberInRangeAndTheErrorSaysWhich) {
-  EXPECT_EQ(usage_error({"--num_parallel", "0", "python"}),
+  EXPECT_EQ(usage_error_of({"--num_parallel", "0", "python"}),
             "--num_parallel: 0 is out of range (give 1 to 4096) (run with --help for usage)");
-  EXPECT_EQ(usage_error({"--num_parallel", "two", "python"}),
+  EXPECT_EQ(usage_error_of({"--num_parallel", "two", "python"}),
             "--num_parallel: 'two' is not a whole number (give 1 to 4096) (run with --help for usage)");
-  EXPECT_EQ(usage_error({"--num_parallel=3x", "python"}),
+  EXPECT_EQ(usage_error_of({"--num_parallel=3x", "python"}),
             "--num_parallel: '3x' is not a whole number (give 1 to 4096) (run with --help for usage)");
-  EXPECT_EQ(usage_error({"--num_parallel", "99999999999999999999", "python"}),
+  EXPECT_EQ(usage_error_of({"--num_parallel", "99999999999999999999", "python"}),
             "--num_parallel: 99999999999999999999 is out of range (give 1 to 4096) (run with --help for usage)");
   EXPECT_EQ(parse({"--num_parallel", "4096", "python"}).num_parallel, 4096);
 }
@@ -226,12 +230,12 @@ TEST_F(OptionsTest, MaxRetriesFromTheEnvironment) {
 
 TEST_F(OptionsTest, BadMaxRetriesInTheEnvironmentIsAUsageError) {
   ScopedEnv env(kRetriesVar, "abc");
-  expect_mentions(usage_error({"python"}), {kRetriesVar, "'abc'"});
+  expect_error_mentions(usage_error_of({"python"}), {kRetriesVar, "'abc'"});
 }
 
 TEST_F(OptionsTest, BadMaxRetriesOnTheCommandLineIsAUsageError) {
-  expect_mentions(usage_error({"--max-retries", "-1", "python"}), {"--max-retries", "'-1'"});
-  expect_mentions(usage_error({"--max-retries=1001", "python"}), {"--max-retries", "'1001'"});
+  expect_error_mentions(usage_error_of({"--max-retries", "-1", "python"}), {"--max-retries", "'-1'"});
+  expect_error_mentions(usage_error_of({"--max-retries=1001", "python"}), {"--max-retries", "'1001'"});
   EXPECT_EQ(parse({"--max-retries", "1000", "python"}).max_retries, 1000);
 }
 
@@ -245,33 +249,33 @@ TEST_F(OptionsTest, MemoryPerCompile) {
   EXPECT_FALSE(parse({"--memory-per-compile=AUTO", "python"}).memory_per_compile.has_value());
   EXPECT_EQ(parse({"--memory-per-compile", "8GB", "python"}).memory_per_compile, 8'000'000'000ULL);
   EXPECT_EQ(parse({"--memory-per-compile=8GiB", "python"}).memory_per_compile, 8ULL << 30);
-  expect_mentions(usage_error({"--memory-per-compile", "bad", "python"}), {"--memory-per-compile", "'bad'"});
-  expect_mentions(usage_error({"--memory-per-compile", "0", "python"}), {"--memory-per-compile", "'0'"});
+  expect_error_mentions(usage_error_of({"--memory-per-compile", "bad", "python"}), {"--memory-per-compile", "'bad'"});
+  expect_error_mentions(usage_error_of({"--memory-per-compile", "0", "python"}), {"--memory-per-compile", "'0'"});
 }
 
 TEST_F(OptionsTest, MemoryBudgetAndTimeout) {
   Options o = parse({"--memory-budget", "64GB", "--compile-timeout", "1.5", "python"});
   EXPECT_EQ(o.memory_budget, 64'000'000'000ULL);
   EXPECT_EQ(o.compile_timeout, std::chrono::milliseconds(1500));
-  expect_mentions(usage_error({"--compile-timeout", "0", "python"}), {"--compile-timeout", "'0'"});
-  expect_mentions(usage_error({"--memory-budget", "lots", "python"}), {"--memory-budget", "'lots'"});
+  expect_error_mentions(usage_error_of({"--compile-timeout", "0", "python"}), {"--compile-timeout", "'0'"});
+  expect_error_mentions(usage_error_of({"--memory-budget", "lots", "python"}), {"--memory-budget", "'lots'"});
 }
 
 TEST_F(OptionsTest, LogLevelIsChecked) {
   EXPECT_EQ(parse({"--log_level", "debug", "python"}).log_level, std::string("debug"));
-  expect_mentions(usage_error({"--log_level", "LOUD", "python"}), {"--log_level", "'LOUD'"});
+  expect_error_mentions(usage_error_of({"--log_level", "LOUD", "python"}), {"--log_level", "'LOUD'"});
 }
 
 TEST_F(OptionsTest, TrialModeWithoutACommandIsAUsageError) {
-  expect_mentions(usage_error({}), {"no command"});
-  expect_mentions(usage_error({"--num_parallel", "2"}), {"no command"});
-  expect_mentions(usage_error({"--command", "collect"}), {"no command"});
-  expect_mentions(usage_error({"--"}), {"no command"});
+  expect_error_mentions(usage_error_of({}), {"no command"});
+  expect_error_mentions(usage_error_of({"--num_parallel", "2"}), {"no command"});
+  expect_error_mentions(usage_error_of({"--command", "collect"}), {"no command"});
+  expect_error_mentions(usage_error_of({"--"}), {"no command"});
 }
 
 TEST_F(OptionsTest, ModeWithoutATrialRefusesACommand) {
-  expect_mentions(usage_error({"--command", "scan", "python", "train.py"}), {"--command scan", "python"});
-  expect_mentions(usage_error({"--command=compile", "--", "python"}), {"--command compile", "python"});
+  expect_error_mentions(usage_error_of({"--command", "scan", "python", "train.py"}), {"--command scan", "python"});
+  expect_error_mentions(usage_error_of({"--command=compile", "--", "python"}), {"--command compile", "python"});
 }
 
 } // namespace

@@ -517,7 +517,7 @@ TEST(Pool, RemainingWorkOfGraphsWithNoHistoryIsUnknownUntilOneIsMeasured) {
 
 // Runs a pool to its end as the runner would, each compile taking
 // `took[i]` seconds: returns when the last ended.
-double run_to_end(Pool& pool, const std::vector<double>& took) {
+double run_pool_to_end(Pool& pool, const std::vector<double>& took) {
   std::vector<std::pair<double, std::size_t>> running; // (ends at, item)
   double now = 0;
   while (!pool.finished()) {
@@ -546,11 +546,11 @@ TEST(Pool, CostsFromHistoryArePlannedFromTheStart) {
   for (auto& w : items) w.predicted.from_history = true;
   Pool pool(items, {2, 0, 0});
   EXPECT_EQ(costs_in_order(pool), (std::vector<double>{3, 2, 2, 3, 2}));
-  EXPECT_EQ(run_to_end(pool, {3, 3, 2, 2, 2}), 6);
+  EXPECT_EQ(run_pool_to_end(pool, {3, 3, 2, 2, 2}), 6);
 
   Pool guessed({item("a", 3), item("b", 3), item("c", 2), item("d", 2), item("e", 2)}, {2, 0, 0});
   EXPECT_EQ(costs_in_order(guessed), (std::vector<double>{3, 3, 2, 2, 2})); // no history: longest first
-  EXPECT_EQ(run_to_end(guessed, {3, 3, 2, 2, 2}), 7);
+  EXPECT_EQ(run_pool_to_end(guessed, {3, 3, 2, 2, 2}), 7);
 }
 
 TEST(Pool, ThePlanLeavesOutWhatIsAlreadyCached) {
@@ -608,11 +608,11 @@ TEST(Pool, AColdCacheIsPlannedOnceTwoCompilesGaveTheCostOfSize) {
     took.push_back(cost_ms[i] / 1000 + 0.022);
   }
   Pool planned(items, {2, 0, 0});
-  EXPECT_NEAR(run_to_end(planned, took), 2.198, 1e-9);
+  EXPECT_NEAR(run_pool_to_end(planned, took), 2.198, 1e-9);
   // The same with every graph the same size: nothing to fit, longest first.
   for (auto& w : items) w.graph_bytes = 1000;
   Pool unplanned(items, {2, 0, 0});
-  EXPECT_NEAR(run_to_end(unplanned, took), 2.245, 1e-9);
+  EXPECT_NEAR(run_pool_to_end(unplanned, took), 2.245, 1e-9);
 }
 
 TEST(Pool, SizesThatDoNotExplainTheTimesLeaveItLongestFirst) {
@@ -630,10 +630,10 @@ TEST(Pool, SizesThatDoNotExplainTheTimesLeaveItLongestFirst) {
     took.push_back(cost_ms[i] / 1000 * off[i]);
   }
   Pool sized(items, {2, 0, 0});
-  double sized_end = run_to_end(sized, took);
+  double sized_end = run_pool_to_end(sized, took);
   for (auto& w : items) w.graph_bytes = 1000;
   Pool unsized(items, {2, 0, 0});
-  EXPECT_EQ(sized_end, run_to_end(unsized, took));
+  EXPECT_EQ(sized_end, run_pool_to_end(unsized, took));
   EXPECT_EQ(sized.order(), unsized.order());
 }
 

@@ -30,15 +30,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kGraph = "HloModule remote_test\n";
-const std::vector<std::string> kFlags = {"-O2"};
+const std::string kRemoteGraph = "HloModule remote_test\n";
+const std::vector<std::string> kRemoteFlags = {"-O2"};
 const std::string kFlagsJson = "[\"-O2\"]\n";
-const std::string kNeff = "neff-bytes-0123456789";
-const std::string kNeffSha = "25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7";
+const std::string kRemoteNeff = "neff-bytes-0123456789";
+const std::string kRemoteNeffSha = "25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7";
 const std::vector<std::string> kDoneFiles = {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
                                              "npc-entry.json"};
 
-AttemptRecord attempt(const std::string& outcome) {
+AttemptRecord recorded_attempt(const std::string& outcome) {
   AttemptRecord r;
   r.attempt = 1;
   r.outcome = outcome;
@@ -51,20 +51,20 @@ protected:
   void SetUp() override {
     RemoteDirsTest::SetUp();
     if (HasFatalFailure()) return;
-    key = make_key_for_graph(kGraph, kFlags, "1.0");
+    key = make_key_for_graph(kRemoteGraph, kRemoteFlags, "1.0");
     remote = std::make_unique<RemoteCache>(remote_storage(), *mirror);
   }
 
   // A done entry in `cache`, as our tools publish it (with its record).
-  void publish_done(const Cache& cache, const std::string& neff = kNeff) {
+  void publish_done(const Cache& cache, const std::string& neff = kRemoteNeff) {
     Entry entry = cache.entry(key);
-    ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
+    ASSERT_TRUE(entry.store_graph(kRemoteGraph, kRemoteFlags).ok());
     publish_result(entry, true, neff);
   }
 
   void publish_failed(const Cache& cache) {
     Entry entry = cache.entry(key);
-    ASSERT_TRUE(entry.store_graph(kGraph, kFlags).ok());
+    ASSERT_TRUE(entry.store_graph(kRemoteGraph, kRemoteFlags).ok());
     publish_result(entry, false, "error: out of cheese\n");
   }
 
@@ -81,15 +81,15 @@ TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror)
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, RemoteOutcome::copied) << result->detail;
   EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kNeff);
-  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kGraph);
+  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
+  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kRemoteGraph);
   EXPECT_EQ(test::read_text(mirror_dir() / kFlagsFile), kFlagsJson);
   auto integrity = mirror->entry(key).verify_neff();
   ASSERT_TRUE(integrity);
   EXPECT_EQ(*integrity, Integrity::ok);
   auto meta = read_entry_meta(mirror_dir());
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->neff_sha256, kNeffSha);
+  EXPECT_EQ(meta->neff_sha256, kRemoteNeffSha);
   // The remote's history comes along.
   ASSERT_EQ(meta->attempts.size(), 1u);
   EXPECT_EQ(meta->attempts[0].outcome, "success");
@@ -105,7 +105,7 @@ TEST_F(RemoteCacheTest, AMissLeavesNothingInTheMirror) {
   EXPECT_EQ(result->outcome, RemoteOutcome::miss);
   EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
   // A pending remote entry (graph, no result) is a miss too.
-  ASSERT_TRUE(origin->entry(key).store_graph(kGraph, kFlags).ok());
+  ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result);
   EXPECT_EQ(result->outcome, RemoteOutcome::miss);
@@ -125,9 +125,9 @@ TEST_F(RemoteCacheTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) 
 
 TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
   // libneuronxla's files only: no npc-entry.json.
-  test::write_text(remote_dir() / kGraphFile, kGraph);
+  test::write_text(remote_dir() / kGraphFile, kRemoteGraph);
   test::write_text(remote_dir() / kFlagsFile, kFlagsJson);
-  test::write_text(remote_dir() / kNeffFile, kNeff);
+  test::write_text(remote_dir() / kNeffFile, kRemoteNeff);
   test::write_text(remote_dir() / kDoneFile, "");
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
@@ -135,8 +135,8 @@ TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHa
   EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
   auto meta = read_entry_meta(mirror_dir());
   ASSERT_TRUE(meta);
-  EXPECT_EQ(meta->neff_sha256, kNeffSha);
-  EXPECT_EQ(meta->neff_bytes, kNeff.size());
+  EXPECT_EQ(meta->neff_sha256, kRemoteNeffSha);
+  EXPECT_EQ(meta->neff_bytes, kRemoteNeff.size());
 }
 
 TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
@@ -164,13 +164,13 @@ TEST_F(RemoteCacheTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
   auto integrity = origin->entry(key).verify_neff();
   ASSERT_TRUE(integrity);
   EXPECT_EQ(*integrity, Integrity::ok);
   // The mirror keeps its files, and no staging folder.
   EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
 }
 
 TEST_F(RemoteCacheTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
@@ -182,7 +182,7 @@ TEST_F(RemoteCacheTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne)
   ASSERT_TRUE(origin->entry(key).demote().ok());
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
@@ -191,7 +191,7 @@ TEST_F(RemoteCacheTest, PushOfAFailureLeavesAnotherNodesSuccess) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
 }
 
 TEST_F(RemoteCacheTest, PushOfAFailureWritesItsLog) {
@@ -203,7 +203,7 @@ TEST_F(RemoteCacheTest, PushOfAFailureWritesItsLog) {
 }
 
 TEST_F(RemoteCacheTest, APendingEntryPushesNothing) {
-  ASSERT_TRUE(mirror->entry(key).store_graph(kGraph, kFlags).ok());
+  ASSERT_TRUE(mirror->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(dir() / "remote"), std::vector<std::string>{".npc"});
 }
@@ -246,13 +246,13 @@ TEST_F(RemoteCacheTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
   auto none = remote->fetch_graph(key);
   ASSERT_TRUE(none) << none.error();
   EXPECT_FALSE(*none);
-  ASSERT_TRUE(remote->store_graph(key, kGraph, kFlags).ok());
+  ASSERT_TRUE(remote->store_graph(key, kRemoteGraph, kRemoteFlags).ok());
   EXPECT_EQ(test::names_in(remote_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
   auto got = remote->fetch_graph(key);
   ASSERT_TRUE(got) << got.error();
   EXPECT_TRUE(*got);
   EXPECT_EQ(test::names_in(mirror_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
-  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kGraph);
+  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kRemoteGraph);
   EXPECT_EQ(test::read_text(mirror_dir() / kFlagsFile), kFlagsJson);
   auto info = mirror->entry(key).inspect();
   ASSERT_TRUE(info);
@@ -272,19 +272,19 @@ TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   Cache node_a(dir() / "a"), node_b(dir() / "b");
   ASSERT_TRUE(node_a.ensure_root().ok());
   ASSERT_TRUE(node_b.ensure_root().ok());
-  CacheKey key = make_key_for_graph(kGraph, kFlags, "1.0");
+  CacheKey key = make_key_for_graph(kRemoteGraph, kRemoteFlags, "1.0");
   RemoteCache a(open(), node_a), b(open(), node_b);
 
-  ASSERT_TRUE(a.store_graph(key, kGraph, kFlags).ok());
+  ASSERT_TRUE(a.store_graph(key, kRemoteGraph, kRemoteFlags).ok());
   auto graph = b.fetch_graph(key);
   ASSERT_TRUE(graph && *graph);
   // Node b compiles it (here: publishes a NEFF) and pushes.
   Entry entry = node_b.entry(key);
-  test::write_text(dir() / "new.neff", kNeff);
+  test::write_text(dir() / "new.neff", kRemoteNeff);
   {
     auto taken = entry.lock(0ms);
     ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
-    ASSERT_TRUE(entry.publish_success(dir() / "new.neff", attempt("success")).ok());
+    ASSERT_TRUE(entry.publish_success(dir() / "new.neff", recorded_attempt("success")).ok());
   }
   ASSERT_TRUE(b.push(key).ok());
   auto listed = a.storage()->list(key.relative_path().generic_string());
@@ -295,7 +295,7 @@ TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   auto fetched = a.fetch_result(key, 0ms);
   ASSERT_TRUE(fetched) << fetched.error();
   EXPECT_EQ(fetched->outcome, RemoteOutcome::copied) << fetched->detail;
-  EXPECT_EQ(test::read_text(node_a.entry_dir(key) / kNeffFile), kNeff);
+  EXPECT_EQ(test::read_text(node_a.entry_dir(key) / kNeffFile), kRemoteNeff);
   EXPECT_EQ(*node_a.entry(key).verify_neff(), Integrity::ok);
   EXPECT_EQ(a.describe(key), "s3://test-bucket/team/cache/" + key.relative_path().generic_string());
 }

@@ -29,7 +29,7 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kRoot = "s3://bucket/team";
-const std::vector<std::string> kFlags = {"-O2"};
+const std::vector<std::string> kGraphsFlags = {"-O2"};
 
 class RemoteGraphsTest : public test::RemoteDirsTest {
 protected:
@@ -44,8 +44,8 @@ protected:
   }
   // A pending entry in the remote, as extraction leaves it.
   cache::CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
-    auto key = cache::make_key_for_graph(graph, kFlags, version);
-    EXPECT_TRUE(origin->entry(key).store_graph(graph, kFlags).ok());
+    auto key = cache::make_key_for_graph(graph, kGraphsFlags, version);
+    EXPECT_TRUE(origin->entry(key).store_graph(graph, kGraphsFlags).ok());
     return key;
   }
   void finish(const cache::CacheKey& key, bool success) {
@@ -93,7 +93,7 @@ TEST_F(RemoteGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
 TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   auto key = pending("HloModule a\n");
   cache::Entry in_the_mirror = mirror->entry(key);
-  ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kFlags).ok());
+  ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kGraphsFlags).ok());
   ASSERT_NO_FATAL_FAILURE(publish_result(in_the_mirror, true, "neff-bytes"));
   auto taken = graphs->take(url(key));
   ASSERT_TRUE(taken.graph) << taken.refused;
@@ -163,7 +163,7 @@ TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) 
   EXPECT_EQ(graphs->take(kRoot + "/neuronxcc-1.0/MODULE_zz/model.hlo_module.pb").refused, not_a_graph);
   auto other_version = pending("HloModule b\n", "2.0");
   EXPECT_EQ(graphs->take(url(other_version)).refused, "extracted for compiler version 2.0, but we compile with 1.0");
-  auto absent = cache::make_key_for_graph("HloModule never stored\n", kFlags, "1.0");
+  auto absent = cache::make_key_for_graph("HloModule never stored\n", kGraphsFlags, "1.0");
   EXPECT_EQ(graphs->take(url(absent)).refused, "no such graph in S3");
   // Nothing of the refused ones came into the mirror, not even a folder.
   EXPECT_EQ(test::names_in(mirror->root() / "neuronxcc-1.0"), std::vector<std::string>{});

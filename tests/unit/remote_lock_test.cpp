@@ -32,7 +32,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using Clock = std::chrono::system_clock;
 
-const std::string kEntry = "neuronxcc-1.0/MODULE_1+abcdef01";
+const std::string kLockedEntry = "neuronxcc-1.0/MODULE_1+abcdef01";
 const Clock::time_point kT0 = Clock::time_point(std::chrono::seconds(1800000000));
 
 util::LockHolder holder(const std::string& tool) { return util::LockHolder::self(tool); }
@@ -43,7 +43,7 @@ protected:
     TempDirTest::SetUp();
     storage = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
   }
-  fs::path lock_file() const { return dir() / "remote" / kEntry / "model.hlo_module.pb.lock"; }
+  fs::path lock_file() const { return dir() / "remote" / kLockedEntry / "model.hlo_module.pb.lock"; }
   std::optional<RemoteLockRecord> on_disk() const {
     return RemoteLockRecord::parse(test::read_text(lock_file()));
   }
@@ -54,7 +54,7 @@ TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
   // One holder value for the lock and the expectations: its "since" has a
   // resolution of a second, and a second may turn between two self() calls.
   const util::LockHolder node_a = holder("node-a");
-  auto first = RemoteLock::try_acquire(storage, kEntry, node_a, 600s, kT0);
+  auto first = RemoteLock::try_acquire(storage, kLockedEntry, node_a, 600s, kT0);
   ASSERT_TRUE(first) << first.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*first));
   const auto& taken = std::get<RemoteLock>(*first);
@@ -64,7 +64,7 @@ TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
   EXPECT_EQ(record->expires_unix, 1800000600);
   EXPECT_EQ(record->owner, node_a.serialize());
 
-  auto second = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 599s);
+  auto second = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-b"), 600s, kT0 + 599s);
   ASSERT_TRUE(second) << second.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
   EXPECT_EQ(std::get<RemoteLock::Held>(*second).holder,
@@ -73,9 +73,9 @@ TEST_F(RemoteLockTest, TheFirstTakesItAndTheNextIsToldWhoHoldsIt) {
 }
 
 TEST_F(RemoteLockTest, ALockPastItsExpiryIsTakenOverAndItsOldHolderLeavesTheNewOne) {
-  auto first = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  auto first = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 600s, kT0);
   ASSERT_TRUE(first && std::holds_alternative<RemoteLock>(*first));
-  auto second = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 601s);
+  auto second = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-b"), 600s, kT0 + 601s);
   ASSERT_TRUE(second) << second.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*second));
   const std::string new_token = std::get<RemoteLock>(*second).record().token;
@@ -93,13 +93,13 @@ TEST_F(RemoteLockTest, ALockPastItsExpiryIsTakenOverAndItsOldHolderLeavesTheNewO
 }
 
 TEST_F(RemoteLockTest, RenewalMovesTheExpiry) {
-  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  auto taken = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 600s, kT0);
   ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
   auto& lock = std::get<RemoteLock>(*taken);
   ASSERT_TRUE(lock.renew(kT0 + 500s).ok());
   EXPECT_EQ(on_disk()->expires_unix, 1800001100);
   // Renewed, it is not stale where the first expiry would have been.
-  auto other = RemoteLock::try_acquire(storage, kEntry, holder("node-b"), 600s, kT0 + 700s);
+  auto other = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-b"), 600s, kT0 + 700s);
   ASSERT_TRUE(other);
   EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*other));
 }
@@ -107,14 +107,14 @@ TEST_F(RemoteLockTest, RenewalMovesTheExpiry) {
 TEST_F(RemoteLockTest, SomethingThatIsNotALockRecordIsStale) {
   fs::create_directories(lock_file().parent_path());
   test::write_text(lock_file(), "\x01garbage");
-  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+  auto taken = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 600s, kT0);
   ASSERT_TRUE(taken) << taken.error();
   EXPECT_TRUE(std::holds_alternative<RemoteLock>(*taken));
 }
 
 TEST_F(RemoteLockTest, DestroyingTheLockReleasesIt) {
   {
-    auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, kT0);
+    auto taken = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 600s, kT0);
     ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
     EXPECT_TRUE(fs::exists(lock_file()));
   }
@@ -129,14 +129,14 @@ TEST_F(RemoteLockTest, ALockOfADeadProcessOfThisHostIsTakenOverBeforeItsExpiry) 
   ASSERT_GE(child, 0);
   if (child == 0) {
     auto own = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
-    auto got = RemoteLock::try_acquire(own, kEntry, holder("killed"), 600s, Clock::now());
+    auto got = RemoteLock::try_acquire(own, kLockedEntry, holder("killed"), 600s, Clock::now());
     ::_exit(got && std::holds_alternative<RemoteLock>(*got) ? 0 : 1); // no release: as by SIGKILL
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   ASSERT_EQ(util::LockHolder::parse(on_disk()->owner)->pid, child);
-  auto next = RemoteLock::try_acquire(storage, kEntry, holder("next"), 600s, Clock::now());
+  auto next = RemoteLock::try_acquire(storage, kLockedEntry, holder("next"), 600s, Clock::now());
   ASSERT_TRUE(next) << next.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*next));
   EXPECT_EQ(util::LockHolder::parse(on_disk()->owner)->pid, ::getpid());
@@ -146,9 +146,9 @@ TEST_F(RemoteLockTest, ALockOfADeadProcessOfThisHostIsTakenOverBeforeItsExpiry) 
   util::LockHolder elsewhere = holder("elsewhere");
   elsewhere.host = "other-node";
   elsewhere.boot_id = "other-boot";
-  auto first = RemoteLock::try_acquire(storage, kEntry, elsewhere, 600s, Clock::now());
+  auto first = RemoteLock::try_acquire(storage, kLockedEntry, elsewhere, 600s, Clock::now());
   ASSERT_TRUE(first && std::holds_alternative<RemoteLock>(*first));
-  auto second = RemoteLock::try_acquire(storage, kEntry, holder("next"), 600s, Clock::now());
+  auto second = RemoteLock::try_acquire(storage, kLockedEntry, holder("next"), 600s, Clock::now());
   ASSERT_TRUE(second) << second.error();
   EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
 }
@@ -163,7 +163,7 @@ TEST_F(RemoteLockTest, OfManyProcessesRacingExactlyOneTakesIt) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       auto own = std::make_shared<storage::LocalStorage>(dir() / "remote", dir() / "trash");
-      auto got = RemoteLock::try_acquire(own, kEntry, holder("racer"), 600s, Clock::now());
+      auto got = RemoteLock::try_acquire(own, kLockedEntry, holder("racer"), 600s, Clock::now());
       const char* what = !got ? "error" : std::holds_alternative<RemoteLock>(*got) ? "taken" : "held";
       test::write_text(results / std::to_string(::getpid()), what);
       if (got && std::holds_alternative<RemoteLock>(*got)) {
@@ -195,7 +195,7 @@ TEST_F(RemoteLockTest, OfManyProcessesRacingExactlyOneTakesIt) {
 
 TEST_F(RemoteLockTest, TheKeeperRenewsWhileItLives) {
   // Taken an hour ago: each renewal moves the expiry to about now + 5 s.
-  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 5s, Clock::now() - 1h);
+  auto taken = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 5s, Clock::now() - 1h);
   ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
   auto& lock = std::get<RemoteLock>(*taken);
   const std::int64_t first = on_disk()->expires_unix;
@@ -211,7 +211,7 @@ TEST_F(RemoteLockTest, TheKeeperRenewsWhileItLives) {
 // signalfd; a keeper's thread must not take the signal from it (it did: a
 // compile under an S3 lock then hung after its compiler exited).
 TEST_F(RemoteLockTest, TheKeeperThreadTakesNoSignalFromItsProcess) {
-  auto taken = RemoteLock::try_acquire(storage, kEntry, holder("node-a"), 600s, Clock::now());
+  auto taken = RemoteLock::try_acquire(storage, kLockedEntry, holder("node-a"), 600s, Clock::now());
   ASSERT_TRUE(taken && std::holds_alternative<RemoteLock>(*taken));
   RemoteLockKeeper keeper(std::get<RemoteLock>(*taken), 1h);
   util::SignalWatcher watcher({SIGCHLD});
@@ -236,21 +236,21 @@ TEST_F(RemoteLockS3Test, TakenHeldExpiredAndReleased) {
     return std::make_shared<storage::S3Storage>(std::move(*client), storage::S3Location{test::kS3TestBucket, "c"});
   };
   auto a = open(), b = open();
-  auto first = RemoteLock::try_acquire(a, kEntry, holder("node-a"), 600s, kT0);
+  auto first = RemoteLock::try_acquire(a, kLockedEntry, holder("node-a"), 600s, kT0);
   ASSERT_TRUE(first) << first.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*first));
-  auto second = RemoteLock::try_acquire(b, kEntry, holder("node-b"), 600s, kT0 + 10s);
+  auto second = RemoteLock::try_acquire(b, kLockedEntry, holder("node-b"), 600s, kT0 + 10s);
   ASSERT_TRUE(second) << second.error();
   EXPECT_TRUE(std::holds_alternative<RemoteLock::Held>(*second));
-  auto third = RemoteLock::try_acquire(b, kEntry, holder("node-b"), 600s, kT0 + 601s);
+  auto third = RemoteLock::try_acquire(b, kLockedEntry, holder("node-b"), 600s, kT0 + 601s);
   ASSERT_TRUE(third) << third.error();
   ASSERT_TRUE(std::holds_alternative<RemoteLock>(*third));
   ASSERT_TRUE(std::get<RemoteLock>(*first).release().ok()); // not its own any more: kept
-  auto listed = b->list(kEntry);
+  auto listed = b->list(kLockedEntry);
   ASSERT_TRUE(listed);
   EXPECT_EQ(*listed, std::vector<std::string>{"model.hlo_module.pb.lock"});
   ASSERT_TRUE(std::get<RemoteLock>(*third).release().ok());
-  listed = b->list(kEntry);
+  listed = b->list(kLockedEntry);
   ASSERT_TRUE(listed);
   EXPECT_EQ(*listed, std::vector<std::string>{});
 }
@@ -260,7 +260,7 @@ TEST_F(RemoteLockS3Test, TakenHeldExpiredAndReleased) {
 TEST_F(RemoteLockS3Test, OfRacersOnAServerThatIgnoresTheConditionOneTakesIt) {
   constexpr int kRacers = 6;
   for (int round = 0; round < 3; ++round) {
-    const std::string entry = kEntry + "-" + std::to_string(round);
+    const std::string entry = kLockedEntry + "-" + std::to_string(round);
     std::vector<std::shared_ptr<storage::Storage>> storages;
     for (int i = 0; i < kRacers; ++i) {
       auto client = storage::S3Client::create(server_.config());

@@ -27,7 +27,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kFlags = {"-O2"};
+const std::vector<std::string> kMaintenanceFlags = {"-O2"};
 
 class RemoteMaintenanceTest : public test::RemoteDirsTest {
 protected:
@@ -38,8 +38,8 @@ protected:
     admin.emplace(std::vector<std::shared_ptr<storage::Storage>>{remote_storage(), remote_storage()});
   }
   CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
-    auto key = make_key_for_graph(graph, kFlags, version);
-    EXPECT_TRUE(origin->entry(key).store_graph(graph, kFlags).ok());
+    auto key = make_key_for_graph(graph, kMaintenanceFlags, version);
+    EXPECT_TRUE(origin->entry(key).store_graph(graph, kMaintenanceFlags).ok());
     return key;
   }
   CacheKey done(const std::string& graph, const std::string& neff = "neff-bytes") {

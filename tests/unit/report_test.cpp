@@ -17,7 +17,7 @@
 namespace npc::launcher {
 namespace {
 
-WorkItem item(const std::string& key, double seconds) {
+WorkItem report_item(const std::string& key, double seconds) {
   WorkItem w;
   w.entry_dir = fs::path("/cache/neuronxcc-1.0") / key;
   w.key = key;
@@ -41,7 +41,8 @@ protected:
 
 TEST_F(ReportTest, StreamedTextIsDumpOfTheDocument) {
   // Out of key order on purpose: the report lists graphs sorted by path.
-  Pool pool({item("MODULE_c+0", 3), item("MODULE_a+0", 1), item("MODULE_b \"quoted\"+0", 2)}, {2, 0, 1});
+  Pool pool({report_item("MODULE_c+0", 3), report_item("MODULE_a+0", 1), report_item("MODULE_b \"quoted\"+0", 2)},
+            {2, 0, 1});
   pool.mark_cached(1);
   pool.mark_cached_failure(2, "/cache/neuronxcc-1.0/MODULE_b/model.log");
   pool.start(0, 0.0);
@@ -94,7 +95,7 @@ TEST_F(ReportTest, NoGraphs) {
 }
 
 TEST_F(ReportTest, UnwritablePlaceFailsAndLeavesNothing) {
-  Pool pool({item("MODULE_a+0", 1)}, {1, 0, 0});
+  Pool pool({report_item("MODULE_a+0", 1)}, {1, 0, 0});
   auto written = write_report(pool, facts(), dir() / "missing-dir" / "report.json");
   EXPECT_FALSE(written.ok());
   EXPECT_FALSE(fs::exists(dir() / "missing-dir"));
@@ -118,8 +119,8 @@ protected:
   // by another process to the end, e compiled by another process, f failed
   // twice. Listed out of order: the files list graphs sorted by path.
   static Pool mixed_pool() {
-    Pool pool({item("MODULE_f+0", 1), item("MODULE_d+0", 1), item("MODULE_b+0", 1), item("MODULE_a+0", 1),
-               item("MODULE_c+0", 1), item("MODULE_e+0", 1)},
+    Pool pool({report_item("MODULE_f+0", 1), report_item("MODULE_d+0", 1), report_item("MODULE_b+0", 1),
+               report_item("MODULE_a+0", 1), report_item("MODULE_c+0", 1), report_item("MODULE_e+0", 1)},
               {4, 0, /*max_retries=*/1});
     pool.mark_cached(3);
     pool.mark_cached_failure(4, "/cache/neuronxcc-1.0/MODULE_c+0/model.log");
@@ -177,7 +178,7 @@ TEST_F(OriginalResultsTest, TotalGraphsCountsEveryGraphFoundAlsoThoseWithNoOutco
 }
 
 TEST_F(OriginalResultsTest, AZeroCountIsAbsentAndNonAsciiIsEscaped) {
-  Pool pool({item("MODULE_\xc3\xa9+0", 1)}, {1, 0, 0});
+  Pool pool({report_item("MODULE_\xc3\xa9+0", 1)}, {1, 0, 0});
   pool.mark_cached_failure(0, "/x/model.log");
   auto written = write_original_results(pool, 1.0, 0.0, 0.0, dir(), 5.0);
   ASSERT_TRUE(written.ok()) << written.error();

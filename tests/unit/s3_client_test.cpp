@@ -5,17 +5,10 @@
 #include <npc/storage/s3_client.hpp>
 #include <npc/storage/s3_url.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <map>
 #include <random>
 #include <set>
 #include <tuple>
-#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -24,11 +17,14 @@
 #include "fake_env.hpp"
 #include "files.hpp"
 #include "s3_server.hpp"
+#include "scripted_http.hpp"
 
 namespace npc::storage {
 namespace {
 
+using npc::test::http_response;
 using npc::test::kS3TestBucket;
+using npc::test::ScriptedHttpServer;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -363,58 +359,6 @@ TEST(S3ClientNoServer, AwsUrlsAreVirtualHosted) {
   EXPECT_EQ((*client)->object_url("dotted.bucket", "k"), "https://s3.eu-central-1.amazonaws.com/dotted.bucket/k");
 }
 
-// Answers each request with the next scripted response, one per connection.
-class ScriptedHttpServer {
-public:
-  explicit ScriptedHttpServer(std::vector<std::string> responses) : responses_(std::move(responses)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 8) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-      ADD_FAILURE() << "cannot listen on loopback";
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~ScriptedHttpServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] int requests() const { return requests_.load(); }
-
-private:
-  void serve() {
-    for (const auto& response : responses_) {
-      int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (client < 0) return;
-      std::string request;
-      char buffer[4096];
-      while (request.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = ::read(client, buffer, sizeof buffer);
-        if (n <= 0) break;
-        request.append(buffer, static_cast<std::size_t>(n));
-      }
-      ++requests_;
-      std::ignore = ::write(client, response.data(), response.size());
-      ::close(client);
-    }
-  }
-  std::vector<std::string> responses_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<int> requests_{0};
-  std::thread thread_;
-};
-
-std::string http_response(int status, const std::string& reason, const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
-}
-
 TEST(S3ClientNoServer, RetriesSlowDownThenSucceeds) {
   std::string slow_down = http_response(503, "Slow Down", "<Error><Code>SlowDown</Code><Message>Reduce your request rate.</Message></Error>");
   ScriptedHttpServer server({slow_down, slow_down, http_response(200, "OK", "hello")});
@@ -426,7 +370,7 @@ TEST(S3ClientNoServer, RetriesSlowDownThenSucceeds) {
   ASSERT_TRUE(got->has_value());
   EXPECT_EQ(**got, "hello");
   EXPECT_EQ((*client)->last_attempts(), 3);
-  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(server.requests().size(), 3u);
 }
 
 TEST(S3ClientNoServer, GivesUpAfterMaxAttemptsAndDoesNotRetryForbidden) {
@@ -440,12 +384,12 @@ TEST(S3ClientNoServer, GivesUpAfterMaxAttemptsAndDoesNotRetryForbidden) {
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error(), "S3 GetObject on s3://bucket/key at http://127.0.0.1:" + std::to_string(server.port()) +
                              " failed (503 SlowDown: Reduce your request rate.) (after 2 attempts)");
-  EXPECT_EQ(server.requests(), 2);
+  EXPECT_EQ(server.requests().size(), 2u);
   auto denied_get = (*client)->get_object("bucket", "key", 100);
   ASSERT_FALSE(denied_get);
   EXPECT_EQ(denied_get.error(), "S3 denied GetObject on s3://bucket/key (403 AccessDenied): check the credentials' permissions");
   EXPECT_EQ((*client)->last_attempts(), 1);
-  EXPECT_EQ(server.requests(), 3);
+  EXPECT_EQ(server.requests().size(), 3u);
   ASSERT_TRUE((*client)->get_object("bucket", "key", 100)); // lets the server thread finish
 }
 

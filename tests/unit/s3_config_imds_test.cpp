@@ -28,7 +28,7 @@ using npc::test::http_response;
 using npc::test::ScriptedHttpServer;
 
 // Only detects a hang: IMDS gets two tries of at most 2 s each.
-constexpr auto kHangLimit = 15s;
+constexpr auto kImdsHangLimit = 15s;
 
 constexpr const char* kRolePath = "/latest/meta-data/iam/security-credentials/";
 constexpr const char* kRoleKeys = R"({"Code":"Success","LastUpdated":"2024-05-01T12:00:00Z","Type":"AWS-HMAC",
@@ -278,7 +278,7 @@ TEST_F(S3ConfigImds, ClosedPortIsTriedTwiceAndNamed) {
   vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint}};
   auto started = std::chrono::steady_clock::now();
   auto config = load_s3_config(env());
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kImdsHangLimit);
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error(),
             no_keys_prefix() + "instance metadata at " + endpoint + ": not reachable: Connection refused)");
@@ -291,7 +291,7 @@ TEST_F(S3ConfigImds, SilentServerTimesOut) {
   vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.endpoint()}};
   auto started = std::chrono::steady_clock::now();
   auto config = load_s3_config(env());
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kImdsHangLimit);
   ASSERT_FALSE(config);
   std::string prefix = no_keys_prefix() + "instance metadata at " + imds.endpoint() + ": not reachable: ";
   EXPECT_EQ(config.error().rfind(prefix, 0), 0u) << config.error();
@@ -309,7 +309,7 @@ TEST_F(S3ConfigImds, AnEndpointThatNeverAnswersIsBounded) {
   vars_ = {{"HOME", dir().string()}, {"AWS_EC2_METADATA_SERVICE_ENDPOINT", silent.endpoint()}};
   auto started = std::chrono::steady_clock::now();
   auto config = load_s3_config(env());
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kImdsHangLimit);
   ASSERT_FALSE(config);
   std::string prefix = no_keys_prefix() + "instance metadata at " + silent.endpoint() + ": ";
   EXPECT_EQ(config.error().rfind(prefix, 0), 0u) << config.error();

@@ -37,7 +37,7 @@ using npc::test::ThrottleConnection;
 namespace fs = std::filesystem;
 
 // Only detects a hang; no test relies on how fast anything is.
-constexpr auto kHangLimit = 30s;
+constexpr auto kFaultHangLimit = 30s;
 
 // Small limits so that every failure is over in a few seconds.
 S3ClientOptions fast_options(int max_attempts) {
@@ -245,7 +245,7 @@ TEST_F(S3Fault, MoreThrottlingThanAttemptsFailsInOneLine) {
   proxy_->throttle(100);
   auto started = std::chrono::steady_clock::now();
   auto read = storage_->read("m/obj", 100);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kFaultHangLimit);
   proxy_->clear();
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error(), "S3 GetObject on s3://test-bucket/cache/m/obj at " + proxy_->endpoint() +
@@ -264,7 +264,7 @@ TEST_F(S3Fault, StalledEveryTimeFailsInOneLineNamingTheEndpoint) {
   proxy_->stall_responses(100);
   auto started = std::chrono::steady_clock::now();
   auto read = storage_->read("s/obj", 100);
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kFaultHangLimit);
   proxy_->clear();
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error(), reach_error("Operation too slow. Less than 1024 bytes/sec transferred the last 1 seconds", 2));
@@ -404,7 +404,7 @@ TEST_F(S3Fault, ServerKilledMidRun) {
   std::atomic<int> done{0};
   std::string first_failure; // written by the worker, read after join
   std::thread worker([&] {
-    auto deadline = std::chrono::steady_clock::now() + kHangLimit;
+    auto deadline = std::chrono::steady_clock::now() + kFaultHangLimit;
     for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
       std::string key = "k/" + std::to_string(i % 10);
       auto put = storage.write_atomic(key, key);
@@ -420,7 +420,7 @@ TEST_F(S3Fault, ServerKilledMidRun) {
       done.fetch_add(1);
     }
   });
-  ASSERT_TRUE(npc::test::wait_until([&] { return done.load() >= 5; }, kHangLimit));
+  ASSERT_TRUE(npc::test::wait_until([&] { return done.load() >= 5; }, kFaultHangLimit));
   server_.stop();
   worker.join();
 
@@ -446,7 +446,7 @@ TEST_F(S3Fault, ClosedPortFailsInOneLine) {
   ASSERT_TRUE(storage) << storage.error();
   auto started = std::chrono::steady_clock::now();
   auto listed = (*storage)->list("");
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kFaultHangLimit);
   ASSERT_FALSE(listed);
   EXPECT_EQ(listed.error(), "cannot reach S3 endpoint " + endpoint + ": Connection refused (after 3 attempts)");
 }
@@ -464,7 +464,7 @@ TEST_F(S3Fault, AnEndpointThatNeverAnswersTheConnectFailsInOneLineWithinTheConne
   ASSERT_TRUE(client) << client.error();
   auto started = std::chrono::steady_clock::now();
   auto head = (*client)->head_object(kS3TestBucket, "k");
-  EXPECT_LT(std::chrono::steady_clock::now() - started, kHangLimit);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kFaultHangLimit);
   ASSERT_FALSE(head);
   const std::string prefix = "cannot reach S3 endpoint " + silent.endpoint() + ": ";
   const std::string suffix = " (after 2 attempts)";

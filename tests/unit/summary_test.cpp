@@ -26,7 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kVersion = "1.0";
+constexpr const char* kSummaryVersion = "1.0";
 
 class SummaryTest : public test::TempDirTest {
 protected:
@@ -40,7 +40,7 @@ protected:
   }
 
   fs::path make_entry(char graph, char flags, bool done, std::string neff = "neff-bytes") {
-    fs::path d = cache->entry_dir(unit::repeated_key(kVersion, graph, flags));
+    fs::path d = cache->entry_dir(unit::repeated_key(kSummaryVersion, graph, flags));
     fs::create_directories(d);
     test::write_text(d / kGraphFile, std::string("graph ") + graph);
     test::write_text(d / kFlagsFile, "[]");
@@ -54,7 +54,7 @@ protected:
   static void let_file_times_pass() { std::this_thread::sleep_for(30ms); }
 
   fs::path summary_file() const {
-    return dir() / "root" / kPrivateDir / kSummaryDir / (std::string(kVersionDirPrefix) + kVersion);
+    return dir() / "root" / kPrivateDir / kSummaryDir / (std::string(kVersionDirPrefix) + kSummaryVersion);
   }
 
   // The summary's records, one line each, without the header.

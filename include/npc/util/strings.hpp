@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <npc/util/result.hpp>
 
@@ -57,4 +58,8 @@ namespace npc::util {
 // "2026-11-22T08:30:05Z"
 [[nodiscard]] std::string format_utc(std::chrono::system_clock::time_point when);
 [[nodiscard]] std::int64_t to_unix_seconds(std::chrono::system_clock::time_point when);
+
+// Whether `name` is one of `names` (the file names of a listing, say).
+[[nodiscard]] bool contains(const std::vector<std::string>& names, std::string_view name);
+
 } // namespace npc::util

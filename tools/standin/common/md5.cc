@@ -2,22 +2,14 @@
 
 #include <openssl/evp.h>
 
-#include <memory>
-
 #include "error.h"
+#include "md_ctx.h"
 
 namespace standin {
-namespace {
-
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-
-}  // namespace
 
 std::string md5_hex(std::string_view data) {
   static constexpr char kHexDigits[] = "0123456789abcdef";
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  MdCtx ctx(EVP_MD_CTX_new());
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr) != 1 ||

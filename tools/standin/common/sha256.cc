@@ -2,21 +2,13 @@
 
 #include <openssl/evp.h>
 
-#include <memory>
-
 #include "error.h"
+#include "md_ctx.h"
 
 namespace standin {
-namespace {
-
-struct MdCtxDeleter {
-  void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
-};
-
-}  // namespace
 
 Sha256Digest sha256(std::string_view data) {
-  std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
+  MdCtx ctx(EVP_MD_CTX_new());
   Sha256Digest digest{};
   unsigned int length = 0;
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1 ||

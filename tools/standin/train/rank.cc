@@ -24,7 +24,7 @@
 namespace standin::train {
 namespace {
 
-constexpr char kExtractOnlyEnv[] = "NEURON_EXTRACT_GRAPHS_ONLY";
+constexpr char kExtractOnlyVariable[] = "NEURON_EXTRACT_GRAPHS_ONLY";
 // Graph files are named after the graph like torch-xla's MODULE_<hash> dumps.
 constexpr std::size_t kNameHashChars = 16;
 constexpr long kMsPerSec = 1000;
@@ -61,7 +61,7 @@ class Trainer {
         directory_(directory),
         shape_{options.layers, options.hidden, world_size},
         compiler_(make_graph_compiler(options)),
-        extract_only_(env_truthy(kExtractOnlyEnv)) {}
+        extract_only_(env_truthy(kExtractOnlyVariable)) {}
 
   // Returns false if the run crashed on purpose.
   bool run() {
