@@ -35,6 +35,19 @@ TEST(ProgramStart, TheWrapperBuildsNoIostreamsCli11OrCpuProbeAtStart) {
   EXPECT_EQ(symbols.find("OPENSSL_ia32_cpuid"), std::string::npos);
 }
 
+// Unity batches hold only files the wrapper links anyway (src/CMakeLists.txt):
+// one that held a file it does not use would bring that file's code along.
+TEST(ProgramStart, TheWrapperCarriesNoMaintenanceExplainOrTransferCode) {
+  std::string symbols = defined_symbols("neuron_cc_wrapper");
+  ASSERT_NE(symbols.find("npc::cli::neuron_cc_wrapper_main"), std::string::npos);
+  for (const char* unused : {"npc::util::Table::print(", "npc::util::parse_command_line(",
+                             "npc::cache::verify_cache(", "npc::cache::explain_graph(",
+                             "npc::cache::SameGraphIndex::", "npc::cache::CacheTarget::",
+                             "npc::storage::upload_files("}) {
+    EXPECT_EQ(symbols.find(unused), std::string::npos) << unused;
+  }
+}
+
 struct ElfShape {
   bool read = false;
   bool position_independent = false; // ET_DYN: loaded at a random address
