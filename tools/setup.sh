@@ -24,9 +24,11 @@ packages=(
   help2man dpkg-dev file lintian
   python3 # tests read our reports as Python does; tools/check-unity-names.py
 )
-# The S3 tests run a real S3 server (s3rver, from npm) and the S3 benchmark
-# compares with rclone; neither is needed by the programs themselves.
-test_packages=(rclone)
+# The S3 tests run real S3 servers: Ceph's RADOS Gateway (one monitor, one
+# OSD, radosgw, on loopback: tests/support/rgw.sh), and s3rver from npm for
+# a server a test stops; the S3 benchmark compares with rclone. None is
+# needed by the programs themselves.
+test_packages=(rclone radosgw ceph-mon ceph-osd curl)
 if ! command -v npm >/dev/null 2>&1; then test_packages+=(nodejs npm); fi
 packages+=("${test_packages[@]}")
 build=1

@@ -1,4 +1,4 @@
-// neuron_cache export, import and explain on an S3 cache (a real s3rver on
+// neuron_cache export, import and explain on an S3 cache (the run's RADOS Gateway on
 // loopback): export takes S3's entries, whichever node compiled them, and
 // records no use; import uploads a bundle's entries to S3 under their
 // remote locks, keeping a result S3 has already; explain downloads only the
@@ -224,13 +224,13 @@ TEST_F(S3Bundles, UsedSinceTakesTheLastUsesS3Lists) {
 TEST_F(S3Bundles, AnUnreachableS3IsOneLineAndNoBundle) {
   fs::path bundle = dir() / "made-here.tar.zst";
   local_bundle(bundle);
-  server_.stop();
+  ASSERT_NO_FATAL_FAILURE(take_s3_away());
   for (const auto& args : std::vector<std::vector<std::string>>{{"export", "--all", "-o", (dir() / "out.tar.zst").string()},
                                                                 {"import", bundle.string()}}) {
     auto run = run_tool("neuron_cache", args, on_node("node-b"));
     EXPECT_EQ(run.exit_code, 3) << run.describe();
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
-    EXPECT_NE(run.err.find(server_.endpoint()), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find(s3_endpoint()), std::string::npos) << run.err;
   }
   EXPECT_FALSE(fs::exists(dir() / "out.tar.zst"));
 }

@@ -1,4 +1,4 @@
-// neuron_cc_wrapper on an S3 cache (a real s3rver on loopback): a miss
+// neuron_cc_wrapper on an S3 cache (the run's RADOS Gateway on loopback): a miss
 // compiles in the local mirror and uploads the entry; another node's mirror
 // downloads it instead of compiling; extraction stores the graph in S3;
 // two nodes at once compile a graph once; an unreachable endpoint is one
@@ -31,7 +31,7 @@ TEST_F(S3Cache, AMissCompilesInTheMirrorAndUploadsTheWholeEntry) {
   ASSERT_EQ(names_in(mirror).size(), 1u);
   EXPECT_EQ(read_text(mirror / names_in(mirror)[0] / "model.neff"), read_text(dir() / "a.neff"));
   // A second compile on this node is a hit in the mirror: S3 is not needed.
-  server_.stop();
+  ASSERT_NO_FATAL_FAILURE(take_s3_away());
   auto again = compile(g, dir() / "a2.neff");
   ASSERT_EQ(again.exit_code, 0) << again.describe();
   EXPECT_EQ(compiles(), 1u);
@@ -182,7 +182,7 @@ TEST_F(S3CacheStaticWrapper, AHitInTheMirrorIsServedWithoutTheDynamicBuild) {
   fs::path g = graph("a.hlo", "HloModule a\n");
   ASSERT_EQ(compile(g, dir() / "a.neff").exit_code, 0); // through the dynamic build: S3 is used
   EXPECT_EQ(compiles(), 1u);
-  server_.stop();
+  ASSERT_NO_FATAL_FAILURE(take_s3_away());
   auto hit = compile_alone(g, dir() / "b.neff");
   ASSERT_EQ(hit.exit_code, 0) << hit.describe();
   EXPECT_EQ(read_text(dir() / "b.neff"), read_text(dir() / "a.neff"));

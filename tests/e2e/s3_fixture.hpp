@@ -1,7 +1,8 @@
 #pragma once
-// The end-to-end tests' S3 cache: a real s3rver on loopback over the test's
-// folder, the programs pointed at it by the AWS environment (and nothing
-// of this machine's AWS set-up), node A's mirror in <test dir>/node-a.
+// The end-to-end tests' S3 cache: a real S3 server on loopback (the run's
+// RADOS Gateway, in a tenant of the test's own: s3_server.hpp), the programs
+// pointed at it by the AWS environment (and nothing of this machine's AWS
+// set-up), node A's mirror in <test dir>/node-a.
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include <npc/storage/s3_client.hpp>
 
+#include "refused_port.hpp"
 #include "s3_server.hpp"
 #include "test_support.hpp"
 
@@ -22,11 +24,11 @@ class S3CacheTest : public CacheTest {
 protected:
   void SetUp() override {
     CacheTest::SetUp();
-    ASSERT_NO_FATAL_FAILURE(server_.start(dir() / "s3"));
+    ASSERT_NO_FATAL_FAILURE(server_.start(dir() / "s3", backend()));
     env_["NEURON_CC_FLAGS"] = std::string("--cache_dir=") + kUrl;
     env_["NEURON_COMPILE_CACHE_MIRROR"] = (dir() / "node-a").string();
-    env_["AWS_ACCESS_KEY_ID"] = kS3rverAccessKey;
-    env_["AWS_SECRET_ACCESS_KEY"] = kS3rverSecretKey;
+    env_["AWS_ACCESS_KEY_ID"] = server_.access_key();
+    env_["AWS_SECRET_ACCESS_KEY"] = server_.secret_key();
     env_["AWS_REGION"] = "us-east-1";
     env_["AWS_ENDPOINT_URL_S3"] = server_.endpoint();
     // Nothing from this machine's AWS set-up or instance metadata.
@@ -34,8 +36,20 @@ protected:
     env_["AWS_SHARED_CREDENTIALS_FILE"] = (dir() / "no-aws-credentials").string();
     env_["AWS_EC2_METADATA_DISABLED"] = "true";
   }
+  [[nodiscard]] virtual S3Backend backend() const { return S3Backend::rgw; }
+
+  // Takes S3 away from the programs the test runs next, as an outage would:
+  // their endpoint becomes a loopback port that refuses connections (the
+  // run's gateway itself stays, for the other tests).
+  void take_s3_away() {
+    refused_ = std::make_unique<RefusedPort>();
+    env_["AWS_ENDPOINT_URL_S3"] = refused_->endpoint();
+  }
+  // The endpoint the programs are given.
+  [[nodiscard]] std::string s3_endpoint() const { return env_.at("AWS_ENDPOINT_URL_S3"); }
+
   void TearDown() override {
-    server_.stop();
+    server_.shut_down();
     CacheTest::TearDown();
   }
 
@@ -114,6 +128,7 @@ protected:
   }
 
   S3Server server_;
+  std::unique_ptr<RefusedPort> refused_;
 };
 
 } // namespace npc::test

@@ -1,4 +1,4 @@
-// neuron_cc_wrapper on an S3 cache (a real s3rver on loopback), killed by
+// neuron_cc_wrapper on an S3 cache (the run's RADOS Gateway on loopback), killed by
 // SIGKILL in the middle of its upload: the remote entry it leaves is never
 // done (no model.done), whatever request the kill lands on; the next run
 // takes the dead wrapper's lock over (at once on this host, at its expiry
@@ -6,7 +6,7 @@
 // run uploads the result its mirror has.
 //
 // The kill lands on a chosen request through a proxy of this file's own
-// (HoldingProxy below) in front of s3rver: it forwards every request but
+// (HoldingProxy below) in front of the S3 server: it forwards every request but
 // one, chosen by method and object name, which it holds: neither forwarded
 // nor answered, so the server never sees any of it. The test polls the
 // proxy's request log until the held request has arrived, then kills the
@@ -44,7 +44,7 @@ constexpr auto kHoldDeadline = std::chrono::seconds(30);
 
 // ---- A proxy that holds one kind of request --------------------------------
 
-// Forwards HTTP/1.1 between the wrapper and s3rver, one thread per
+// Forwards HTTP/1.1 between the wrapper and the S3 server, one thread per
 // connection, and logs every request as "METHOD name" (name: the last
 // segment of the path, the object's file name). A request matching hold()
 // is logged and then swallowed: neither its head nor its body is passed on
@@ -343,7 +343,7 @@ protected:
 
   // The next run, on another node (its own mirror: node-a's mirror has the
   // killed run's compile done and would serve it without asking S3),
-  // straight to s3rver. --lock-timeout bounds its wait should the expired
+  // straight to the S3 server. --lock-timeout bounds its wait should the expired
   // lock not be taken over: it then fails (exit 3) in 20 s, not 6 hours.
   enum class DeadHolder { on_this_host, elsewhere_expired };
   void the_next_run_completes_the_entry(pid_t killed, DeadHolder dead) {

@@ -1,4 +1,4 @@
-// neuron_parallel_compile on an S3 cache (a real s3rver on loopback): the
+// neuron_parallel_compile on an S3 cache (the run's RADOS Gateway on loopback): the
 // trial extracts its graphs into S3, the launcher brings them into this
 // node's mirror, compiles there and uploads each entry, model.done last;
 // another node's launcher downloads instead of compiling; --command compile
@@ -158,7 +158,7 @@ TEST_F(S3Launcher, ATrialOnS3IsCompiledInTheMirrorAndUploadedThenAnotherNodeDown
         << e;
 
   // Node B's training run then compiles nothing, with S3 gone: its mirror serves.
-  server_.stop();
+  ASSERT_NO_FATAL_FAILURE(take_s3_away());
   std::vector<std::string> command = train();
   command.erase(command.begin());
   auto training = run_tool("standin_train", command, {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}});

@@ -1,5 +1,5 @@
-// neuron_cache and the launcher's maintenance modes on an S3 cache (a real
-// s3rver on loopback): each works on S3's objects, the cache every node
+// neuron_cache and the launcher's maintenance modes on an S3 cache (the run's
+// RADOS Gateway on loopback): each works on S3's objects, the cache every node
 // shares, not on this node's mirror; clean and clear-neffs also clear the
 // mirror, whose results the next launcher run would upload again.
 

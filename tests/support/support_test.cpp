@@ -3,7 +3,11 @@
 // that silently does not happen, would make those checks pass vacuously. So
 // each helper is shown here to find, fail and report what it must.
 
+#include <arpa/inet.h>
+#include <cerrno>
 #include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +15,8 @@
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
+#include "refused_port.hpp"
+#include "rgw_tenant.hpp"
 #include "test_support.hpp"
 
 namespace npc::test {
@@ -157,6 +163,43 @@ TEST_F(SupportTest, FilesAreWrittenOrTheTestFails) {
   EXPECT_NONFATAL_FAILURE(write_text(in_the_way, "x"), "cannot write");
   write_executable(dir() / "run.sh", "#!/bin/sh\necho ran\n");
   EXPECT_EQ(run({(dir() / "run.sh").string()}).out, "ran\n");
+}
+
+// Where a stopped server was: a connect is refused at once, while the port
+// stays taken.
+TEST(RefusedPortTest, RefusesAConnectAtOnceAndKeepsThePort) {
+  npc::test::RefusedPort port;
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_GT(port.port(), 0);
+  EXPECT_EQ(port.endpoint(), "http://127.0.0.1:" + std::to_string(port.port()));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port.port()));
+  int connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int error = errno;
+  ::close(fd);
+  EXPECT_EQ(connected, -1);
+  EXPECT_EQ(error, ECONNREFUSED);
+  // Nobody else can bind it while it is held.
+  int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(other, 0);
+  EXPECT_NE(::bind(other, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(other);
+}
+
+// Without the run's gateway, an S3 test fails saying how to start one.
+TEST_F(SupportTest, ATenantWithoutAGatewaySaysHowToStartOne) {
+  ASSERT_EQ(::setenv("NPC_TEST_RGW_DIR", dir().c_str(), 1), 0);
+  npc::test::RgwTenant tenant;
+  auto created = tenant.create("test-bucket");
+  ::unsetenv("NPC_TEST_RGW_DIR");
+  ASSERT_FALSE(created);
+  EXPECT_EQ(created.error(), "the test run's RADOS Gateway is not running (no " + (dir() / "endpoint").string() +
+                                 "): run the tests through ctest, whose fixture \"rgw\" starts it, or start it "
+                                 "with 'tests/support/rgw.sh start " + dir().string() + "'");
 }
 
 TEST(TrainTotalField, ReadsTheTotalLineOnly) {

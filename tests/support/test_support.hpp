@@ -9,7 +9,11 @@
 //   cache_test.hpp  a cache and the stand-in compiler set up for our programs
 // Including this header includes them all. The network ones are included
 // where used:
-//   s3_server.hpp      a real S3 server (s3rver) on a free loopback port
+//   s3_server.hpp      a real S3 server for a test: the run's RADOS Gateway,
+//                      or an s3rver of its own
+//   rgw_tenant.hpp     a tenant of the test's own on the run's gateway
+//                      (started by rgw.sh, ctest's fixture "rgw")
+//   refused_port.hpp   a port that refuses connections, as a stopped server's
 //   fault_proxy.hpp    a proxy in front of it that throttles, resets, stalls
 //   scripted_http.hpp  a server that answers a fixed script and records requests
 //   silent_port.hpp    a port where a connect never completes

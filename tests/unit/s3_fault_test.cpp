@@ -394,7 +394,14 @@ TEST_F(S3Fault, FileTransfersAreNotBoundedByTheRequestTimeout) {
 
 // The server goes away while a worker runs operations: the operation in
 // flight and every later one fail in one line that names the endpoint.
-TEST_F(S3Fault, ServerKilledMidRun) {
+// A server killed while requests run: an s3rver of the test's own, since the
+// run's gateway is shared.
+class S3FaultOwnServer : public S3Fault {
+protected:
+  [[nodiscard]] npc::test::S3Backend backend() const override { return npc::test::S3Backend::s3rver; }
+};
+
+TEST_F(S3FaultOwnServer, ServerKilledMidRun) {
   S3Config config = server_.config();
   auto client = S3Client::create(config, fast_options(3));
   ASSERT_TRUE(client) << client.error();

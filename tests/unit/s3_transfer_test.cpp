@@ -1,5 +1,5 @@
 // Many files to S3 and back with several clients at once, against a real
-// S3 server (s3rver): every object arrives with exactly its bytes, and the
+// S3 server (the run's RADOS Gateway): every object arrives with exactly its bytes, and the
 // first failure is reported and stops the rest.
 
 #include <npc/storage/s3_transfer.hpp>
