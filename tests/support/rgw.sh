@@ -20,8 +20,11 @@ usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 command=$1
 dir=$(realpath -m "$2")
 
+# A start that fails stops what it had started: no daemon is left behind.
+starting=0
 fail() {
   echo "rgw: $*" >&2
+  if [ "$starting" = 1 ]; then stop; fi
   exit 1
 }
 
@@ -35,10 +38,13 @@ random_word() {
 }
 
 stop() {
-  local pid
-  for daemon in radosgw osd mon; do
+  local daemon pid
+  for daemon in radosgw ceph-osd ceph-mon; do
     if [ -f "$dir/run/$daemon.pid" ]; then
       pid=$(cat "$dir/run/$daemon.pid")
+      # A pid file outlives its daemon (a reboot, a kill -9): never signal
+      # whatever process has the pid now.
+      [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$daemon" ] || continue
       kill "$pid" 2>/dev/null || true
       # memstore keeps nothing worth a clean shutdown: a second is enough.
       for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -67,6 +73,7 @@ start() {
   stop
   rm -rf "$dir"
   mkdir -p "$dir"/{mon,osd,rgw,run,log}
+  starting=1
   local mon_port rgw_port fsid
   mon_port=$(free_port)
   rgw_port=$(free_port)
@@ -116,7 +123,7 @@ EOF
   ceph-authtool --create-keyring "$dir/mon.keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
   ceph-mon "${conf[@]}" --mkfs -i a --monmap "$dir/monmap" --keyring "$dir/mon.keyring" ||
     fail "the monitor's store could not be made (see $dir/log)"
-  ceph-mon "${conf[@]}" -i a --pid-file "$dir/run/mon.pid" ||
+  ceph-mon "${conf[@]}" -i a --pid-file "$dir/run/ceph-mon.pid" ||
     fail "the monitor did not start (see $dir/log)"
   wait_for "ceph ${conf[*]} --connect-timeout 2 mon stat" 30 ||
     fail "the monitor did not answer within 30 s (see $dir/log/mon.a.log)"
@@ -126,7 +133,7 @@ EOF
   [ "$(ceph "${conf[@]}" osd new "$osd_uuid")" = 0 ] || fail "the monitor gave no osd id 0"
   ceph-osd "${conf[@]}" -i 0 --mkfs --osd-uuid "$osd_uuid" >/dev/null 2>&1 ||
     fail "the OSD's store could not be made (see $dir/log/osd.0.log)"
-  ceph-osd "${conf[@]}" -i 0 --pid-file "$dir/run/osd.pid" ||
+  ceph-osd "${conf[@]}" -i 0 --pid-file "$dir/run/ceph-osd.pid" ||
     fail "the OSD did not start (see $dir/log/osd.0.log)"
   wait_for "ceph ${conf[*]} osd stat | grep -q '1 up'" 60 ||
     fail "the OSD did not come up within 60 s (see $dir/log/osd.0.log)"
