@@ -40,9 +40,11 @@ void remove_stale_import_staging(const cache::Cache& cache) {
     // A folder whose lock was taken once and is free now was left by an
     // import that died (the kernel frees the lock of a killed holder): gone
     // at once. One without a lock yet may be an import's that is about to
-    // take it: gone only once old.
+    // take it: gone only once old. Taken once means its holder's record is
+    // in it: an empty lock file is one an import has created and not yet
+    // locked (taking it then would remove a running import's folder).
     std::error_code ec;
-    bool locked_once = fs::exists(fs::symlink_status(staging / kImportLockName, ec));
+    bool locked_once = fs::file_size(staging / kImportLockName, ec) > 0 && !ec;
     auto when = util::mtime(staging);
     if (!locked_once && (!when || now - *when < kStaleStagingAge)) continue;
     auto lock = util::FileLock::try_acquire(staging / kImportLockName, this_import());
