@@ -335,7 +335,7 @@ private:
       spdlog::warn("{}", trusted.error());
       return PublishEnd::finished;
     }
-    cache::EntryLock lock;
+    storage::Lock lock;
     switch (take_lock(in, entry_dir, wait, lock)) {
     case LockEnd::busy:
       return PublishEnd::busy;
@@ -355,7 +355,7 @@ private:
 
   // Without waiting, a held lock is `busy`; waiting, a holder that keeps it
   // past --lock-timeout leaves the entry to its compile (skipped).
-  LockEnd take_lock(Incoming& in, const fs::path& entry_dir, Wait wait, cache::EntryLock& lock) {
+  LockEnd take_lock(Incoming& in, const fs::path& entry_dir, Wait wait, storage::Lock& lock) {
     if (wait == Wait::no) {
       if (auto s = util::ensure_dir(entry_dir); !s) {
         error(s.error(), ExitCode::environment);
@@ -379,7 +379,7 @@ private:
       skip(in, "being compiled here (" + cache::describe_busy(entry_dir, *busy) + "); left to that compile");
       return LockEnd::given_up;
     }
-    lock = std::move(std::get<cache::EntryLock>(*taken));
+    lock = std::move(std::get<storage::Lock>(*taken));
     return LockEnd::taken;
   }
 

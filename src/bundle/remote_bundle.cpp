@@ -6,7 +6,6 @@
 
 #include <npc/bundle/selection.hpp>
 #include <npc/cache/remote.hpp>
-#include <npc/cache/remote_lock.hpp>
 #include <npc/cache/remote_maintenance.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/error.hpp>
@@ -51,15 +50,11 @@ std::optional<std::string> bring(const cache::RemoteCache& remote, const cache::
 // Uploads one entry of the mirror, which the import left done or failed:
 // nullopt when uploaded, else why not.
 std::optional<std::string> upload(const cache::RemoteCache& remote, const cache::CacheKey& key) {
-  auto got = cache::RemoteLock::try_acquire(remote.storage(), key.relative_path().generic_string(),
-                                            util::LockHolder::self(cache::lock_tool_name()), cache::kRemoteLockTtl,
-                                            std::chrono::system_clock::now());
+  // Renewed while held: a big NEFF on a slow link can take longer than the lock lives.
+  auto got = remote.try_lock(key);
   if (!got) throw EnvironmentError(got.error());
-  if (auto* held = std::get_if<cache::RemoteLock::Held>(&*got))
-    return "held in " + remote.describe(key) + " by " + held->holder + "; left to its compile";
-  auto& lock = std::get<cache::RemoteLock>(*got);
-  // A big NEFF on a slow link can take longer than the lock lives.
-  cache::RemoteLockKeeper keeper(lock, std::chrono::duration_cast<std::chrono::milliseconds>(cache::kRemoteLockTtl) / 3);
+  if (auto* held = std::get_if<storage::Lock::Held>(&*got))
+    return "held in " + remote.describe(key) + " by " + held->facts.holder() + "; left to its compile";
   auto pushed = remote.push_unless_there(key);
   if (!pushed) throw EnvironmentError("cannot upload " + remote.describe(key) + ": " + pushed.error());
   if (!*pushed) return "has a result in " + remote.describe(key) + " already";

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/publish.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/local.hpp>
@@ -60,12 +61,18 @@ Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int cop
 constexpr auto kMinLockBackoff = std::chrono::milliseconds(5);
 constexpr auto kMaxLockBackoff = std::chrono::milliseconds(100);
 
-std::string describe_attempt_holder(const fs::path& entry_dir, const EntryLock::Attempt& attempt) {
-  if (attempt.blocking.state != FrameworkLockState::absent)
-    return "the lock " + (entry_dir / kFrameworkLockFile).string() + " " + attempt.blocking.describe();
-  std::optional<util::LockHolder> holder;
-  std::ignore = util::probe_lock(entry_dir / kLockFile, &holder);
-  return holder ? holder->describe() : std::string("another process");
+// A folder made again by taking the lock of an entry removed meanwhile.
+bool holds_only_its_lock(const fs::path& entry_dir) {
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(entry_dir, ec))
+    if (file.path().filename() != kFrameworkLockFile) return false;
+  return !ec;
+}
+
+std::string describe_blocking(const fs::path& entry_dir, const storage::LockFacts& blocking) {
+  if (blocking.state != storage::LockState::absent)
+    return "the lock " + (entry_dir / kFrameworkLockFile).string() + " " + blocking.describe();
+  return "another process";
 }
 
 } // namespace
@@ -153,13 +160,16 @@ Result<EntryInfo> Entry::inspect() const {
     else if (name == kKilledLogFile) info.has_killed_log = true;
     else if (name == kFlagsFile) info.has_flags = true;
     else if (name == kLockFile) info.has_lock_file = true;
-    else if (name == kFrameworkLockFile) info.framework_lock.state = FrameworkLockState::held;
+    else if (name == kFrameworkLockFile) info.framework_lock.state = storage::LockState::held;
   }
   ::closedir(d);
   // Rare, so judged (read, liveness) only when the file is there.
-  if (info.framework_lock.state != FrameworkLockState::absent)
-    info.framework_lock = judge_framework_lock(framework_lock_path(), cache_.stale_lock_age(),
-                                               std::chrono::system_clock::now());
+  if (info.framework_lock.state != storage::LockState::absent) {
+    auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
+                                      std::chrono::system_clock::now());
+    if (!judged) return fail(judged.error());
+    info.framework_lock = std::move(*judged);
+  }
 
   // A done entry is done whoever holds its lock (a compile that found it
   // done and is about to leave), so only the others need the probe.
@@ -186,7 +196,9 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
 }
 
 std::optional<std::string> Entry::describe_holder() const {
-  auto facts = judge_framework_lock(framework_lock_path(), cache_.stale_lock_age(), std::chrono::system_clock::now());
+  auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
+                                    std::chrono::system_clock::now());
+  storage::LockFacts facts = judged ? std::move(*judged) : storage::LockFacts{};
   if (facts.blocks()) {
     std::string lock = "the lock " + framework_lock_path().string() + ", " + util::format_seconds(facts.age_seconds) +
                        " old";
@@ -296,28 +308,48 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
   bool told = false;
   util::LockHolder me = util::LockHolder::self(lock_tool_name());
   for (;;) {
-    EntryLock lock;
-    auto attempt = EntryLock::try_acquire(dir_, me, cache_.stale_lock_age(), lock);
+    // Taking the lock creates the folder when it is missing: an entry that
+    // must exist is looked for first, and if it went while the lock was
+    // taken, the folder holding only our lock is removed again.
+    if (entry_dir == EntryDir::must_exist && !exists_no_follow(dir_))
+      return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
+    auto attempt = take_lock(me);
     if (!attempt) return fail(attempt.error());
-    if (attempt->outcome == EntryLock::Outcome::taken) return LockOrBusy(std::move(lock));
+    if (auto* taken = std::get_if<storage::Lock>(&*attempt)) {
+      if (entry_dir == EntryDir::must_exist && holds_only_its_lock(dir_)) {
+        std::ignore = taken->release();
+        if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT)
+          return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
+      }
+      // Held for a compile or a copy, maybe for hours: renewed, so that
+      // another host sharing the cache sees its holder alive.
+      taken->keep_renewed();
+      return LockOrBusy(std::move(*taken));
+    }
+    const auto& blocking = std::get<storage::Lock::Held>(*attempt).facts;
     if (!told && on_wait && timeout.count() > 0) {
-      on_wait(describe_attempt_holder(dir_, *attempt));
+      on_wait(describe_blocking(dir_, blocking));
       told = true;
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      return LockOrBusy(LockBusy{describe_attempt_holder(dir_, *attempt), timeout});
+      return LockOrBusy(LockBusy{describe_blocking(dir_, blocking), timeout});
     std::this_thread::sleep_for(
         std::chrono::milliseconds(util::random_between(kMinLockBackoff.count(), backoff.count())));
     backoff = std::min(backoff * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxLockBackoff));
   }
 }
 
-Result<std::optional<EntryLock>> Entry::try_lock() const {
-  EntryLock lock;
-  auto attempt = EntryLock::try_acquire(dir_, util::LockHolder::self(lock_tool_name()), cache_.stale_lock_age(), lock);
+Result<storage::Lock::TakenOrHeld> Entry::take_lock(const util::LockHolder& me) const {
+  return storage::Lock::try_acquire(storage_, key_of(kFrameworkLockFile), me,
+                                    {storage::kLockTtl, cache_.stale_lock_age()}, std::chrono::system_clock::now());
+}
+
+Result<std::optional<storage::Lock>> Entry::try_lock() const {
+  auto attempt = take_lock(util::LockHolder::self(lock_tool_name()));
   if (!attempt) return fail(attempt.error());
-  if (attempt->outcome != EntryLock::Outcome::taken) return std::optional<EntryLock>{};
-  return std::optional<EntryLock>(std::move(lock));
+  auto* taken = std::get_if<storage::Lock>(&*attempt);
+  if (taken == nullptr) return std::optional<storage::Lock>{};
+  return std::optional<storage::Lock>(std::move(*taken));
 }
 
 // --- publishing --------------------------------------------------------------------
@@ -331,13 +363,7 @@ Status Entry::publish_neff(const fs::path& neff, const std::string& sha256, std:
                            EntryMeta record) const {
   record.neff_sha256 = sha256;
   record.neff_bytes = bytes;
-  // A previous done marker must go before the NEFF it vouched for changes.
-  if (auto s = storage_->remove(key_of(kDoneFile)); !s) return s;
-  if (auto s = storage_->put_file(neff, key_of(kNeffFile)); !s) return s;
-  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
-  if (auto s = storage_->write_atomic(key_of(kDoneFile), ""); !s) return s;
-  std::ignore = storage_->remove(key_of(kLogFile));
-  std::ignore = storage_->remove(key_of(kKilledLogFile));
+  if (auto s = publish_result(*storage_, key_, {.neff = neff, .record = serialize_entry_meta(record)}); !s) return s;
   return touch();
 }
 
@@ -358,8 +384,7 @@ Status Entry::publish_success(const fs::path& neff, const AttemptRecord& attempt
 Status Entry::publish_failure(const fs::path& log, const AttemptRecord& attempt) const {
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
-  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
-  if (auto s = storage_->put_file(log, key_of(kLogFile)); !s) return s;
+  if (auto s = publish_result(*storage_, key_, {.log = log, .record = serialize_entry_meta(record)}); !s) return s;
   return touch();
 }
 
@@ -373,22 +398,25 @@ Status Entry::record_killed(const fs::path& log, const AttemptRecord& attempt) c
 }
 
 Status Entry::publish_incoming(const IncomingEntry& incoming) const {
-  if (incoming.graph)
-    if (auto s = storage_->put_file_if_absent(*incoming.graph, key_of(kGraphFile)); !s) return fail(s.error());
-  if (incoming.flags)
-    if (auto s = storage_->put_file_if_absent(*incoming.flags, key_of(kFlagsFile)); !s) return fail(s.error());
   EntryMeta record = record_or_empty();
   record.attempts.insert(record.attempts.end(), incoming.attempts.begin(), incoming.attempts.end());
+  // The graph there, or the one coming: the same bytes, by the key.
   std::error_code ec;
   record.graph_bytes = fs::file_size(graph_path(), ec);
+  if (ec && incoming.graph) record.graph_bytes = fs::file_size(*incoming.graph, ec);
   if (ec) record.graph_bytes = 0;
-  if (incoming.neff) return publish_neff(*incoming.neff, incoming.neff_sha256, incoming.neff_bytes, std::move(record));
-  if (incoming.log) {
+  EntryResult result{.graph = incoming.graph, .flags = incoming.flags};
+  if (incoming.neff) {
+    record.neff_sha256 = incoming.neff_sha256;
+    record.neff_bytes = incoming.neff_bytes;
+    result.neff = incoming.neff;
+  } else if (incoming.log) {
     record.neff_sha256.reset();
     record.neff_bytes.reset();
-    if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
-    if (auto s = storage_->put_file(*incoming.log, key_of(kLogFile)); !s) return s;
+    result.log = incoming.log;
   }
+  if (result.neff || result.log) result.record = serialize_entry_meta(record);
+  if (auto s = publish_result(*storage_, key_, result); !s) return s;
   return touch();
 }
 
@@ -413,7 +441,7 @@ Result<bool> Entry::remove() const {
   // The lock file goes with the folder; our release sees that the path no
   // longer names it and leaves whatever is there now alone.
   auto removed = storage_->remove_tree(key_);
-  (*lock)->release();
+  std::ignore = (*lock)->release();
   if (!removed) return fail(removed.error());
   return true;
 }

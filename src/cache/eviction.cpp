@@ -52,7 +52,7 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
     }
     // Any lock, even one a compile would judge stale: a framework may be
     // waiting on it, and eviction is never urgent enough to break one.
-    if (e->state == EntryState::locked || e->framework_lock.state != FrameworkLockState::absent) {
+    if (e->state == EntryState::locked || e->framework_lock.state != storage::LockState::absent) {
       ++locked_count;
       continue;
     }

@@ -95,13 +95,14 @@ ClearLocksReport clear_locks(const Cache& cache, bool force) {
   };
   for (const auto& entry : entries) {
     if (entry.has_lock_file) consider(cache.entry(entry.dir).lock_path());
-    if (entry.framework_lock.state == FrameworkLockState::absent) continue;
+    if (entry.framework_lock.state == storage::LockState::absent) continue;
     // "Nothing is compiling now", the user says: every framework lock goes
-    // but one whose owner is provably alive on this host.
-    fs::path path = cache.entry(entry.dir).framework_lock_path();
-    auto facts = judge_framework_lock(path, cache.stale_lock_age(), std::chrono::system_clock::now());
-    if (facts.state == FrameworkLockState::absent) continue;
-    if (facts.state == FrameworkLockState::held_alive && !force) {
+    // but one whose owner is provably alive (storage/lock.hpp).
+    const Entry now = cache.entry(entry.dir);
+    fs::path path = now.framework_lock_path();
+    auto judged = now.inspect(); // again: the listing may be a while old
+    if (!judged || judged->framework_lock.state == storage::LockState::absent) continue;
+    if (judged->framework_lock.owner_proved_alive() && !force) {
       report.held.push_back(path);
       continue;
     }

@@ -10,6 +10,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/sha256.hpp>
@@ -61,6 +62,20 @@ std::string RemoteCache::key_of(const CacheKey& key, std::string_view file) cons
 
 std::string RemoteCache::describe(const CacheKey& key) const { return remote_->describe(key_of(key, "")); }
 
+Result<storage::Lock::TakenOrHeld> RemoteCache::try_lock(const CacheKey& key) const {
+  auto got = storage::Lock::try_acquire(remote_, key_of(key, kFrameworkLockFile),
+                                        util::LockHolder::self(lock_tool_name()),
+                                        {storage::kLockTtl, mirror_.stale_lock_age()}, std::chrono::system_clock::now());
+  if (got)
+    if (auto* taken = std::get_if<storage::Lock>(&*got)) taken->keep_renewed();
+  return got;
+}
+
+Result<storage::LockFacts> RemoteCache::judge_lock(const CacheKey& key) const {
+  return storage::judge_lock(*remote_, key_of(key, kFrameworkLockFile), mirror_.stale_lock_age(),
+                             std::chrono::system_clock::now());
+}
+
 Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
                                                RecordUse record_it) const {
   // One listing tells a miss (the usual case) from a result.
@@ -82,7 +97,7 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   if (!taken) return fail(taken.error());
   if (auto* busy = std::get_if<LockBusy>(&*taken))
     return RemoteResult{RemoteOutcome::busy, describe_busy(entry.dir(), *busy)};
-  EntryLock lock = std::move(std::get<EntryLock>(*taken));
+  storage::Lock lock = std::move(std::get<storage::Lock>(*taken));
   auto info = entry.inspect();
   if (!info) return fail(info.error());
   if (info->state == EntryState::done) {
@@ -218,43 +233,39 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     if (!path) return fail(path.error());
     return std::optional<fs::path>(*path);
   };
-  for (auto name : {kFlagsFile, kGraphFile}) {
+  EntryResult result;
+  for (auto [name, slot] : {std::pair{kFlagsFile, &result.flags}, std::pair{kGraphFile, &result.graph}}) {
     if (util::contains(*there, name)) continue;
     auto path = staged(name);
     if (!path) return fail(path.error());
-    if (*path)
-      if (auto put = remote_->put_file_if_absent(**path, key_of(key, name)); !put) return fail(put.error());
+    *slot = *path;
   }
-  auto record = staged(kMetaFile);
-  if (!record) return fail(record.error());
-
+  if (auto record = staged(kMetaFile); !record) return fail(record.error());
+  else if (*record) {
+    auto text = util::read_file(**record);
+    if (!text) return fail(text.error());
+    result.record = std::move(*text);
+  }
   if (snapshot->done) {
-    if (remote_done) {
+    if (remote_done && util::contains(*there, kMetaFile) && !rejected(key)) {
       // The same NEFF there already (another node pushed it): nothing to do,
       // unless its NEFF was found not to match that record (corrupted).
-      if (util::contains(*there, kMetaFile) && !rejected(key)) {
-        auto theirs = download_record(*remote_, key_of(key, kMetaFile));
-        auto ours = read_entry_meta(entry.dir());
-        if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
-          return true;
-      }
-      // A different one: its marker goes before the NEFF it vouched for.
-      if (auto s = remote_->remove(key_of(key, kDoneFile)); !s) return fail(s.error());
+      auto theirs = download_record(*remote_, key_of(key, kMetaFile));
+      auto ours = read_entry_meta(entry.dir());
+      if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
+        return true;
     }
     auto neff = staged(kNeffFile);
     if (!neff) return fail(neff.error());
-    if (auto s = remote_->put_file(**neff, key_of(key, kNeffFile)); !s) return fail(s.error());
-    if (*record)
-      if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return fail(s.error());
-    if (auto s = remote_->write_atomic(key_of(key, kDoneFile), ""); !s) return fail(s.error());
-    if (util::contains(*there, kLogFile)) std::ignore = remote_->remove(key_of(key, kLogFile));
-    return true;
+    result.neff = *neff;
+  } else {
+    auto log = staged(kLogFile);
+    if (!log) return fail(log.error());
+    result.log = *log;
   }
-  auto log = staged(kLogFile);
-  if (!log) return fail(log.error());
-  if (*record)
-    if (auto s = remote_->put_file(**record, key_of(key, kMetaFile)); !s) return fail(s.error());
-  if (auto s = remote_->put_file(**log, key_of(key, kLogFile)); !s) return fail(s.error());
+  // What the listing showed absent needs no removal (a request each).
+  const MayHold may_hold{.done = remote_done, .log = util::contains(*there, kLogFile), .killed_log = false};
+  if (auto s = publish_result(*remote_, key_of(key, ""), result, may_hold); !s) return fail(s.error());
   return true;
 }
 

@@ -8,7 +8,6 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_lock.hpp>
 #include <npc/storage/s3.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
@@ -46,16 +45,13 @@ void settle_state(EntryInfo& info) {
   else info.state = EntryState::incomplete;
 }
 
-// The lock object of `entry`, judged now: held (in force) or stale_old.
+// The lock object of `entry`, judged now (storage/lock.hpp).
 void judge_lock(const storage::Storage& remote, EntryInfo& entry, std::chrono::system_clock::time_point now) {
-  auto record = checked(RemoteLock::read(remote, entry.dir.generic_string()));
-  if (!record) {
-    entry.framework_lock.state = FrameworkLockState::absent; // released since the listing
-    return;
-  }
-  entry.framework_lock.state = record->in_force(now) ? FrameworkLockState::held : FrameworkLockState::stale_old;
-  entry.framework_lock.owner = util::LockHolder::parse(record->owner);
+  entry.framework_lock = checked(storage::judge_lock(remote, file_key(entry, kFrameworkLockFile),
+                                                     storage::kDefaultStaleLockAge, now));
 }
+
+storage::LockTimes lock_times() { return {storage::kLockTtl, storage::kDefaultStaleLockAge}; }
 
 // Demotes a done entry: model.done first, so no reader takes the NEFF that
 // goes next; the record keeps its history without the NEFF's hash.
@@ -156,7 +152,7 @@ std::vector<EntryInfo> RemoteCacheAdmin::list_under(const std::string& folder) c
     else if (name == kDoneFile) info.has_done = true;
     else if (name == kLogFile) info.has_log = true;
     else if (name == kKilledLogFile) info.has_killed_log = true;
-    else if (name == kFrameworkLockFile) info.framework_lock.state = FrameworkLockState::held;
+    else if (name == kFrameworkLockFile) info.framework_lock.state = storage::LockState::held;
     else if (name == storage::kS3LastUseFile) marked[entry_key] = file.modified;
   }
   std::vector<EntryInfo> out;
@@ -167,7 +163,7 @@ std::vector<EntryInfo> RemoteCacheAdmin::list_under(const std::string& folder) c
     if (auto m = marked.find(entry_key); m != marked.end()) info.last_used = m->second;
     // Rare, so judged (a GET) only when a lock object is there. A done
     // entry is done whoever holds its lock, as locally.
-    if (info.framework_lock.state != FrameworkLockState::absent && !(info.has_done && info.has_neff))
+    if (info.framework_lock.state != storage::LockState::absent && !(info.has_done && info.has_neff))
       judge_lock(first(), info, now);
     settle_state(info);
     out.push_back(std::move(info));
@@ -204,9 +200,9 @@ VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
     if (repair == Repair::yes) {
       // Under the entry's lock, and checked again there: a compile may have
       // republished it since.
-      auto taken = checked(RemoteLock::try_acquire(connections_.front(), done[i].dir.generic_string(), me,
-                                                   kRemoteLockTtl, std::chrono::system_clock::now()));
-      if (auto* lock = std::get_if<RemoteLock>(&taken)) {
+      auto taken = checked(storage::Lock::try_acquire(connections_.front(), file_key(done[i], kFrameworkLockFile),
+                                                      me, lock_times(), std::chrono::system_clock::now()));
+      if (auto* lock = std::get_if<storage::Lock>(&taken)) {
         bool ignored = false;
         std::string still = check_remote_neff(first(), done[i], scratch[0], ignored);
         item.repaired = still.empty() || static_cast<bool>(demote(first(), done[i]));
@@ -223,9 +219,9 @@ ClearLocksReport RemoteCacheAdmin::clear_locks(bool force) const {
   const auto now = std::chrono::system_clock::now();
   auto consider = [&](const std::string& entry_key) {
     const std::string key = entry_key + "/" + std::string(kFrameworkLockFile);
-    auto record = checked(RemoteLock::read(first(), entry_key));
-    if (!record) return; // released meanwhile
-    if (!force && record->in_force(now)) {
+    auto facts = checked(storage::judge_lock(first(), key, storage::kDefaultStaleLockAge, now));
+    if (facts.state == storage::LockState::absent) return; // released meanwhile
+    if (!force && facts.owner_proved_alive()) {
       report.held.push_back(first().describe(key));
       return;
     }
@@ -233,7 +229,7 @@ ClearLocksReport RemoteCacheAdmin::clear_locks(bool force) const {
     report.removed.push_back(first().describe(key));
   };
   for (const auto& entry : list())
-    if (entry.framework_lock.state != FrameworkLockState::absent) consider(entry.dir.generic_string());
+    if (entry.framework_lock.state != storage::LockState::absent) consider(entry.dir.generic_string());
   if (checked(first().stat(std::string(kRemoteEvictionLockDir) + "/" + std::string(kFrameworkLockFile))))
     consider(std::string(kRemoteEvictionLockDir));
   return report;
@@ -257,10 +253,10 @@ bool RemoteCacheAdmin::remove_with(storage::Storage& remote, const EntryInfo& en
 }
 
 bool RemoteCacheAdmin::clear_result(const EntryInfo& entry) const {
-  auto taken = checked(RemoteLock::try_acquire(connections_.front(), entry.dir.generic_string(),
-                                               util::LockHolder::self(lock_tool_name()), kRemoteLockTtl,
-                                               std::chrono::system_clock::now()));
-  auto* lock = std::get_if<RemoteLock>(&taken);
+  auto taken = checked(storage::Lock::try_acquire(connections_.front(), file_key(entry, kFrameworkLockFile),
+                                                  util::LockHolder::self(lock_tool_name()), lock_times(),
+                                                  std::chrono::system_clock::now()));
+  auto* lock = std::get_if<storage::Lock>(&taken);
   if (!lock) return false;
   checked(demote(first(), entry));
   checked(first().remove(file_key(entry, kLogFile)));
@@ -270,19 +266,18 @@ bool RemoteCacheAdmin::clear_result(const EntryInfo& entry) const {
 
 EvictionReport RemoteCacheAdmin::evict(const EvictionPolicy& policy, DryRun dry_run) const {
   EvictionReport report;
-  std::optional<RemoteLock> lock;
-  std::optional<RemoteLockKeeper> keeper;
+  storage::Lock lock;
   if (dry_run == DryRun::no) {
-    auto taken = checked(RemoteLock::try_acquire(connections_.front(), std::string(kRemoteEvictionLockDir),
-                                                 util::LockHolder::self(lock_tool_name()), kRemoteLockTtl,
-                                                 std::chrono::system_clock::now()));
-    if (auto* held = std::get_if<RemoteLock::Held>(&taken)) {
-      spdlog::debug("{} is being evicted by {}", describe(), held->holder);
+    auto taken = checked(storage::Lock::try_acquire(
+        connections_.front(), std::string(kRemoteEvictionLockDir) + "/" + std::string(kFrameworkLockFile),
+        util::LockHolder::self(lock_tool_name()), lock_times(), std::chrono::system_clock::now()));
+    if (auto* held = std::get_if<storage::Lock::Held>(&taken)) {
+      spdlog::debug("{} is being evicted: the lock {}", describe(), held->facts.describe());
       return report;
     }
-    lock.emplace(std::move(std::get<RemoteLock>(taken)));
+    lock = std::move(std::get<storage::Lock>(taken));
     // A pass over a big remote takes many requests: renewed while it runs.
-    keeper.emplace(*lock, std::chrono::duration_cast<std::chrono::milliseconds>(kRemoteLockTtl) / 3);
+    lock.keep_renewed();
   }
   report.ran = true;
   auto entries = list();
@@ -306,8 +301,7 @@ EvictionReport RemoteCacheAdmin::evict(const EvictionPolicy& policy, DryRun dry_
     report.bytes_after -= plan[i]->bytes;
     report.deleted.push_back(*plan[i]);
   }
-  keeper.reset();
-  if (lock) std::ignore = lock->release();
+  std::ignore = lock.release();
   return report;
 }
 

@@ -69,7 +69,7 @@ SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& seconda
   auto taken = entry.lock(lock_wait);
   if (!taken) throw EnvironmentError(taken.error());
   if (auto* busy = std::get_if<LockBusy>(&*taken)) return {SecondaryOutcome::busy, describe_busy(entry.dir(), *busy)};
-  EntryLock lock = std::move(std::get<EntryLock>(*taken));
+  storage::Lock lock = std::move(std::get<storage::Lock>(*taken));
   auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());
   if (info->state == EntryState::done) return {SecondaryOutcome::already_done, ""};

@@ -71,7 +71,7 @@ Result<EntryInfo> look_again(const Entry& entry, const EntryInfo& listed, std::c
 
 bool is_settled(const EntryInfo& e) {
   return e.state != EntryState::absent && e.state != EntryState::locked && !e.has_lock_file &&
-         e.framework_lock.state == FrameworkLockState::absent && e.temp_files.empty();
+         e.framework_lock.state == storage::LockState::absent && e.temp_files.empty();
 }
 
 std::optional<RecalledEntry> recall_entry(int version_fd, std::string_view module, const SettledEntry& record) {

@@ -150,7 +150,7 @@ struct CommonOptions {
   // Past this age a lock whose owner is not provably alive is stale; the
   // same --lock-timeout bounds the wait, so a waiter that gives up would
   // have found the lock stale by then anyway.
-  std::chrono::seconds stale_lock_age = std::chrono::duration_cast<std::chrono::seconds>(cache::kDefaultStaleLockAge);
+  std::chrono::seconds stale_lock_age = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);
   std::optional<std::string> secondary_cache;
 };
 

@@ -174,7 +174,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     }
     throw EnvironmentError(cache::describe_busy(entry_dir, *busy));
   }
-  cache::EntryLock lock = std::move(std::get<cache::EntryLock>(*taken));
+  storage::Lock lock = std::move(std::get<storage::Lock>(*taken));
 
   auto info = entry.inspect();
   if (!info) throw EnvironmentError(info.error());

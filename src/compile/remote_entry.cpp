@@ -5,7 +5,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/remote_lock.hpp>
 #include <npc/storage/s3.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
@@ -71,20 +70,17 @@ std::optional<EntryCompileResult> arrived(const cache::RemoteCache& remote, cons
 
 EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                         const EntryCompileOptions& options) {
-  const std::string entry_key = key.relative_path().generic_string();
-  const util::LockHolder me = util::LockHolder::self(cache::lock_tool_name());
   const auto deadline = std::chrono::steady_clock::now() + options.lock_wait;
-  std::optional<cache::RemoteLock> lock;
+  storage::Lock lock; // renewed while held
   bool told = false;
   for (;;) {
-    auto got = cache::RemoteLock::try_acquire(remote.storage(), entry_key, me, cache::kRemoteLockTtl,
-                                              std::chrono::system_clock::now());
+    auto got = remote.try_lock(key);
     if (!got) throw EnvironmentError(got.error());
-    if (auto* taken = std::get_if<cache::RemoteLock>(&*got)) {
-      lock.emplace(std::move(*taken));
+    if (auto* taken = std::get_if<storage::Lock>(&*got)) {
+      lock = std::move(*taken);
       break;
     }
-    const std::string holder = std::get<cache::RemoteLock::Held>(*got).holder;
+    const std::string holder = std::get<storage::Lock::Held>(*got).facts.holder();
     if (auto result = arrived(remote, key, options)) return *result;
     if (options.lock_wait.count() == 0) return result_of(EntryOutcome::locked_elsewhere);
     auto now = std::chrono::steady_clock::now();
@@ -93,7 +89,7 @@ EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const 
                              util::format_seconds(static_cast<double>(options.lock_wait.count()) / 1000.0) +
                              " waiting for " + remote.describe(key) + ", held by " + holder +
                              " (a lock whose holder stopped renewing it frees itself after " +
-                             util::format_seconds(static_cast<double>(cache::kRemoteLockTtl.count())) + ")");
+                             util::format_seconds(static_cast<double>(storage::kLockTtl.count())) + ")");
     if (!told) {
       spdlog::info("waiting for {}, compiled by {}", remote.describe(key), holder);
       told = true;
@@ -104,7 +100,6 @@ EntryCompileResult compile_remote_entry(const cache::RemoteCache& remote, const 
     // that published costs a write and a delete for nothing.
     if (auto result = arrived(remote, key, options)) return *result;
   }
-  cache::RemoteLockKeeper keeper(*lock, std::chrono::duration_cast<std::chrono::milliseconds>(cache::kRemoteLockTtl) / 3);
   // Published between our first look and the lock: nothing to compile.
   if (auto result = arrived(remote, key, options)) return *result;
   EntryCompileResult result = compile_entry(remote.mirror(), remote.mirror().entry_dir(key), options);

@@ -109,7 +109,7 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
 bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry_dir) {
   auto info = cache.entry(entry_dir).inspect();
   if (!info || info->state != cache::EntryState::locked) return false;
-  return info->framework_lock.state != cache::FrameworkLockState::held;
+  return info->framework_lock.state != storage::LockState::held;
 }
 
 bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {

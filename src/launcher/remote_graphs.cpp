@@ -7,7 +7,6 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_lock.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/error.hpp>
@@ -75,15 +74,15 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
 
 void RemoteGraphs::note_if_held(const cache::RemoteCache& remote, const cache::CacheKey& key) {
   const std::string folder = key.relative_path().generic_string();
-  auto record = cache::RemoteLock::read(*remote.storage(), folder);
-  if (!record) {
+  auto facts = remote.judge_lock(key);
+  if (!facts) {
     // As the pool's own look does: a worker meets the same lock, or error.
-    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote.describe(key), record.error());
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote.describe(key), facts.error());
     return;
   }
-  if (!*record || !(*record)->in_force(std::chrono::system_clock::now())) return; // gone, or stale: ours to take
+  if (!facts->blocks()) return; // gone, or stale: ours to take
   std::lock_guard lock(held_mutex_);
-  held_[folder] = (*record)->describe();
+  held_[folder] = facts->holder();
 }
 
 std::optional<std::string> RemoteGraphs::held_elsewhere(const fs::path& entry_dir) const {
@@ -100,13 +99,11 @@ bool RemoteGraphs::upload_mirror_result(const cache::RemoteCache& remote, const 
   if (!entry.looks_done() && !entry.looks_failed()) return false;
   // Under the entry's lock in S3, as a compile's upload: the lock of an
   // upload that died with its process on this host is taken over at once.
-  auto got = cache::RemoteLock::try_acquire(remote.storage(), key.relative_path().generic_string(),
-                                            util::LockHolder::self(cache::lock_tool_name()), cache::kRemoteLockTtl,
-                                            std::chrono::system_clock::now());
+  auto got = remote.try_lock(key);
   if (!got) throw EnvironmentError(got.error());
   // Held: another process is compiling or uploading it; the mirror's result
   // serves this node meanwhile.
-  if (!std::holds_alternative<cache::RemoteLock>(*got)) return true;
+  if (!std::holds_alternative<storage::Lock>(*got)) return true;
   if (auto pushed = remote.push(key); !pushed)
     spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", remote.describe(key),
                  pushed.error());

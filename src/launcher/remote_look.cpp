@@ -7,7 +7,6 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_lock.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
@@ -46,12 +45,12 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
     }
   }
   if (!util::contains(*names, cache::kFrameworkLockFile)) return Pool::Found::pending;
-  auto held = cache::RemoteLock::held(*remote_.storage(), folder, std::chrono::system_clock::now());
-  if (!held) {
-    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), held.error());
+  auto facts = remote_.judge_lock(*key);
+  if (!facts) {
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), facts.error());
     return Pool::Found::pending;
   }
-  return *held ? Pool::Found::locked_remotely : Pool::Found::pending;
+  return facts->blocks() ? Pool::Found::locked_remotely : Pool::Found::pending;
 }
 
 } // namespace npc::launcher

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,12 +137,15 @@ Result<bool> LocalStorage::create_exclusive(std::string_view key, std::string_vi
   if (exists_no_follow(p)) return false;
   if (auto s = ensure_parent(p); !s) return fail(s.error());
   // The temp file is linked into place: link(2) fails with EEXIST for all
-  // but one of many writers, and a reader never sees a partial file.
-  if (auto s = util::write_file_atomic(p, bytes, util::Overwrite::no); !s) {
+  // but one of many writers, and a reader never sees a partial file. A
+  // file that was there at the link and is gone at the look after (a lock
+  // released meanwhile) is no error: the create is tried again.
+  for (int attempt = 0;; ++attempt) {
+    auto written = util::write_file_atomic(p, bytes, util::Overwrite::no);
+    if (written) return true;
     if (exists_no_follow(p)) return false;
-    return fail(s.error());
+    if (attempt == 2) return fail(written.error());
   }
-  return true;
 }
 
 Status LocalStorage::put_file(const fs::path& local, std::string_view key) {
@@ -171,6 +175,75 @@ Status LocalStorage::remove(std::string_view key) {
   fs::path p = path(key);
   if (::unlink(p.c_str()) != 0 && errno != ENOENT) return fail(util::errno_text("cannot remove", p, errno));
   return ok_status();
+}
+
+namespace {
+
+// The folder of a file, flock(2)ed: conditional changes of the files in it
+// (lock.hpp's breaks, releases and renewals) take turns, so that what one of
+// them looked at is what it changes. The kernel drops it when its holder
+// dies. Nothing else takes it (older releases flock npc-compile.lock).
+class FolderTurn {
+public:
+  explicit FolderTurn(const fs::path& folder)
+      : fd_(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    while (fd_.valid() && ::flock(fd_.get(), LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  [[nodiscard]] bool taken() const { return fd_.valid(); }
+
+private:
+  util::UniqueFd fd_;
+};
+
+// Whether `path` is still what was read: `bytes` (a folder reads as empty)
+// and, when given, its modification time.
+Result<bool> unchanged(const fs::path& path, std::string_view bytes, std::optional<Time> modified) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return false;
+    return fail(util::errno_text("cannot stat", path, errno));
+  }
+  using namespace std::chrono;
+  if (modified &&
+      Time(duration_cast<Time::duration>(seconds(st.st_mtim.tv_sec) + nanoseconds(st.st_mtim.tv_nsec))) != *modified)
+    return false;
+  if (S_ISDIR(st.st_mode)) return bytes.empty();
+  if (static_cast<std::uint64_t>(st.st_size) != bytes.size()) return false;
+  util::UniqueFd fd(util::open_for_reading(path, O_NOFOLLOW));
+  if (!fd.valid()) return errno == ENOENT ? Result<bool>(false) : fail(util::errno_text("cannot read", path, errno));
+  std::string found(bytes.size() + 1, '\0');
+  ssize_t n = ::pread(fd.get(), found.data(), found.size(), 0);
+  if (n < 0) return fail(util::errno_text("cannot read", path, errno));
+  return std::string_view(found.data(), static_cast<std::size_t>(n)) == bytes;
+}
+
+} // namespace
+
+Result<bool> LocalStorage::remove_if_unchanged(std::string_view key, std::string_view bytes,
+                                               std::optional<Time> modified) {
+  fs::path p = path(key);
+  FolderTurn turn(p.parent_path());
+  if (!turn.taken()) return errno == ENOENT ? Result<bool>(false) : fail(util::errno_text("cannot open", p.parent_path(), errno));
+  auto same = unchanged(p, bytes, modified);
+  if (!same || !*same) return same;
+  if (::unlink(p.c_str()) != 0) {
+    if (errno == ENOENT) return false;
+    if (errno != EISDIR) return fail(util::errno_text("cannot remove", p, errno));
+    if (auto s = util::remove_tree(p); !s) return fail(s.error());
+  }
+  return true;
+}
+
+Result<bool> LocalStorage::replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                                std::string_view replacement) {
+  fs::path p = path(key);
+  FolderTurn turn(p.parent_path());
+  if (!turn.taken()) return errno == ENOENT ? Result<bool>(false) : fail(util::errno_text("cannot open", p.parent_path(), errno));
+  auto same = unchanged(p, bytes, std::nullopt);
+  if (!same || !*same) return same;
+  if (auto s = util::write_file_atomic(p, replacement); !s) return fail(s.error());
+  return true;
 }
 
 Result<bool> LocalStorage::remove_tree(std::string_view dir) {

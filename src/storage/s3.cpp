@@ -223,6 +223,49 @@ Status S3Storage::remove(std::string_view key) {
   return client_->delete_object(location_.bucket, object_key(key));
 }
 
+namespace {
+
+// Whether `object` holds `bytes` now (false when absent or other).
+Result<bool> object_holds(S3Client& client, const std::string& bucket, const std::string& object, std::string_view bytes) {
+  auto found = client.get_object(bucket, object, bytes.size() + 1);
+  if (found) return *found && **found == bytes;
+  // Failed as bigger than what was read: not it.
+  auto head = client.head_object(bucket, object);
+  if (head && (!*head || (*head)->size != bytes.size())) return false;
+  return fail(found.error());
+}
+
+} // namespace
+
+// S3 has no delete- or write-if-unchanged that every server honours: these
+// compare, then change. What changes within that window can be removed or
+// replaced; a lock on S3 is read back after it is taken (lock.hpp), which
+// catches it.
+Result<bool> S3Storage::remove_if_unchanged(std::string_view key, std::string_view bytes,
+                                            std::optional<Time> modified) {
+  std::lock_guard lock(mutex_);
+  const std::string object = object_key(key);
+  if (modified) {
+    auto head = client_->head_object(location_.bucket, object);
+    if (!head) return fail(head.error());
+    if (!*head || (*head)->modified != *modified || (*head)->size != bytes.size()) return false;
+  }
+  auto same = object_holds(*client_, location_.bucket, object, bytes);
+  if (!same || !*same) return same;
+  if (auto s = client_->delete_object(location_.bucket, object); !s) return fail(s.error());
+  return true;
+}
+
+Result<bool> S3Storage::replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                             std::string_view replacement) {
+  std::lock_guard lock(mutex_);
+  const std::string object = object_key(key);
+  auto same = object_holds(*client_, location_.bucket, object, bytes);
+  if (!same || !*same) return same;
+  if (auto s = client_->put_object(location_.bucket, object, replacement); !s) return fail(s.error());
+  return true;
+}
+
 Result<bool> S3Storage::remove_tree(std::string_view dir) {
   std::lock_guard lock(mutex_);
   std::string prefix = folder_prefix(dir);

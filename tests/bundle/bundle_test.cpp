@@ -316,7 +316,7 @@ TEST_F(BundleExportImport, AnExportEndedBySignalLeavesNoTempBesideTheOutput) {
   write_text(dir() / "big.neff", neff);
   {
     auto lock = cache.entry(entry).lock(std::chrono::seconds(5));
-    ASSERT_TRUE(lock.ok() && std::holds_alternative<cache::EntryLock>(*lock));
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<storage::Lock>(*lock));
     cache::AttemptRecord record;
     record.attempt = 1;
     record.outcome = "success";

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <npc/storage/lock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/json_text.hpp>
 #include <npc/util/process.hpp>
@@ -337,7 +338,11 @@ TEST_F(FrameworkProtocol, TheLockExistsWithOwnerFactsWhileWeCompileAndIsGoneAfte
         return record.find("pid=") != std::string::npos;
       },
       std::chrono::seconds(10), std::chrono::milliseconds(10));
-  auto owner = util::LockHolder::parse(record);
+  auto parsed = storage::LockRecord::parse(record);
+  ASSERT_TRUE(parsed.has_value()) << "no lock record while compiling: '" << record << "'";
+  EXPECT_GT(parsed->expires_unix, 0) << record;
+  EXPECT_FALSE(parsed->token.empty()) << record;
+  auto owner = parsed->holder();
   ASSERT_TRUE(owner.has_value()) << "no owner facts in the lock while compiling: '" << record << "'";
   EXPECT_EQ(owner->pid, pid);
   EXPECT_EQ(owner->tool, "neuron_cc_wrapper");

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 
 #include "s3_fixture.hpp"
 
@@ -146,7 +146,7 @@ TEST_F(S3Bundles, ImportLeavesAnEntryAnotherNodeHoldsToItsCompile) {
   const auto until = std::chrono::duration_cast<std::chrono::seconds>(
                          (std::chrono::system_clock::now() + std::chrono::minutes(10)).time_since_epoch())
                          .count();
-  const std::string record = cache::RemoteLockRecord{"pid 1 on another-host", "t", until}.serialize();
+  const std::string record = storage::LockRecord{"pid 1 on another-host", "t", until}.serialize();
   ASSERT_TRUE(client()->put_object(kS3TestBucket, lock_key, record).ok());
 
   auto report = tool_json({"import", bundle.string()}, on_node("node-b"));

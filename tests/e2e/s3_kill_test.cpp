@@ -30,7 +30,7 @@
 #include <optional>
 #include <thread>
 
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/s3_client.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/process.hpp>
@@ -303,14 +303,14 @@ protected:
   // waits for it or for its expiry, kRemoteLockTtl after it was taken).
   void expect_lock_of(pid_t pid) {
     std::string text = object("/model.hlo_module.pb.lock");
-    auto record = cache::RemoteLockRecord::parse(text);
+    auto record = storage::LockRecord::parse(text);
     ASSERT_TRUE(record) << text;
     auto holder = util::LockHolder::parse(record->owner);
     ASSERT_TRUE(holder) << text;
     EXPECT_EQ(holder->pid, pid) << text;
     const auto now = std::chrono::duration_cast<std::chrono::seconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count();
-    EXPECT_GT(record->expires_unix, now + cache::kRemoteLockTtl.count() / 2) << text;
+    EXPECT_GT(record->expires_unix, now + storage::kLockTtl.count() / 2) << text;
   }
 
   // The dead holder's lock as another node sees it (a holder of another
@@ -326,7 +326,7 @@ protected:
     ASSERT_TRUE(c);
     auto text = c->get_object(kS3TestBucket, key, 1 << 16);
     ASSERT_TRUE(text && *text);
-    auto record = cache::RemoteLockRecord::parse(**text);
+    auto record = storage::LockRecord::parse(**text);
     ASSERT_TRUE(record) << **text;
     auto holder = util::LockHolder::parse(record->owner);
     ASSERT_TRUE(holder) << **text;

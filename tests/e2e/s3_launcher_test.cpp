@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/process.hpp>
 
@@ -71,7 +71,7 @@ protected:
     holder.boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
     holder.start_unix = unix_now();
     holder.tool = "neuron_cc_wrapper";
-    cache::RemoteLockRecord record{holder.serialize(), "token-of-node-elsewhere", expires_unix};
+    storage::LockRecord record{holder.serialize(), "token-of-node-elsewhere", expires_unix};
     auto c = client();
     ASSERT_TRUE(c);
     auto put = c->put_object(kS3TestBucket, folder + "/model.hlo_module.pb.lock", record.serialize());

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 
 #include "s3_fixture.hpp"
 
@@ -102,7 +102,7 @@ TEST_F(S3Maintenance, RmClearFailedAndClearLocksChangeS3) {
   std::string failed = put_pending(kModuleA);
   put(failed + "/model.log", "error: no\n");
   std::string stale = put_pending(kModuleB);
-  cache::RemoteLockRecord record{"pid 1 on another-host", "token", 1000};
+  storage::LockRecord record{"pid 1 on another-host", "token", 1000};
   put(stale + "/model.hlo_module.pb.lock", record.serialize());
 
   auto cleared = run_tool("neuron_cache", {"clear-failed"});
@@ -165,7 +165,7 @@ TEST_F(S3Maintenance, TheLaunchersModesWorkOnS3AndTheMirror) {
   compiled("a.hlo", "HloModule a\n");
   std::string b = compiled("b.hlo", "HloModule b\n");
   std::string stale = put_pending(kModuleB);
-  put(stale + "/model.hlo_module.pb.lock", cache::RemoteLockRecord{"pid 1 on another-host", "t", 1000}.serialize());
+  put(stale + "/model.hlo_module.pb.lock", storage::LockRecord{"pid 1 on another-host", "t", 1000}.serialize());
 
   auto locks = run_tool("neuron_parallel_compile", {"--command", "clear-locks"});
   EXPECT_EQ(locks.exit_code, 0) << locks.describe();

@@ -9,6 +9,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/compile/target.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
@@ -114,7 +115,7 @@ TEST_F(Wrapper, AnEntryRemovedWhileItCompilesIsStoredAndCompiledAgain) {
   ASSERT_TRUE(wait_until(
       [&] {
         for (const auto& e : entries())
-          if (fs::exists(e / "npc-compile.lock")) held = e;
+          if (fs::exists(e / "model.hlo_module.pb.lock")) held = e;
         return !held.empty() && compiles() == 1;
       },
       std::chrono::seconds(20)));
@@ -145,7 +146,7 @@ TEST_F(Wrapper, AnEntryRemovedAsSoonAsItIsLockedIsStoredAndCompiledAgain) {
   ASSERT_TRUE(wait_until(
       [&] {
         for (const auto& e : entries())
-          if (fs::exists(e / "npc-compile.lock")) held = e;
+          if (fs::exists(e / "model.hlo_module.pb.lock")) held = e;
         return !held.empty();
       },
       std::chrono::seconds(20), std::chrono::milliseconds(1)));
@@ -475,8 +476,9 @@ TEST_F(Wrapper, CompileEntryNoWaitReportsALockedEntry) {
   fs::path g = graph("a.hlo", "HloModule locked\n");
   ASSERT_EQ(compile(g, dir() / "a.neff", {}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);
   fs::path entry = entries()[0];
-  auto lock = util::FileLock::try_acquire(entry / "npc-compile.lock", util::LockHolder::self("test"));
-  ASSERT_TRUE(lock.ok() && lock->has_value());
+  // Held by this process: a live owner of this host.
+  write_text(entry / "model.hlo_module.pb.lock",
+             storage::LockRecord{util::LockHolder::self("test").serialize(), "token", 0}.serialize());
   auto r = run_tool("neuron_cc_wrapper", {"compile-entry", entry.string(), "--no-wait"});
   EXPECT_EQ(r.exit_code, 75) << r.describe();
   EXPECT_EQ(compiles(), 0u);

@@ -11,6 +11,7 @@
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/trial.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/log.hpp>
@@ -109,7 +110,15 @@ Violation entry_meta(std::string_view input) {
   return std::nullopt;
 }
 
+// Our lock record (JSON), or an older release's owner-facts line.
 Violation lock_record(std::string_view input) {
+  if (auto record = storage::LockRecord::parse(input); record && !record->token.empty()) {
+    std::string text = record->serialize();
+    auto again = storage::LockRecord::parse(text);
+    if (!again) return "a serialized lock record does not parse: " + show(text);
+    if (again->owner != record->owner || again->token != record->token || again->expires_unix != record->expires_unix)
+      return "the lock record changed through serialize/parse: " + show(text) + " -> " + show(again->serialize());
+  }
   auto holder = util::LockHolder::parse(input);
   if (!holder) return std::nullopt;
   if (holder->pid <= 0) return "a lock record with pid " + std::to_string(holder->pid) + " was accepted";
@@ -241,7 +250,7 @@ const std::vector<Target>& targets() {
       {"neuron_cc_flags", "config::parse_neuron_cc_flags", neuron_cc_flags},
       {"compile_flags", "cache::parse_compile_flags", compile_flags},
       {"entry_meta", "cache::parse_entry_meta", entry_meta},
-      {"lock_record", "util::LockHolder::parse", lock_record},
+      {"lock_record", "storage::LockRecord::parse, util::LockHolder::parse", lock_record},
       {"trial_line", "launcher::parse_extraction_line + Collector", trial_line},
       {"cache_key", "cache::parse_key", cache_key},
       {"bundle_manifest", "bundle::parse_manifest", bundle_manifest},

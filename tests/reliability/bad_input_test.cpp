@@ -360,21 +360,14 @@ const std::vector<BadInput>& rows() {
          write(c.entry / "npc-compile.lock", std::string("\x7f" "ELF\x01\x02 garbage\npid=-1 host=\n", 28));
        },
        0, Match::stdout_prefix, "Compiled <E> in "},
-      {"LockFileIsADirectory", "`npc-compile.lock` that is a directory", "neuron_cc_wrapper",
+      {"LockFileIsASymlink", "`model.hlo_module.pb.lock` that is a symlink (to /etc/passwd)", "neuron_cc_wrapper",
        {"compile-entry", "<E>"}, {},
        [](Context& c) {
          extract(c);
-         fs::create_directories(c.entry / "npc-compile.lock");
-       },
-       3, Match::only_line, "neuron_cc_wrapper: error: cannot open lock file <E>/npc-compile.lock: Is a directory"},
-      {"LockFileIsASymlink", "`npc-compile.lock` that is a symlink (to /etc/passwd)", "neuron_cc_wrapper",
-       {"compile-entry", "<E>"}, {},
-       [](Context& c) {
-         extract(c);
-         fs::create_symlink("/etc/passwd", c.entry / "npc-compile.lock");
+         fs::create_symlink("/etc/passwd", c.entry / "model.hlo_module.pb.lock");
        },
        3, Match::only_line,
-       "neuron_cc_wrapper: error: cannot open lock file <E>/npc-compile.lock: Too many levels of symbolic links"},
+       "neuron_cc_wrapper: error: cannot open <E>/model.hlo_module.pb.lock: Too many levels of symbolic links"},
       {"StaleLockIsCleared", "`neuron_cache clear-locks` with a lock file left by a dead process", "neuron_cache",
        {"clear-locks"}, {},
        [](Context& c) {

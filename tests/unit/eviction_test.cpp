@@ -177,7 +177,7 @@ TEST_F(EvictionTest, LockedEntryIsKeptAndTheNextOneDeletedInstead) {
   fs::path y = make_entry('b', 1000, now() - 2 * kDay);
   fs::path z = make_entry('c', 1000, now() - 1 * kDay);
   auto lock = cache->entry(x).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   unit::set_time(x, now() - 3 * kDay); // taking the lock created a file in it
   // 3000 bytes plus the two lock records (ours and the framework's, a few
   // hundred bytes); one 1000-byte entry must go.
@@ -218,7 +218,7 @@ TEST_F(EvictionTest, StaleTempFilesOfUnlockedEntriesAreRemoved) {
   fs::path p = make_entry('a', 10, now() - hours(1));
   fs::path q = make_entry('b', 10, now() - hours(1));
   auto lock = cache->entry(q).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   const std::string old_name = ".tmp-model.neff.1.old", young_name = ".tmp-model.neff.2.young";
   test::write_text(p / old_name, "old");
   test::write_text(p / young_name, "young");

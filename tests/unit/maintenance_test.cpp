@@ -38,7 +38,7 @@ protected:
   fs::path done_entry(char digit) {
     fs::path d = pending_entry(digit);
     auto lock = cache->entry(d).lock(1s);
-    EXPECT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+    EXPECT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     fs::path neff = dir() / "new.neff";
     test::write_text(neff, std::string("neff of ") + digit);
     AttemptRecord r;
@@ -135,7 +135,7 @@ TEST_F(MaintenanceTest, VerifyDoesNotRepairAnEntryBeingCompiled) {
   fs::path bad = done_entry('b');
   flip_first_byte(bad / kNeffFile);
   auto lock = cache->entry(bad).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   VerifyReport report = verify_cache(*cache, Repair::yes);
   ASSERT_EQ(report.problems.size(), 1U);
   EXPECT_FALSE(report.problems[0].repaired);
@@ -267,7 +267,7 @@ TEST_F(MaintenanceTest, LockingAnEntryThatMustExistDoesNotBringItBack) {
 
   auto made = cache->entry(d).lock(0ms);
   ASSERT_TRUE(made.ok()) << made.error();
-  EXPECT_TRUE(std::holds_alternative<EntryLock>(*made));
+  EXPECT_TRUE(std::holds_alternative<storage::Lock>(*made));
   EXPECT_TRUE(fs::is_directory(d));
 }
 
@@ -277,7 +277,7 @@ TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
   fs::path done = done_entry('c');
   fs::path pending = pending_entry('d');
   auto lock = cache->entry(compiling).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
 
   std::vector<EntryInfo> cleared = clear_failed(*cache);
   ASSERT_EQ(cleared.size(), 1U);
@@ -290,7 +290,7 @@ TEST_F(MaintenanceTest, ClearFailedForgetsFailuresButNotRunningCompiles) {
   // No lock file is left behind in the cleared entry.
   EXPECT_FALSE(fs::exists(failed / kLockFile));
 
-  std::get<npc::cache::EntryLock>(*lock).release();
+  std::ignore = std::get<npc::storage::Lock>(*lock).release();
   std::vector<EntryInfo> later = clear_failed(*cache);
   ASSERT_EQ(later.size(), 1U);
   EXPECT_EQ(later[0].dir, compiling);

@@ -153,7 +153,7 @@ TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
 TEST_F(RemoteCacheTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto held = mirror->entry(key).lock(0ms);
-  ASSERT_TRUE(held && std::holds_alternative<EntryLock>(*held));
+  ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, RemoteOutcome::busy);
@@ -283,7 +283,7 @@ TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   test::write_text(dir() / "new.neff", kRemoteNeff);
   {
     auto taken = entry.lock(0ms);
-    ASSERT_TRUE(taken && std::holds_alternative<EntryLock>(*taken));
+    ASSERT_TRUE(taken && std::holds_alternative<storage::Lock>(*taken));
     ASSERT_TRUE(entry.publish_success(dir() / "new.neff", recorded_attempt("success")).ok());
   }
   ASSERT_TRUE(b.push(key).ok());

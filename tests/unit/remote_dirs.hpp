@@ -36,7 +36,7 @@ protected:
   void publish_result(const cache::Entry& entry, bool success, const std::string& content) {
     test::write_text(dir() / "result", content);
     auto taken = entry.lock(std::chrono::milliseconds(0));
-    ASSERT_TRUE(taken && std::holds_alternative<cache::EntryLock>(*taken));
+    ASSERT_TRUE(taken && std::holds_alternative<storage::Lock>(*taken));
     cache::AttemptRecord record;
     record.attempt = 1;
     record.outcome = success ? "success" : "failed";

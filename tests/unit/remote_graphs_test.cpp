@@ -14,7 +14,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
@@ -184,7 +184,7 @@ TEST_F(RemoteGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
     holder.start_unix = now;
-    cache::RemoteLockRecord record{holder.serialize(), "token", now + expires_in};
+    storage::LockRecord record{holder.serialize(), "token", now + expires_in};
     test::write_text(dir() / "remote" / key.relative_path() / "model.hlo_module.pb.lock", record.serialize());
   };
   auto held = pending("HloModule held\n");

@@ -15,7 +15,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_lock.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 
@@ -60,7 +60,7 @@ protected:
   }
   // A lock record in the entry's folder, of another host, expiring in `ttl`.
   void lock_from_elsewhere(const CacheKey& key, std::chrono::seconds ttl) {
-    RemoteLockRecord record{"pid 1 on another-host (neuron_cc_wrapper)", "token",
+    storage::LockRecord record{"pid 1 on another-host (neuron_cc_wrapper)", "token",
                             std::chrono::duration_cast<std::chrono::seconds>(
                                 (std::chrono::system_clock::now() + ttl).time_since_epoch())
                                 .count()};
@@ -99,7 +99,7 @@ TEST_F(RemoteMaintenanceTest, TheListingHasEveryEntryInItsState) {
   EXPECT_EQ(find(all, p)->state, EntryState::pending);
   EXPECT_EQ(find(all, held)->state, EntryState::locked);
   EXPECT_EQ(find(all, expired)->state, EntryState::pending);
-  EXPECT_EQ(find(all, expired)->framework_lock.state, FrameworkLockState::stale_old);
+  EXPECT_EQ(find(all, expired)->framework_lock.state, storage::LockState::stale_expired);
   EXPECT_EQ(find(all, other)->state, EntryState::pending);
   EXPECT_EQ(find(all, incomplete)->state, EntryState::incomplete);
   EXPECT_EQ(find(all, d)->dir, d.relative_path());
@@ -265,10 +265,11 @@ TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecen
 TEST_F(RemoteMaintenanceTest, OneProcessEvictsARemoteAtATime) {
   auto old = done("HloModule old\n");
   age(old, 90);
-  auto taken = RemoteLock::try_acquire(remote_storage(), std::string(kRemoteEvictionLockDir),
-                                       util::LockHolder::self("other"), 600s, std::chrono::system_clock::now());
+  auto taken = storage::Lock::try_acquire(remote_storage(),
+                                          std::string(kRemoteEvictionLockDir) + "/" + std::string(kFrameworkLockFile),
+                                          util::LockHolder::self("other"), {600s, 3600s}, std::chrono::system_clock::now());
   ASSERT_TRUE(taken.ok());
-  ASSERT_TRUE(std::holds_alternative<RemoteLock>(*taken));
+  ASSERT_TRUE(std::holds_alternative<storage::Lock>(*taken));
   auto report = admin->evict({1, std::chrono::seconds(0)}, DryRun::no);
   EXPECT_FALSE(report.ran);
   EXPECT_TRUE(fs::exists(origin->entry_dir(old)));

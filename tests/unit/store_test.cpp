@@ -74,7 +74,7 @@ protected:
   void make_done_entry() {
     ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
     auto lock = cache->entry(entry).lock(1s);
-    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     test::write_text(dir() / "new.neff", kNeff);
     auto published = cache->entry(entry).publish_success(dir() / "new.neff", success_record());
     ASSERT_TRUE(published.ok()) << published.error();
@@ -125,7 +125,7 @@ TEST_F(StoreTest, StoreGraphFirstWriterWins) {
 TEST_F(StoreTest, PublishSuccessUnderTheLockMakesTheEntryDone) {
   ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   auto lock = cache->entry(entry).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   EXPECT_EQ(inspect(entry).state, EntryState::locked);
   test::write_text(dir() / "new.neff", kNeff);
   clock.advance(5s);
@@ -144,7 +144,7 @@ TEST_F(StoreTest, PublishSuccessUnderTheLockMakesTheEntryDone) {
   EXPECT_EQ(meta->attempts[0].wall_seconds, 2.5);
   EXPECT_EQ(inspect(entry).state, EntryState::done); // done even while still locked
   EXPECT_EQ(unit::file_time(entry), at_unix(kT0 + 5)); // a publish is a use
-  std::get<npc::cache::EntryLock>(*lock).release();
+  std::ignore = std::get<npc::storage::Lock>(*lock).release();
   EntryInfo info = inspect(entry);
   EXPECT_EQ(info.state, EntryState::done);
   EXPECT_TRUE(info.has_neff);
@@ -156,7 +156,7 @@ TEST_F(StoreTest, PublishFailureRecordsTheLog) {
   ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   {
     auto lock = cache->entry(entry).lock(1s);
-    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+    ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
     test::write_text(dir() / "compile.log", "error: out of cheese\n");
     ASSERT_TRUE(cache->entry(entry).publish_failure(dir() / "compile.log", failure_record()).ok());
     EXPECT_EQ(inspect(entry).state, EntryState::locked);
@@ -178,12 +178,12 @@ TEST_F(StoreTest, PublishFailureRecordsTheLog) {
 TEST_F(StoreTest, SuccessAfterFailureRemovesTheLogAndKeepsHistory) {
   ASSERT_TRUE(cache->entry(entry).store_graph(kGraph, kFlags).ok());
   auto lock = cache->entry(entry).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   test::write_text(dir() / "compile.log", "boom\n");
   ASSERT_TRUE(cache->entry(entry).publish_failure(dir() / "compile.log", failure_record(1)).ok());
   test::write_text(dir() / "new.neff", kNeff);
   ASSERT_TRUE(cache->entry(entry).publish_success(dir() / "new.neff", success_record(2)).ok());
-  std::get<npc::cache::EntryLock>(*lock).release();
+  std::ignore = std::get<npc::storage::Lock>(*lock).release();
   EXPECT_FALSE(fs::exists(entry / kLogFile));
   EXPECT_EQ(inspect(entry).state, EntryState::done);
   auto meta = read_entry_meta(entry);
@@ -319,7 +319,7 @@ TEST_F(StoreTest, ClearFailureForgetsTheLog) {
 TEST_F(StoreTest, RemoveEntryOfALockedEntryKeepsIt) {
   make_done_entry();
   auto lock = cache->entry(entry).lock(1s);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
   auto removed = cache->entry(entry).remove();
   ASSERT_TRUE(removed.ok()) << removed.error();
   EXPECT_FALSE(*removed);
@@ -441,12 +441,15 @@ TEST_F(StoreTest, LockToolNameIsRecorded) {
   set_lock_tool_name("unit_test_tool");
   auto lock = cache->entry(entry).lock(1s);
   set_lock_tool_name(before);
-  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::cache::EntryLock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
-  auto holder = util::LockHolder::parse(test::read_text(cache->entry(entry).lock_path()));
+  ASSERT_TRUE(lock.ok() && std::holds_alternative<npc::storage::Lock>(*lock)) << (lock.ok() ? "held elsewhere" : lock.error());
+  auto record = storage::LockRecord::parse(test::read_text(cache->entry(entry).framework_lock_path()));
+  ASSERT_TRUE(record.has_value());
+  auto holder = record->holder();
   ASSERT_TRUE(holder.has_value());
   EXPECT_EQ(holder->tool, "unit_test_tool");
   EXPECT_EQ(holder->pid, ::getpid());
-  EXPECT_EQ(cache->entry(entry).lock_path(), entry / "npc-compile.lock");
+  EXPECT_EQ(cache->entry(entry).framework_lock_path(), entry / "model.hlo_module.pb.lock");
+  EXPECT_FALSE(fs::exists(entry / "npc-compile.lock")) << "only older releases take it";
   auto second = cache->entry(entry).try_lock();
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(second->has_value());

@@ -10,18 +10,19 @@
 //               our private files are left)
 //   pending     graph and flags, no result: waiting to be compiled; with
 //               npc-killed.log, an attempt was killed and left it pending
-//   locked      a compile holds npc-compile.lock, or model.hlo_module.pb.lock
-//               exists and is not provably stale (entry_lock.hpp)
+//   locked      model.hlo_module.pb.lock exists and is not stale
+//               (storage/lock.hpp), or an older release of ours holds
+//               npc-compile.lock
 //   done        model.done (written last) and model.neff; a NEFF that fails
 //               its integrity record is corrupt (verify_neff)
 //   failed      model.log and no model.done: a cached compile failure
 //
 // The publish sequence (with the entry's lock held):
-//   success   model.done goes first, the NEFF is renamed in, its integrity
-//             record written, model.done created last; model.log and
-//             npc-killed.log go. A reader that sees model.done sees a whole
-//             NEFF.
-//   failure   the attempt recorded, model.log renamed in.
+//   success   as publish.hpp orders it, for every storage: model.done goes
+//             first, the NEFF is moved in, its integrity record written,
+//             model.done created last; model.log and npc-killed.log go. A
+//             reader that sees model.done sees a whole NEFF.
+//   failure   the attempt recorded, model.log moved in (publish.hpp).
 //   killed    the attempt recorded, its log kept as npc-killed.log; the entry
 //             stays pending (a kill says nothing about the graph).
 //   demote    model.done first, then the NEFF and its record: back to pending.
@@ -42,10 +43,10 @@
 #include <variant>
 #include <vector>
 
-#include <npc/cache/entry_lock.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/fs.hpp>
@@ -80,8 +81,8 @@ struct EntryInfo {
   bool has_done = false;
   bool has_log = false;
   bool has_killed_log = false;     // npc-killed.log: an attempt was killed
-  bool has_lock_file = false;      // npc-compile.lock
-  FrameworkLockFacts framework_lock; // model.hlo_module.pb.lock
+  bool has_lock_file = false;      // npc-compile.lock: an older release's flock
+  storage::LockFacts framework_lock; // model.hlo_module.pb.lock
   std::uint64_t graph_bytes = 0;
   std::uint64_t neff_bytes = 0;
   std::vector<std::string> temp_files; // names of our temp files in the entry
@@ -134,8 +135,8 @@ struct LockBusy {
 
 // One entry's files go through the storage it lives in (storage/storage.hpp):
 // the cache's own, or for an entry under another root (where the framework
-// put a graph) a local storage over that entry's folder. Locks and
-// snapshots are local for now.
+// put a graph) a local storage over that entry's folder. Snapshots are
+// local for now.
 class Entry {
 public:
   Entry(const Cache& cache, fs::path dir);
@@ -186,7 +187,7 @@ public:
   [[nodiscard]] Status store_graph(std::string_view graph_bytes, const std::vector<std::string>& flags) const;
 
   // --- the lock ----------------------------------------------------------------
-  // Takes the entry's lock (both parts, see entry_lock.hpp), waiting with a
+  // Takes the entry's lock (storage/lock.hpp), renewed while held, waiting with a
   // short random backoff up to `timeout` (zero: one attempt). `on_wait` is
   // called once, when the first attempt finds it held. An error is a cache
   // that cannot be written, or with EntryDir::must_exist an entry that is
@@ -195,13 +196,14 @@ public:
   // its folder again would bring back, empty, an entry another process just
   // removed (neuron_cache rm, --command clean) and hide that it did.
   enum class EntryDir { create, must_exist };
-  using LockOrBusy = std::variant<EntryLock, LockBusy>;
+  using LockOrBusy = std::variant<storage::Lock, LockBusy>;
   [[nodiscard]] Result<LockOrBusy>
   lock(std::chrono::milliseconds timeout,
        const std::function<void(const std::string& holder)>& on_wait = {},
        EntryDir entry_dir = EntryDir::create) const;
-  // One attempt; nullopt when another process holds the entry.
-  [[nodiscard]] Result<std::optional<EntryLock>> try_lock() const;
+  // One attempt, for a short change (not renewed); nullopt when another
+  // process holds the entry.
+  [[nodiscard]] Result<std::optional<storage::Lock>> try_lock() const;
 
   // --- publishing: each requires the entry's lock -------------------------------
   // Moves `neff` (a file on the cache's filesystem) into the entry; see above.
@@ -223,6 +225,8 @@ public:
   [[nodiscard]] Result<bool> remove() const;
 
 private:
+  // One attempt at the lock.
+  [[nodiscard]] Result<storage::Lock::TakenOrHeld> take_lock(const util::LockHolder& me) const;
   // The success sequence for a NEFF already hashed.
   [[nodiscard]] Status publish_neff(const fs::path& neff, const std::string& sha256, std::uint64_t bytes,
                                     EntryMeta record) const;

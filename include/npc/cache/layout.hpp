@@ -17,7 +17,7 @@ inline constexpr std::string_view kNeffFile = "model.neff";
 inline constexpr std::string_view kDoneFile = "model.done";
 inline constexpr std::string_view kLogFile = "model.log";
 // torch-neuronx's existence lock: created while a process compiles the entry,
-// removed after; a process that finds it waits (see entry_lock.hpp).
+// removed after; a process that finds it waits (see storage/lock.hpp).
 inline constexpr std::string_view kFrameworkLockFile = "model.hlo_module.pb.lock";
 // Ours: integrity record and per-attempt history of the entry.
 inline constexpr std::string_view kMetaFile = "npc-entry.json";

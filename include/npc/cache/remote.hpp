@@ -18,12 +18,10 @@
 //   fetch_graph   a remote entry's graph and flags into the mirror, for a
 //                 compile there (what the launcher does with the graphs a
 //                 trial run extracted to S3).
-//   push          a mirror entry's result to the remote in the order that
-//                 keeps every reader safe: graph and flags when absent, then
-//                 the NEFF, npc-entry.json, and model.done last; for a
-//                 failure npc-entry.json, then model.log. A reader that sees
-//                 model.done finds the whole NEFF under it; an upload killed
-//                 midway leaves an entry that is not done.
+//   push          a mirror entry's result to the remote in the one order
+//                 that keeps every reader safe (publish.hpp, as a local
+//                 entry's): an upload killed midway leaves an entry that is
+//                 not done.
 //
 // Requests (S3): fetch_result of a miss is 1 LIST of the entry's folder;
 // of a done entry 1 LIST, 2 to 5 GETs (record, NEFF, graph and flags when
@@ -41,6 +39,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 
 namespace npc::cache {
@@ -100,6 +99,11 @@ public:
   // (its NEFF failing its record, or a record that cannot be read): said
   // once, and push then replaces that result instead of trusting its record.
   [[nodiscard]] bool rejected(const CacheKey& key) const { return rejected_.contains(key.str()); }
+
+  // The entry's lock in the remote (storage/lock.hpp): one attempt, and a
+  // lock taken is renewed while held; judging it without taking it.
+  [[nodiscard]] Result<storage::Lock::TakenOrHeld> try_lock(const CacheKey& key) const;
+  [[nodiscard]] Result<storage::LockFacts> judge_lock(const CacheKey& key) const;
 
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;

@@ -7,9 +7,8 @@
 // The listing is one walk of every object under the root (S3: one LIST per
 // 1000 objects), grouped into entries by their folder; an entry's state
 // follows the same rules as a local one (entry.hpp), with the lock object
-// judged by its record (remote_lock.hpp): in force while unexpired and not
-// of a process of this host that is gone. Only entries with a lock object
-// cost a GET more.
+// judged as every lock is (storage/lock.hpp). Only entries with a lock
+// object cost a HEAD and a GET more.
 //
 // An entry's last use is the time of its npc-last-use object, written when
 // a node records a use (the launcher bringing the entry's result or graph

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include <npc/cache/entry.hpp>
-#include <npc/cache/entry_lock.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/summary.hpp>
 #include <npc/cache/trust.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
@@ -58,7 +58,7 @@ public:
   [[nodiscard]] TrustMode trust() const { return trust_; }
 
   // Past this age a lock whose owner cannot be proved alive is stale
-  // (entry_lock.hpp); --lock-timeout sets it.
+  // (storage/lock.hpp); --lock-timeout sets it.
   void set_stale_lock_age(std::chrono::seconds age) { stale_lock_age_ = age; }
   [[nodiscard]] std::chrono::seconds stale_lock_age() const { return stale_lock_age_; }
 
@@ -83,7 +83,7 @@ private:
   std::shared_ptr<storage::Storage> storage_;
   TrustMode trust_;
   const util::Clock& clock_;
-  std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(kDefaultStaleLockAge);
+  std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);
   std::chrono::nanoseconds summary_settle_time_ = kSummarySettleTime;
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // A compile for a remote cache (s3://, cache/remote.hpp): the entry is
 // compiled in the local mirror, under the remote entry's lock
-// (cache/remote_lock.hpp) so that the nodes sharing the cache compile each
+// (storage/lock.hpp) so that the nodes sharing the cache compile each
 // graph once, and its result is pushed to the remote, model.done last.
 //
 // A process that finds the remote lock held waits, as for a local lock,

@@ -42,7 +42,7 @@ struct Options {
   std::optional<std::string> compiler;
   bool dry_run = false;
   bool static_schedule = false; // contiguous shares of the sorted entries, stealing from 8 before
-  std::optional<std::chrono::seconds> lock_timeout; // stale-lock age (cache::kDefaultStaleLockAge)
+  std::optional<std::chrono::seconds> lock_timeout; // stale-lock age (storage::kDefaultStaleLockAge)
   std::vector<std::string> command; // the user's command, untouched
 };
 

@@ -20,9 +20,8 @@
 // outside the cache is.
 //
 // A graph whose lock object (model.hlo_module.pb.lock) the entry's LIST
-// shows is looked at once more: a GET of the lock's record. In force
-// (cache::RemoteLockRecord::in_force: unexpired, not of a dead process of
-// this host) means another node compiles it now: held_elsewhere() says so,
+// shows is looked at once more: a GET of the lock's record. Held
+// (storage/lock.hpp) means another node compiles it now: held_elsewhere() says so,
 // and the launcher waits for it in S3 (remote_look.hpp) rather than starting
 // a worker only to meet the lock. Its graph is still brought, pending, so
 // that it is compiled here if the lock expires.

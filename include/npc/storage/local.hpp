@@ -31,7 +31,12 @@ public:
   [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
   [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
   [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] bool exclusive_create_is_exact() const override { return true; }
   [[nodiscard]] Status remove(std::string_view key) override;
+  [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
+                                                 std::optional<Time> modified) override;
+  [[nodiscard]] Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                                  std::string_view replacement) override;
   [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
   [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
   [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;

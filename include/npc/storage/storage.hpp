@@ -70,8 +70,26 @@ public:
   // local file is removed: false then.
   [[nodiscard]] virtual Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) = 0;
 
+  // Whether create_exclusive lets exactly one of racing creators win
+  // everywhere it runs. An object store cannot promise it: some
+  // S3-compatible servers ignore the condition.
+  [[nodiscard]] virtual bool exclusive_create_is_exact() const = 0;
+
   // Removes one file; an absent one is fine.
   [[nodiscard]] virtual Status remove(std::string_view key) = 0;
+  // Removes `key` only while it is still what was read: `bytes`, and
+  // `modified` as stat gave it when given (a folder where a file was
+  // expected reads as empty). False, and the object left as it is, when it
+  // changed or is gone. What breaks a stale lock: a lock taken again
+  // meanwhile stays. Exact among processes of one host on a directory; on
+  // an object store, and across hosts, the look and the removal are two
+  // steps.
+  [[nodiscard]] virtual Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
+                                                         std::optional<Time> modified) = 0;
+  // Replaces `key` with `replacement` only while it still holds `bytes`, as
+  // remove_if_unchanged: false when it changed or is gone. What renews a lock.
+  [[nodiscard]] virtual Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                                          std::string_view replacement) = 0;
   // Removes a folder and all below it, so that readers see all of it or
   // none; false when it was absent.
   [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir) = 0;

@@ -1,0 +1,46 @@
+#pragma once
+// The one order in which an entry's result is published, over any storage
+// (a directory, an S3 bucket), with the entry's lock held. Readers trust
+// model.done: whoever sees it sees a whole NEFF and its record.
+//
+//   graph, flags  placed only where the entry lacks them (first writer wins)
+//   success       model.done removed first (a NEFF it vouched for is about
+//                 to change), the NEFF, its record, model.done last; then
+//                 model.log and npc-killed.log go
+//   failure       the record, then model.log
+//
+// Each file is placed atomically for readers (a rename in a directory, a
+// single PUT on S3); the order across files is what makes the entry safe.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <npc/storage/storage.hpp>
+#include <npc/util/result.hpp>
+
+namespace npc::cache {
+
+// Local files to move into an entry (each is gone afterwards), and its record.
+struct EntryResult {
+  std::optional<std::filesystem::path> graph;
+  std::optional<std::filesystem::path> flags;
+  std::optional<std::filesystem::path> neff; // a success
+  std::optional<std::filesystem::path> log;  // a failure (ignored with a NEFF)
+  std::optional<std::string> record;         // npc-entry.json's text; absent: left as it is
+};
+
+// What the entry may hold that a success removes. A caller that has just
+// listed the entry says what is not there, which saves a request per file
+// on an object store.
+struct MayHold {
+  bool done = true;
+  bool log = true;
+  bool killed_log = true;
+};
+
+[[nodiscard]] Status publish_result(storage::Storage& storage, std::string_view entry_key,
+                                    const EntryResult& result, MayHold may_hold = {});
+
+} // namespace npc::cache

@@ -1,0 +1,136 @@
+// cache/publish: the order in which an entry's result is written, on any
+// storage. A storage that records every change shows the order; the files
+// left show the outcome.
+
+#include <npc/cache/publish.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/storage/local.hpp>
+
+#include "files.hpp"
+#include "test_support.hpp"
+
+namespace npc::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using storage::Time;
+
+const std::string kPublishedEntry = "neuronxcc-1.0/MODULE_1+abcdef01";
+
+// A directory storage that records each change as "<what> <file>".
+class RecordingStorage final : public storage::Storage {
+public:
+  explicit RecordingStorage(fs::path root) : inner_(root, root.parent_path() / "trash") {}
+  std::vector<std::string> changes;
+
+  std::string describe() const override { return inner_.describe(); }
+  std::string describe(std::string_view key) const override { return inner_.describe(key); }
+  Result<std::vector<std::string>> list(std::string_view dir) const override { return inner_.list(dir); }
+  Result<std::vector<storage::TreeFile>> list_tree(std::string_view dir) const override {
+    return inner_.list_tree(dir);
+  }
+  Result<std::optional<storage::ObjectInfo>> stat(std::string_view key) const override { return inner_.stat(key); }
+  Result<std::string> read(std::string_view key, std::uint64_t max) const override { return inner_.read(key, max); }
+  Result<bool> get_file(std::string_view key, const fs::path& local) const override {
+    return inner_.get_file(key, local);
+  }
+  Status write_atomic(std::string_view key, std::string_view bytes) override {
+    note("write", key);
+    return inner_.write_atomic(key, bytes);
+  }
+  Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
+    note("create", key);
+    return inner_.create_exclusive(key, bytes);
+  }
+  Status put_file(const fs::path& local, std::string_view key) override {
+    note("put", key);
+    return inner_.put_file(local, key);
+  }
+  Result<bool> put_file_if_absent(const fs::path& local, std::string_view key) override {
+    note("put-if-absent", key);
+    return inner_.put_file_if_absent(local, key);
+  }
+  bool exclusive_create_is_exact() const override { return true; }
+  Status remove(std::string_view key) override {
+    note("remove", key);
+    return inner_.remove(key);
+  }
+  Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
+                                   std::optional<Time> modified) override {
+    note("remove-if-unchanged", key);
+    return inner_.remove_if_unchanged(key, bytes, modified);
+  }
+  Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                    std::string_view replacement) override {
+    note("replace-if-unchanged", key);
+    return inner_.replace_if_unchanged(key, bytes, replacement);
+  }
+  Result<bool> remove_tree(std::string_view dir) override { return inner_.remove_tree(dir); }
+  Result<Time> last_use(std::string_view dir) const override { return inner_.last_use(dir); }
+  Status set_last_use(std::string_view dir, Time when) override { return inner_.set_last_use(dir, when); }
+
+private:
+  void note(std::string_view what, std::string_view key) {
+    changes.push_back(std::string(what) + " " + std::string(key.substr(key.rfind('/') + 1)));
+  }
+  storage::LocalStorage inner_;
+};
+
+class PublishTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    storage = std::make_unique<RecordingStorage>(dir() / "cache");
+    fs::create_directories(dir() / "in");
+  }
+  fs::path file(const std::string& name, const std::string& text) {
+    fs::path path = dir() / "in" / name;
+    test::write_text(path, text);
+    return path;
+  }
+  fs::path entry() const { return dir() / "cache" / kPublishedEntry; }
+  std::unique_ptr<RecordingStorage> storage;
+};
+
+TEST_F(PublishTest, ASuccessWritesTheDoneMarkerLastAndClearsEarlierLogs) {
+  test::write_text(entry() / "model.log", "an earlier failure");
+  test::write_text(entry() / "npc-killed.log", "an earlier kill");
+  EntryResult result{.graph = file("g", "HloModule g"), .flags = file("f", "[]"), .neff = file("n", "NEFF"),
+                     .record = std::string("{}")};
+  ASSERT_TRUE(publish_result(*storage, kPublishedEntry, result));
+  EXPECT_EQ(storage->changes,
+            (std::vector<std::string>{"put-if-absent compile_flags.json", "put-if-absent model.hlo_module.pb",
+                                      "remove model.done", "put model.neff", "write npc-entry.json",
+                                      "write model.done", "remove model.log", "remove npc-killed.log"}));
+  EXPECT_EQ(test::names_in(entry()), (std::vector<std::string>{"compile_flags.json", "model.done",
+                                                               "model.hlo_module.pb", "model.neff", "npc-entry.json"}));
+  EXPECT_EQ(test::read_text(entry() / "model.neff"), "NEFF");
+  EXPECT_FALSE(fs::exists(dir() / "in" / "n")) << "the NEFF is moved in, not copied";
+}
+
+TEST_F(PublishTest, AFailureWritesItsRecordBeforeItsLogAndKeepsTheFirstGraph) {
+  test::write_text(entry() / "model.hlo_module.pb", "HloModule first");
+  EntryResult result{.graph = file("g", "HloModule second"), .log = file("l", "error: x"),
+                     .record = std::string("{}")};
+  ASSERT_TRUE(publish_result(*storage, kPublishedEntry, result));
+  EXPECT_EQ(storage->changes, (std::vector<std::string>{"put-if-absent model.hlo_module.pb",
+                                                        "write npc-entry.json", "put model.log"}));
+  EXPECT_EQ(test::read_text(entry() / "model.hlo_module.pb"), "HloModule first") << "first writer wins";
+  EXPECT_EQ(test::read_text(entry() / "model.log"), "error: x");
+}
+
+// What the caller's listing showed absent costs no request.
+TEST_F(PublishTest, WhatTheEntryCannotHoldIsNotRemoved) {
+  EntryResult result{.neff = file("n", "NEFF")};
+  ASSERT_TRUE(publish_result(*storage, kPublishedEntry, result, {.done = false, .log = false, .killed_log = false}));
+  EXPECT_EQ(storage->changes, (std::vector<std::string>{"put model.neff", "write model.done"}));
+}
+
+} // namespace
+} // namespace npc::cache
