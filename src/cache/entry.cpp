@@ -195,6 +195,18 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
   return EntryState::incomplete;
 }
 
+ListedEntry read_listing(const std::vector<std::string>& names) {
+  auto has = [&](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  ListedEntry listed;
+  listed.has_graph = has(kGraphFile);
+  const bool done_marker = has(kDoneFile);
+  listed.done = done_marker && has(kNeffFile);
+  listed.done_without_neff = done_marker && !listed.done;
+  listed.failed = !done_marker && has(kLogFile);
+  listed.has_lock = has(kFrameworkLockFile);
+  return listed;
+}
+
 std::optional<std::string> Entry::describe_holder() const {
   auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
                                     std::chrono::system_clock::now());

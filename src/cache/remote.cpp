@@ -81,11 +81,12 @@ Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono:
   // One listing tells a miss (the usual case) from a result.
   auto names = remote_->list(key_of(key, ""));
   if (!names) return fail(names.error());
-  const bool done = util::contains(*names, kDoneFile) && util::contains(*names, kNeffFile);
-  const bool failed = !done && !util::contains(*names, kDoneFile) && util::contains(*names, kLogFile);
+  const ListedEntry listed = read_listing(*names);
+  const bool done = listed.done;
+  const bool failed = listed.failed;
   // The marker is written after the NEFF and removed before it: a marker
   // alone is a result lost, said, and replaced by the compile that follows.
-  if (util::contains(*names, kDoneFile) && !util::contains(*names, kNeffFile)) {
+  if (listed.done_without_neff) {
     rejected_.insert(key.str());
     return RemoteResult{RemoteOutcome::rejected, describe(key) + ": model.done is there but model.neff is not"};
   }
@@ -220,7 +221,8 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
   if (!snapshot->done && !snapshot->failed) return false;
   auto there = remote_->list(key_of(key, ""));
   if (!there) return fail(there.error());
-  const bool remote_done = util::contains(*there, kDoneFile);
+  const ListedEntry theirs = read_listing(*there);
+  const bool remote_done = theirs.done || theirs.done_without_neff; // the marker is there
   // Someone else's success stands over our failure.
   if (snapshot->failed && remote_done) return false;
   if (keep_theirs && (remote_done || (snapshot->failed && util::contains(*there, kLogFile)))) return false;

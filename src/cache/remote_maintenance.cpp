@@ -35,16 +35,6 @@ std::string file_key(const EntryInfo& entry, std::string_view file) {
   return entry.dir.generic_string() + "/" + std::string(file);
 }
 
-// The entry's state from the files listed, as Entry::inspect decides it.
-void settle_state(EntryInfo& info) {
-  const bool done = info.has_done && info.has_neff;
-  if (done) info.state = EntryState::done;
-  else if (info.framework_lock.blocks()) info.state = EntryState::locked;
-  else if (info.has_log) info.state = EntryState::failed;
-  else if (info.has_graph && info.has_flags) info.state = EntryState::pending;
-  else info.state = EntryState::incomplete;
-}
-
 // The lock object of `entry`, judged now (storage/lock.hpp).
 void judge_lock(const storage::Storage& remote, EntryInfo& entry, std::chrono::system_clock::time_point now) {
   entry.framework_lock = checked(storage::judge_lock(remote, file_key(entry, kFrameworkLockFile),
@@ -165,7 +155,7 @@ std::vector<EntryInfo> RemoteCacheAdmin::list_under(const std::string& folder) c
     // entry is done whoever holds its lock, as locally.
     if (info.framework_lock.state != storage::LockState::absent && !(info.has_done && info.has_neff))
       judge_lock(first(), info, now);
-    settle_state(info);
+    info.state = state_from_files(info, info.framework_lock.blocks());
     out.push_back(std::move(info));
   }
   return out;

@@ -48,9 +48,8 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
   // a result that fails its record ("rejected") leaves the graph to fetch.
   // fetch_result lists the folder again: only a result, which costs its
   // download anyway, pays that LIST twice.
-  const bool done = util::contains(names, cache::kDoneFile) && util::contains(names, cache::kNeffFile);
-  const bool failed = !util::contains(names, cache::kDoneFile) && util::contains(names, cache::kLogFile);
-  if (done || failed) {
+  const cache::ListedEntry listed = cache::read_listing(names);
+  if (listed.done || listed.failed) {
     auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
     if (!result) throw EnvironmentError(result.error());
     switch (result->outcome) {
@@ -68,7 +67,7 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
   auto graph = remote.fetch_graph(key);
   if (!graph) throw EnvironmentError(graph.error());
   absent = !*graph;
-  if (!absent && util::contains(names, cache::kFrameworkLockFile)) note_if_held(remote, key);
+  if (!absent && listed.has_lock) note_if_held(remote, key);
   return remote.mirror().entry(key).graph_path();
 }
 
@@ -158,8 +157,9 @@ std::vector<fs::path> RemoteGraphs::take_pending(bool with_failed) {
   for_each_parallel(keys.size(), [&](const cache::RemoteCache& remote, std::size_t i) {
     auto files = remote.storage()->list(keys[i].relative_path().generic_string());
     if (!files) throw EnvironmentError(files.error());
-    if (!util::contains(*files, cache::kGraphFile) || util::contains(*files, cache::kDoneFile)) return;
-    if (util::contains(*files, cache::kLogFile) && !with_failed) return;
+    const cache::ListedEntry listed = cache::read_listing(*files);
+    if (!listed.has_graph || listed.done || listed.done_without_neff) return;
+    if (listed.failed && !with_failed) return;
     bool absent = false;
     fs::path graph = bring(remote, keys[i], *files, absent);
     if (!absent) graphs[i] = std::move(graph);

@@ -21,9 +21,8 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
                  names.error());
     return Pool::Found::pending;
   }
-  const bool done = util::contains(*names, cache::kDoneFile) && util::contains(*names, cache::kNeffFile);
-  const bool failed = !util::contains(*names, cache::kDoneFile) && util::contains(*names, cache::kLogFile);
-  if (done || (failed && retry_ == RetryFailed::no)) {
+  const cache::ListedEntry listed = cache::read_listing(*names);
+  if (listed.done || (listed.failed && retry_ == RetryFailed::no)) {
     // No wait for the mirror entry's lock: a local process holding it is
     // looked at again as any local lock is.
     auto fetched = remote_.fetch_result(*key, std::chrono::milliseconds(0));
@@ -44,7 +43,7 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
     case cache::RemoteOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
-  if (!util::contains(*names, cache::kFrameworkLockFile)) return Pool::Found::pending;
+  if (!listed.has_lock) return Pool::Found::pending;
   auto facts = remote_.judge_lock(*key);
   if (!facts) {
     spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), facts.error());
