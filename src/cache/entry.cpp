@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/listing.hpp>
 #include <npc/cache/publish.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
@@ -142,25 +143,16 @@ Result<EntryInfo> Entry::inspect() const {
     if (name == "." || name == "..") continue;
     struct stat st {};
     if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // raced away
-    if (S_ISREG(st.st_mode)) info.bytes += static_cast<std::uint64_t>(st.st_size);
-    if (util::is_temp_name(name)) info.temp_files.emplace_back(name);
-    else if (name == kGraphFile) {
-      info.has_graph = S_ISREG(st.st_mode);
-      info.graph_bytes = static_cast<std::uint64_t>(st.st_size);
-    } else if (name == kNeffFile) {
-      info.has_neff = S_ISREG(st.st_mode);
-      if (info.has_neff) info.neff_bytes = static_cast<std::uint64_t>(st.st_size);
-      // The framework loads NEFFs without telling us; its reads move the
-      // NEFF's atime (relatime: at least once a day), so last use is the
-      // later of that and the mark we set on our hits.
-      if (info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
+    if (util::is_temp_name(name)) {
+      info.temp_files.emplace_back(name);
+      if (S_ISREG(st.st_mode)) info.bytes += static_cast<std::uint64_t>(st.st_size);
+      continue;
     }
-    else if (name == kDoneFile) info.has_done = true;
-    else if (name == kLogFile) info.has_log = true;
-    else if (name == kKilledLogFile) info.has_killed_log = true;
-    else if (name == kFlagsFile) info.has_flags = true;
-    else if (name == kLockFile) info.has_lock_file = true;
-    else if (name == kFrameworkLockFile) info.framework_lock.state = storage::LockState::held;
+    note_entry_file(info, name, static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode));
+    // The framework loads NEFFs without telling us; its reads move the
+    // NEFF's atime (relatime: at least once a day), so last use is the
+    // later of that and the mark we set on our hits.
+    if (name == kNeffFile && info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
   }
   ::closedir(d);
   // Rare, so judged (read, liveness) only when the file is there.
@@ -193,18 +185,6 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
   // compilable; the next extraction or compile of the graph completes it.
   if (entry.has_graph && entry.has_flags) return EntryState::pending;
   return EntryState::incomplete;
-}
-
-ListedEntry read_listing(const std::vector<std::string>& names) {
-  auto has = [&](std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); };
-  ListedEntry listed;
-  listed.has_graph = has(kGraphFile);
-  const bool done_marker = has(kDoneFile);
-  listed.done = done_marker && has(kNeffFile);
-  listed.done_without_neff = done_marker && !listed.done;
-  listed.failed = !done_marker && has(kLogFile);
-  listed.has_lock = has(kFrameworkLockFile);
-  return listed;
 }
 
 std::optional<std::string> Entry::describe_holder() const {
@@ -432,14 +412,7 @@ Status Entry::publish_incoming(const IncomingEntry& incoming) const {
   return touch();
 }
 
-Status Entry::demote() const {
-  if (auto s = storage_->remove(key_of(kDoneFile)); !s) return s;
-  if (auto s = storage_->remove(key_of(kNeffFile)); !s) return s;
-  EntryMeta record = record_or_empty();
-  record.neff_sha256.reset();
-  record.neff_bytes.reset();
-  return storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record));
-}
+Status Entry::demote() const { return demote_result(*storage_, key_); }
 
 Status Entry::clear_failure() const {
   return storage_->remove(key_of(kLogFile));
@@ -452,7 +425,7 @@ Result<bool> Entry::remove() const {
   if (!lock->has_value()) return false; // a compile is running: never delete it
   // The lock file goes with the folder; our release sees that the path no
   // longer names it and leaves whatever is there now alone.
-  auto removed = storage_->remove_tree(key_);
+  auto removed = remove_entry(*storage_, key_);
   std::ignore = (*lock)->release();
   if (!removed) return fail(removed.error());
   return true;

@@ -1,12 +1,21 @@
 #include <npc/cache/publish.hpp>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 
 namespace npc::cache {
 
+namespace {
+
+std::string key_in_entry(std::string_view entry_key, std::string_view file) {
+  return std::string(entry_key) + "/" + std::string(file);
+}
+
+} // namespace
+
 Status publish_result(storage::Storage& storage, std::string_view entry_key, const EntryResult& result,
                       MayHold may_hold) {
-  auto key_of = [&](std::string_view file) { return std::string(entry_key) + "/" + std::string(file); };
+  auto key_of = [&](std::string_view file) { return key_in_entry(entry_key, file); };
   if (result.flags)
     if (auto placed = storage.put_file_if_absent(*result.flags, key_of(kFlagsFile)); !placed)
       return fail(placed.error());
@@ -34,6 +43,30 @@ Status publish_result(storage::Storage& storage, std::string_view entry_key, con
     return storage.put_file(*result.log, key_of(kLogFile));
   }
   return write_record();
+}
+
+Status demote_result(storage::Storage& storage, std::string_view entry_key) {
+  auto key_of = [&](std::string_view file) { return key_in_entry(entry_key, file); };
+  if (auto s = storage.remove(key_of(kDoneFile)); !s) return s;
+  if (auto s = storage.remove(key_of(kNeffFile)); !s) return s;
+  auto text = storage.read(key_of(kMetaFile), kMaxEntryMetaBytes);
+  if (!text) {
+    // Read first, since a record is the usual case: a look costs a
+    // request on an object store only when the read failed.
+    auto there = storage.stat(key_of(kMetaFile));
+    if (!there) return fail(there.error());
+    if (!*there) return ok_status();
+    return fail(text.error());
+  }
+  auto record = parse_entry_meta(*text);
+  if (!record) return storage.remove(key_of(kMetaFile));
+  record->neff_sha256.reset();
+  record->neff_bytes.reset();
+  return storage.write_atomic(key_of(kMetaFile), serialize_entry_meta(*record));
+}
+
+Result<bool> remove_entry(storage::Storage& storage, std::string_view entry_key) {
+  return storage.remove_tree(entry_key, kDoneFile);
 }
 
 } // namespace npc::cache

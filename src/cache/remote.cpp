@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/listing.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/publish.hpp>
 #include <npc/util/error.hpp>

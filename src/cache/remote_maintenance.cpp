@@ -1,14 +1,14 @@
 #include <npc/cache/remote_maintenance.hpp>
 
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/storage/s3.hpp>
+#include <npc/cache/listing.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
@@ -18,9 +18,6 @@
 namespace npc::cache {
 
 namespace {
-
-// npc-entry.json is a few KiB.
-constexpr std::uint64_t kMaxEntryRecordBytes = 16 * 1024 * 1024;
 
 template <typename T> T checked(Result<T> result) {
   if (!result) throw EnvironmentError(result.error());
@@ -43,27 +40,13 @@ void judge_lock(const storage::Storage& remote, EntryInfo& entry, std::chrono::s
 
 storage::LockTimes lock_times() { return {storage::kLockTtl, storage::kDefaultStaleLockAge}; }
 
-// Demotes a done entry: model.done first, so no reader takes the NEFF that
-// goes next; the record keeps its history without the NEFF's hash.
-Status demote(storage::Storage& remote, const EntryInfo& entry) {
-  if (auto s = remote.remove(file_key(entry, kDoneFile)); !s) return s;
-  if (auto s = remote.remove(file_key(entry, kNeffFile)); !s) return s;
-  auto text = remote.read(file_key(entry, kMetaFile), kMaxEntryRecordBytes);
-  if (!text) return ok_status(); // no record (another tool's entry), or gone
-  auto record = parse_entry_meta(*text);
-  if (!record) return remote.remove(file_key(entry, kMetaFile));
-  record->neff_sha256.reset();
-  record->neff_bytes.reset();
-  return remote.write_atomic(file_key(entry, kMetaFile), serialize_entry_meta(*record));
-}
-
 // Why a done entry's NEFF cannot be served, or "" when it can;
 // `unverified` when it has no integrity record to check against.
 std::string check_remote_neff(const storage::Storage& remote, const EntryInfo& entry, const fs::path& scratch,
                        bool& unverified) {
   if (!entry.has_neff) return "done marker without a NEFF";
   std::optional<EntryMeta> record;
-  if (auto text = remote.read(file_key(entry, kMetaFile), kMaxEntryRecordBytes)) {
+  if (auto text = remote.read(file_key(entry, kMetaFile), kMaxEntryMetaBytes)) {
     auto parsed = parse_entry_meta(*text);
     if (!parsed) return "its npc-entry.json is corrupt: " + parsed.error();
     record = std::move(*parsed);
@@ -110,55 +93,15 @@ std::vector<EntryInfo> RemoteCacheAdmin::list_version(const std::string& compile
 
 std::vector<EntryInfo> RemoteCacheAdmin::list_under(const std::string& folder) const {
   const auto now = std::chrono::system_clock::now();
-  auto files = checked(first().list_tree(folder));
-  if (!folder.empty())
-    for (auto& file : files) file.key = folder + "/" + file.key;
-  // Sorted by key, so each entry's objects come together.
-  std::map<std::string, EntryInfo> entries;
-  std::map<std::string, storage::Time> marked; // npc-last-use, where there is one
-  for (const auto& file : files) {
-    auto slash = file.key.find('/');
-    if (slash == std::string::npos) continue;
-    auto second = file.key.find('/', slash + 1);
-    if (second == std::string::npos) continue;
-    std::string entry_key = file.key.substr(0, second);
-    std::string name = file.key.substr(second + 1);
-    auto key = parse_key(entry_key);
-    if (!key) continue; // ours (.npc/), or not an entry
-    auto [it, added] = entries.try_emplace(entry_key);
-    EntryInfo& info = it->second;
-    if (added) {
-      info.key = *key;
-      info.dir = entry_key;
-      info.last_used = file.modified;
-    }
-    info.bytes += file.size;
-    info.last_used = std::max(info.last_used, file.modified);
-    if (name == kGraphFile) {
-      info.has_graph = true;
-      info.graph_bytes = file.size;
-    } else if (name == kFlagsFile) info.has_flags = true;
-    else if (name == kNeffFile) info.has_neff = true;
-    else if (name == kDoneFile) info.has_done = true;
-    else if (name == kLogFile) info.has_log = true;
-    else if (name == kKilledLogFile) info.has_killed_log = true;
-    else if (name == kFrameworkLockFile) info.framework_lock.state = storage::LockState::held;
-    else if (name == storage::kS3LastUseFile) marked[entry_key] = file.modified;
-  }
-  std::vector<EntryInfo> out;
-  out.reserve(entries.size());
-  for (auto& [entry_key, info] : entries) {
-    // A recorded use is the last use, even when a later object (a lock,
-    // a renewal) was written since: those are not uses.
-    if (auto m = marked.find(entry_key); m != marked.end()) info.last_used = m->second;
+  auto entries = entries_from_tree(checked(first().list_tree(folder)), folder, first().last_use_file());
+  for (auto& info : entries) {
     // Rare, so judged (a GET) only when a lock object is there. A done
     // entry is done whoever holds its lock, as locally.
     if (info.framework_lock.state != storage::LockState::absent && !(info.has_done && info.has_neff))
       judge_lock(first(), info, now);
     info.state = state_from_files(info, info.framework_lock.blocks());
-    out.push_back(std::move(info));
   }
-  return out;
+  return entries;
 }
 
 VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
@@ -195,7 +138,7 @@ VerifyReport RemoteCacheAdmin::verify(Repair repair) const {
       if (auto* lock = std::get_if<storage::Lock>(&taken)) {
         bool ignored = false;
         std::string still = check_remote_neff(first(), done[i], scratch[0], ignored);
-        item.repaired = still.empty() || static_cast<bool>(demote(first(), done[i]));
+        item.repaired = still.empty() || static_cast<bool>(demote_result(first(), done[i].dir.generic_string()));
         std::ignore = lock->release();
       }
     }
@@ -239,7 +182,7 @@ bool RemoteCacheAdmin::remove(const EntryInfo& entry) const { return remove_with
 
 bool RemoteCacheAdmin::remove_with(storage::Storage& remote, const EntryInfo& entry) {
   if (checked(remote.stat(file_key(entry, kFrameworkLockFile)))) return false;
-  return checked(remote.remove_tree(entry.dir.generic_string()));
+  return checked(remove_entry(remote, entry.dir.generic_string()));
 }
 
 bool RemoteCacheAdmin::clear_result(const EntryInfo& entry) const {
@@ -248,7 +191,7 @@ bool RemoteCacheAdmin::clear_result(const EntryInfo& entry) const {
                                                   std::chrono::system_clock::now()));
   auto* lock = std::get_if<storage::Lock>(&taken);
   if (!lock) return false;
-  checked(demote(first(), entry));
+  checked(demote_result(first(), entry.dir.generic_string()));
   checked(first().remove(file_key(entry, kLogFile)));
   checked(lock->release());
   return true;

@@ -7,6 +7,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/listing.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/error.hpp>

@@ -7,6 +7,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/listing.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {

@@ -246,7 +246,8 @@ Result<bool> LocalStorage::replace_if_unchanged(std::string_view key, std::strin
   return true;
 }
 
-Result<bool> LocalStorage::remove_tree(std::string_view dir) {
+Result<bool> LocalStorage::remove_tree(std::string_view dir, std::string_view /*first_file*/) {
+  // One rename takes the whole folder away: no file needs to go first.
   fs::path p = path(dir);
   fs::path target = trash_ / (p.filename().string() + "." + util::unique_suffix());
   auto move_to_trash = [&] { return ::rename(p.c_str(), target.c_str()) == 0 ? 0 : errno; };

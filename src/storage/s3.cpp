@@ -23,11 +23,6 @@ std::string join(std::string_view dir, std::string_view name) {
   return std::string(dir) + "/" + std::string(name);
 }
 
-std::string_view last_segment(std::string_view key) {
-  std::size_t slash = key.rfind('/');
-  return slash == std::string_view::npos ? key : key.substr(slash + 1);
-}
-
 std::optional<Time> parse_unix_seconds(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   long long seconds = 0;
@@ -266,20 +261,20 @@ Result<bool> S3Storage::replace_if_unchanged(std::string_view key, std::string_v
   return true;
 }
 
-Result<bool> S3Storage::remove_tree(std::string_view dir) {
+Result<bool> S3Storage::remove_tree(std::string_view dir, std::string_view first_file) {
   std::lock_guard lock(mutex_);
   std::string prefix = folder_prefix(dir);
   if (prefix.empty())
     return fail("refusing to remove every object of bucket " + location_.bucket + " (give the storage a prefix)");
   // S3 removes one object at a time: no order makes a folder vanish at
-  // once. model.done goes first, so an entry stops being done before its
-  // NEFF and the rest go; a reader meanwhile sees an entry that is not done
-  // (and compiles it, or waits), never a done entry without its NEFF.
+  // once. `first_file` (an entry's model.done) goes first, so an entry
+  // stops being done before its NEFF and the rest go; a reader meanwhile
+  // sees an entry that is not done, never a done entry without its NEFF.
   auto page = client_->list_all(location_.bucket, {.prefix = prefix});
   if (!page) return fail(page.error());
   if (page->objects.empty()) return false;
   std::stable_partition(page->objects.begin(), page->objects.end(),
-                        [](const S3ListedObject& o) { return last_segment(o.key) == kS3DoneFile; });
+                        [&](const S3ListedObject& o) { return !first_file.empty() && o.key == prefix + std::string(first_file); });
   for (const auto& object : page->objects) {
     if (auto s = client_->delete_object(location_.bucket, object.key); !s) return fail(s.error());
   }

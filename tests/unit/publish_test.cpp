@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/storage/local.hpp>
 
 #include "files.hpp"
@@ -71,9 +72,13 @@ public:
     note("replace-if-unchanged", key);
     return inner_.replace_if_unchanged(key, bytes, replacement);
   }
-  Result<bool> remove_tree(std::string_view dir) override { return inner_.remove_tree(dir); }
+  Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
+    changes.push_back("remove-tree " + std::string(dir) + " " + std::string(first_file) + " first");
+    return inner_.remove_tree(dir, first_file);
+  }
   Result<Time> last_use(std::string_view dir) const override { return inner_.last_use(dir); }
   Status set_last_use(std::string_view dir, Time when) override { return inner_.set_last_use(dir, when); }
+  std::string_view last_use_file() const override { return inner_.last_use_file(); }
 
 private:
   void note(std::string_view what, std::string_view key) {
@@ -130,6 +135,50 @@ TEST_F(PublishTest, WhatTheEntryCannotHoldIsNotRemoved) {
   EntryResult result{.neff = file("n", "NEFF")};
   ASSERT_TRUE(publish_result(*storage, kPublishedEntry, result, {.done = false, .log = false, .killed_log = false}));
   EXPECT_EQ(storage->changes, (std::vector<std::string>{"put model.neff", "write model.done"}));
+}
+
+TEST_F(PublishTest, ADemotionTakesTheDoneMarkerFirstAndKeepsTheHistory) {
+  EntryMeta record;
+  record.neff_sha256 = std::string(64, 'a');
+  record.neff_bytes = 4;
+  record.attempts.push_back(AttemptRecord{.outcome = "success", .wall_seconds = 2.5});
+  ASSERT_TRUE(publish_result(*storage, kPublishedEntry,
+                             {.graph = file("g", "HloModule g"), .flags = file("f", "[]"), .neff = file("n", "NEFF"),
+                              .record = serialize_entry_meta(record)}));
+  storage->changes.clear();
+  ASSERT_TRUE(demote_result(*storage, kPublishedEntry));
+  EXPECT_EQ(storage->changes,
+            (std::vector<std::string>{"remove model.done", "remove model.neff", "write npc-entry.json"}));
+  EXPECT_EQ(test::names_in(entry()),
+            (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb", "npc-entry.json"}));
+  auto kept = parse_entry_meta(test::read_text(entry() / "npc-entry.json"));
+  ASSERT_TRUE(kept) << kept.error();
+  EXPECT_FALSE(kept->neff_sha256.has_value());
+  EXPECT_FALSE(kept->neff_bytes.has_value());
+  ASSERT_EQ(kept->attempts.size(), 1u);
+  EXPECT_EQ(kept->attempts[0].outcome, "success");
+}
+
+// Another tool's entry has no record, and a demotion makes none; a corrupt
+// one goes.
+TEST_F(PublishTest, ADemotionWritesNoRecordWhereThereWasNoneAndDropsACorruptOne) {
+  test::write_text(entry() / "model.neff", "NEFF");
+  test::write_text(entry() / "model.done", "");
+  ASSERT_TRUE(demote_result(*storage, kPublishedEntry));
+  EXPECT_EQ(test::names_in(entry()), std::vector<std::string>{});
+  test::write_text(entry() / "model.done", "");
+  test::write_text(entry() / "npc-entry.json", "{not json");
+  ASSERT_TRUE(demote_result(*storage, kPublishedEntry));
+  EXPECT_EQ(test::names_in(entry()), std::vector<std::string>{});
+}
+
+TEST_F(PublishTest, ARemovalNamesTheDoneMarkerAsTheFileToGoFirst) {
+  test::write_text(entry() / "model.done", "");
+  auto removed = remove_entry(*storage, kPublishedEntry);
+  ASSERT_TRUE(removed) << removed.error();
+  EXPECT_TRUE(*removed);
+  EXPECT_EQ(storage->changes, std::vector<std::string>{"remove-tree " + std::string(kPublishedEntry) + " model.done first"});
+  EXPECT_FALSE(fs::exists(entry()));
 }
 
 } // namespace

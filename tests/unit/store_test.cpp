@@ -455,26 +455,5 @@ TEST_F(StoreTest, LockToolNameIsRecorded) {
   EXPECT_FALSE(second->has_value());
 }
 
-// What a folder listing alone says, as the remote paths read it.
-TEST(ReadListing, TellsDoneFailedDamagedAndLockedFromTheNames) {
-  auto listed = read_listing({"model.hlo_module.pb", "compile_flags.json", "model.neff", "model.done"});
-  EXPECT_TRUE(listed.has_graph);
-  EXPECT_TRUE(listed.done);
-  EXPECT_FALSE(listed.failed);
-  EXPECT_FALSE(listed.done_without_neff);
-  EXPECT_FALSE(listed.has_lock);
-  listed = read_listing({"model.hlo_module.pb", "model.log", "model.hlo_module.pb.lock"});
-  EXPECT_TRUE(listed.failed);
-  EXPECT_FALSE(listed.done);
-  EXPECT_TRUE(listed.has_lock);
-  listed = read_listing({"model.done", "model.log"});
-  EXPECT_FALSE(listed.has_graph);
-  EXPECT_FALSE(listed.done);
-  EXPECT_FALSE(listed.failed) << "a done marker means no cached failure";
-  EXPECT_TRUE(listed.done_without_neff);
-  listed = read_listing({});
-  EXPECT_FALSE(listed.done || listed.failed || listed.done_without_neff || listed.has_graph || listed.has_lock);
-}
-
 } // namespace
 } // namespace npc::cache

@@ -92,17 +92,6 @@ struct EntryInfo {
 // The state the files make, for an entry whose lock (if any) is `locked`.
 [[nodiscard]] EntryState state_from_files(const EntryInfo& entry, bool locked);
 
-// What the names of an entry's files alone say: a folder listing, one LIST
-// on S3, without reading anything.
-struct ListedEntry {
-  bool has_graph = false;
-  bool done = false;              // model.done and model.neff
-  bool failed = false;            // model.log without model.done
-  bool done_without_neff = false; // damaged: model.done and no model.neff
-  bool has_lock = false;          // a lock object, judged or not
-};
-[[nodiscard]] ListedEntry read_listing(const std::vector<std::string>& names);
-
 // How a NEFF read compared with its integrity record.
 enum class Integrity { ok, mismatch, unverified /* no record: written by another tool */ };
 

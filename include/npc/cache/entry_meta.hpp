@@ -37,6 +37,9 @@ struct EntryMeta {
   [[nodiscard]] const AttemptRecord* last_success() const;
 };
 
+// A record is a few KiB; past this it is not one of ours.
+inline constexpr std::uint64_t kMaxEntryMetaBytes = 16 * 1024 * 1024;
+
 [[nodiscard]] Result<EntryMeta> parse_entry_meta(std::string_view json_text);
 [[nodiscard]] std::string serialize_entry_meta(const EntryMeta& meta);
 // A missing file is an empty record (an entry written by another tool).

@@ -8,6 +8,10 @@
 //                 to change), the NEFF, its record, model.done last; then
 //                 model.log and npc-killed.log go
 //   failure       the record, then model.log
+//   demote        the reverse of a success: model.done first, then the NEFF;
+//                 the record keeps its history without the NEFF's hash
+//   remove        the whole entry, model.done first where a folder cannot
+//                 vanish at once
 //
 // Each file is placed atomically for readers (a rename in a directory, a
 // single PUT on S3); the order across files is what makes the entry safe.
@@ -42,5 +46,14 @@ struct MayHold {
 
 [[nodiscard]] Status publish_result(storage::Storage& storage, std::string_view entry_key,
                                     const EntryResult& result, MayHold may_hold = {});
+
+// Takes a done entry back to pending (its graph stays), with its lock held.
+// An entry without a record (another tool's) gets none; a corrupt record
+// goes, since nothing in it can be trusted.
+[[nodiscard]] Status demote_result(storage::Storage& storage, std::string_view entry_key);
+
+// Removes the whole entry (storage::Storage::remove_tree): false when it
+// was absent. With its lock held, or none to hold (a lock's file goes too).
+[[nodiscard]] Result<bool> remove_entry(storage::Storage& storage, std::string_view entry_key);
 
 } // namespace npc::cache

@@ -37,9 +37,10 @@ public:
                                                  std::optional<Time> modified) override;
   [[nodiscard]] Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
                                                   std::string_view replacement) override;
-  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
   [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
   [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
+  [[nodiscard]] std::string_view last_use_file() const override { return {}; }
 
 private:
   std::filesystem::path root_;

@@ -12,9 +12,10 @@
 //    AWS S3 honours (of racing creators exactly one wins) and some
 //    S3-compatible servers ignore (there they are best effort: two racing
 //    creators can both win, the last one's bytes staying);
-//  - remove_tree cannot remove a folder at once: it removes model.done
-//    first, then the rest, so readers may see a partial entry that is not
-//    done, never a done entry without its NEFF; of many processes removing
+//  - remove_tree cannot remove a folder at once: it removes the file it is
+//    told (an entry's model.done) first, then the rest, so readers may see a
+//    partial entry that is not done, never a done entry without its NEFF;
+//    of many processes removing
 //    one folder at once, several may report true;
 //  - an entry's last use is kept in an object of its own, npc-last-use.
 //
@@ -39,9 +40,6 @@ namespace npc::storage {
 // time, so that a time other than now is kept exactly ("npc-" files are
 // ignored by torch-neuronx, as cache/layout.hpp says).
 inline constexpr std::string_view kS3LastUseFile = "npc-last-use";
-// Removed first by remove_tree: without it an entry is not done, so a
-// reader never takes an entry whose other files are going.
-inline constexpr std::string_view kS3DoneFile = "model.done";
 
 class S3Storage final : public Storage {
 public:
@@ -79,9 +77,10 @@ public:
                                                  std::optional<Time> modified) override;
   [[nodiscard]] Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
                                                   std::string_view replacement) override;
-  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
   [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
   [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
+  [[nodiscard]] std::string_view last_use_file() const override { return kS3LastUseFile; }
 
 private:
   // The listing prefix of a folder: "<prefix>/<dir>/", or "" for the root

@@ -91,12 +91,19 @@ public:
   [[nodiscard]] virtual Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
                                                           std::string_view replacement) = 0;
   // Removes a folder and all below it, so that readers see all of it or
-  // none; false when it was absent.
-  [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir) = 0;
+  // none; false when it was absent. Where a folder cannot vanish at once
+  // (an object store removes one object at a time), `first_file` (a name
+  // directly in `dir`; empty for none) goes before the rest, so a reader
+  // that trusts it never takes the folder while its other files go.
+  [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir, std::string_view first_file) = 0;
 
   // When an entry (a folder) was last used; eviction takes the oldest.
   [[nodiscard]] virtual Result<Time> last_use(std::string_view dir) const = 0;
   [[nodiscard]] virtual Status set_last_use(std::string_view dir, Time when) = 0;
+  // The file in a folder that records its last use, for a backend that
+  // cannot set a folder's time (its time in a listing is the use); empty
+  // when the folder's own time is kept.
+  [[nodiscard]] virtual std::string_view last_use_file() const = 0;
 };
 
 } // namespace npc::storage
