@@ -113,15 +113,15 @@ void Pool::mark_locked_elsewhere(std::size_t i, double now) {
   progress_[i].eligible_at = now + kRevisitSeconds;
 }
 
-void Pool::mark_held_remotely(std::size_t i, double now) {
+void Pool::mark_held_elsewhere(std::size_t i, double now) {
   auto& p = progress_[i];
   p.state = ItemState::deferred;
-  p.held_remotely = true;
-  p.held_remotely_since = now;
+  p.held_elsewhere = true;
+  p.held_elsewhere_since = now;
   // The taking's GET of the lock was the first look: the next is the
   // second of the backoff (2 s, then 4, 8, 10).
-  p.remote_looks = 1;
-  p.eligible_at = now + kRemoteHeldFirstPollSeconds;
+  p.held_looks = 1;
+  p.eligible_at = now + kHeldElsewhereFirstPollSeconds;
 }
 
 void Pool::mark_removed_elsewhere(std::size_t i) {
@@ -261,7 +261,7 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
   for (std::size_t i = 0; i < progress_.size(); ++i)
     if (progress_[i].state == ItemState::deferred && progress_[i].eligible_at <= now) due.push_back(i);
   // The longest due first: a runner that looks at only some of them in one
-  // tick (looks at a remote cost a request each) reaches the rest next.
+  // tick (looks at a shared cache cost a request each) reaches the rest next.
   std::stable_sort(due.begin(), due.end(),
                    [this](std::size_t a, std::size_t b) { return progress_[a].eligible_at < progress_[b].eligible_at; });
   return due;
@@ -270,20 +270,20 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
 void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
   changed(now);
   auto& p = progress_[i];
-  if (found == Found::locked_remotely) {
-    if (!p.held_remotely) {
-      p.held_remotely = true;
-      p.held_remotely_since = now;
+  if (found == Found::held_elsewhere) {
+    if (!p.held_elsewhere) {
+      p.held_elsewhere = true;
+      p.held_elsewhere_since = now;
     }
-    p.eligible_at = now + std::min(kRemoteHeldMaxPollSeconds,
-                                   kRemoteHeldFirstPollSeconds * std::pow(2.0, std::min(p.remote_looks, 16)));
-    ++p.remote_looks;
+    p.eligible_at = now + std::min(kHeldElsewhereMaxPollSeconds,
+                                   kHeldElsewhereFirstPollSeconds * std::pow(2.0, std::min(p.held_looks, 16)));
+    ++p.held_looks;
     return;
   }
-  p.held_remotely = false;
-  p.remote_looks = 0;
+  p.held_elsewhere = false;
+  p.held_looks = 0;
   switch (found) {
-  case Found::locked_remotely: return; // above
+  case Found::held_elsewhere: return; // above
   case Found::done: return settle(i, ItemState::compiled_elsewhere);
   case Found::failed:
     p.cached_failure = true;

@@ -18,7 +18,7 @@
 
 namespace npc::launcher {
 
-static_assert(kRemoteHeldFirstPollSeconds ==
+static_assert(kHeldElsewhereFirstPollSeconds ==
                   std::chrono::duration<double>(compile::kRemoteLockPoll).count(),
               "the launcher's first look at a held remote lock follows the wrapper's poll");
 
@@ -163,15 +163,15 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       if (auto holder = cache.entry(pool.items()[i].entry_dir).describe_holder())
         progress.event("waiting for " + short_name(pool.items()[i]) + ", held by " + *holder);
     }
-    const double looks_until = now + std::chrono::duration<double>(kRemoteLookBudgetPerTick).count();
+    const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
       Pool::Found found = look_at(cache, item.entry_dir);
       // Pending in the mirror: for a remote cache, the lock that deferred it
       // may be another node's, which only the remote shows.
-      if (found == Pool::Found::pending && config.remote_look) {
+      if (found == Pool::Found::pending && config.held_look) {
         if (util::monotonic_seconds() >= looks_until) continue; // still due: looked at next tick
-        found = config.remote_look->look(item.entry_dir);
+        found = config.held_look->look(item.entry_dir);
         if (found == Pool::Found::done) progress.event("compiled by another node, downloaded: " + short_name(item));
         else if (found == Pool::Found::failed)
           progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
@@ -184,7 +184,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         const ItemProgress& p = pool.progress()[i];
         if (p.state != ItemState::deferred) continue;
         const fs::path& dir = pool.items()[i].entry_dir;
-        if (config.remote_look && !locked_in_mirror(cache, dir)) {
+        if (config.held_look && !locked_in_mirror(cache, dir)) {
           // Another node's remote lock, unlike the framework's local one,
           // says who holds it and until when, and its holder renews it
           // while it compiles: waiting for its result (downloaded when it
@@ -193,7 +193,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           // for. Not yet looked at (deferred by a worker a moment ago):
           // the look comes first. A holder that renews past --lock-timeout
           // is left to itself, as a waiting wrapper gives up then.
-          if (!p.held_remotely || now - p.held_remotely_since < static_cast<double>(config.stale_lock_age.count()))
+          if (!p.held_elsewhere || now - p.held_elsewhere_since < static_cast<double>(config.stale_lock_age.count()))
             continue;
           pool.leave_to_lock_holder(i);
           progress.event("locked by another node for over " +

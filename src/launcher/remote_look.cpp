@@ -50,7 +50,7 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
     spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), facts.error());
     return Pool::Found::pending;
   }
-  return facts->blocks() ? Pool::Found::locked_remotely : Pool::Found::pending;
+  return facts->blocks() ? Pool::Found::held_elsewhere : Pool::Found::pending;
 }
 
 } // namespace npc::launcher

@@ -388,7 +388,7 @@ int run(const Options& options, const config::Settings& settings) {
     // starts only to meet the lock.
     if (info->state == cache::EntryState::pending && remote_graphs)
       if (auto holder = remote_graphs->held_elsewhere(entry.dir())) {
-        pool.mark_held_remotely(i, now);
+        pool.mark_held_elsewhere(i, now);
         spdlog::debug("{} is held by another node in S3 ({}); waiting for it there, no worker started",
                       entry.dir().filename().string(), *holder);
       }
@@ -406,7 +406,7 @@ int run(const Options& options, const config::Settings& settings) {
   // A graph another node holds is looked at in S3 by the launcher, over a
   // connection already open (the graphs are all taken by now).
   if (remote_graphs)
-    config.remote_look = std::make_shared<StorageEntryLook>(
+    config.held_look = std::make_shared<StorageEntryLook>(
         remote_graphs->connection(), cache,
         retry_failed ? StorageEntryLook::RetryFailed::yes : StorageEntryLook::RetryFailed::no);
   auto progress = ProgressDisplay::for_stream(stderr);

@@ -267,7 +267,7 @@ TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) 
   EXPECT_EQ(record["status"], "compiled_elsewhere") << record.dump();
   EXPECT_EQ(record["attempts"], 0) << record.dump();
   // Seen within the poll's ceiling of its landing (10 s:
-  // kRemoteHeldMaxPollSeconds), with room for a loaded machine.
+  // kHeldElsewhereMaxPollSeconds), with room for a loaded machine.
   EXPECT_LT(took, 10 + 5) << log;
 }
 

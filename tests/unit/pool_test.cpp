@@ -299,15 +299,15 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   Pool pool({item("a", 10)}, {1, 0, 0});
   pool.start(0, 0);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 0);
-  EXPECT_FALSE(pool.progress()[0].held_remotely); // not looked at yet
+  EXPECT_FALSE(pool.progress()[0].held_elsewhere); // not looked at yet
   double now = kRevisitSeconds;
   std::vector<double> periods;
   for (int look = 0; look < 5; ++look) {
     ASSERT_EQ(pool.due_revisits(now), std::vector<std::size_t>{0});
-    pool.revisit(0, Pool::Found::locked_remotely, now);
+    pool.revisit(0, Pool::Found::held_elsewhere, now);
     EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
-    EXPECT_TRUE(pool.progress()[0].held_remotely);
-    EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, kRevisitSeconds); // the first look that found it
+    EXPECT_TRUE(pool.progress()[0].held_elsewhere);
+    EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, kRevisitSeconds); // the first look that found it
     periods.push_back(pool.progress()[0].eligible_at - now);
     EXPECT_TRUE(pool.due_revisits(pool.progress()[0].eligible_at - 0.01).empty());
     now = pool.progress()[0].eligible_at;
@@ -317,13 +317,13 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   EXPECT_EQ(pool.pick(now), std::nullopt);
 
   pool.revisit(0, Pool::Found::pending, now); // the lock expired: ours to compile
-  EXPECT_FALSE(pool.progress()[0].held_remotely);
-  EXPECT_EQ(pool.progress()[0].remote_looks, 0);
+  EXPECT_FALSE(pool.progress()[0].held_elsewhere);
+  EXPECT_EQ(pool.progress()[0].held_looks, 0);
   EXPECT_EQ(pool.pick(now), std::optional<std::size_t>(0));
   pool.start(0, now);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), now); // taken again meanwhile
-  pool.revisit(0, Pool::Found::locked_remotely, now + 1);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kRemoteHeldFirstPollSeconds);
+  pool.revisit(0, Pool::Found::held_elsewhere, now + 1);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kHeldElsewhereFirstPollSeconds);
   pool.revisit(0, Pool::Found::done, now + 3);
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_TRUE(pool.finished());
@@ -335,22 +335,22 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
 // expiry makes it ours, its result settles it, with no attempt either way.
 TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   Pool pool({item("a", 10), item("b", 10)}, {2, 0, 0});
-  pool.mark_held_remotely(0, 5);
-  pool.mark_held_remotely(1, 5);
+  pool.mark_held_elsewhere(0, 5);
+  pool.mark_held_elsewhere(1, 5);
   EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
-  EXPECT_TRUE(pool.progress()[0].held_remotely);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, 5);
+  EXPECT_TRUE(pool.progress()[0].held_elsewhere);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, 5);
   EXPECT_EQ(pool.pick(5), std::nullopt);
   EXPECT_TRUE(pool.only_deferred_left());
-  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kRemoteHeldFirstPollSeconds));
-  EXPECT_TRUE(pool.due_revisits(5 + kRemoteHeldFirstPollSeconds - 0.01).empty());
-  double now = 5 + kRemoteHeldFirstPollSeconds;
-  std::vector<double> periods{kRemoteHeldFirstPollSeconds};
+  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kHeldElsewhereFirstPollSeconds));
+  EXPECT_TRUE(pool.due_revisits(5 + kHeldElsewhereFirstPollSeconds - 0.01).empty());
+  double now = 5 + kHeldElsewhereFirstPollSeconds;
+  std::vector<double> periods{kHeldElsewhereFirstPollSeconds};
   for (int look = 0; look < 3; ++look) {
     ASSERT_EQ(pool.due_revisits(now), (std::vector<std::size_t>{0, 1}));
-    pool.revisit(0, Pool::Found::locked_remotely, now);
-    pool.revisit(1, Pool::Found::locked_remotely, now);
-    EXPECT_DOUBLE_EQ(pool.progress()[0].held_remotely_since, 5);
+    pool.revisit(0, Pool::Found::held_elsewhere, now);
+    pool.revisit(1, Pool::Found::held_elsewhere, now);
+    EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, 5);
     periods.push_back(pool.progress()[0].eligible_at - now);
     now = pool.progress()[0].eligible_at;
   }

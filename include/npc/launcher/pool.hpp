@@ -79,12 +79,12 @@ struct ItemProgress {
   bool cached_failure = false;
   bool alone = false;     // its next attempt runs with nothing else (after OOM kills)
   bool ran_alone = false; // an attempt of it ran alone
-  // Deferred for a remote cache's lock that another node holds, as the
-  // launcher's own look at the remote found (Found::locked_remotely): since
-  // when, and how many looks in a row found it so (the poll's backoff).
-  bool held_remotely = false;
-  double held_remotely_since = 0;
-  int remote_looks = 0;
+  // Deferred for a lock another host holds in the cache they share, as the
+  // launcher's own look found (Found::held_elsewhere): since when, and how
+  // many looks in a row found it so (the poll's backoff).
+  bool held_elsewhere = false;
+  double held_elsewhere_since = 0;
+  int held_looks = 0;
 };
 
 struct PoolLimits {
@@ -118,16 +118,16 @@ inline constexpr double kRetryBackoffSeconds = 0.5;
 inline constexpr double kMaxRetryBackoffSeconds = 8;
 // How often a graph locked by another process is looked at again.
 inline constexpr double kRevisitSeconds = 1.0;
-// A graph whose remote cache lock another node holds is looked at in the
-// remote by the launcher itself (one LIST of its folder, and a GET of the
-// lock while the lock is there), first after the wrapper's own poll period
+// A graph whose lock another host holds is looked at in the shared cache by
+// the launcher itself (on S3 one LIST of its folder, and a GET of the lock
+// while the lock is there), first after the wrapper's own poll period
 // (compile::kRemoteLockPoll), then twice as long each time up to the
 // ceiling. A compile takes minutes, so a result seen up to 10 s late costs
 // little of the node's time; at 10 s each held graph costs 0.1 LIST and 0.1
 // GET a second, so 500 graphs held by another node make 50 LISTs a second,
 // far under S3's request rates and about $1 an hour of LIST requests.
-inline constexpr double kRemoteHeldFirstPollSeconds = 2.0;
-inline constexpr double kRemoteHeldMaxPollSeconds = 10.0;
+inline constexpr double kHeldElsewhereFirstPollSeconds = 2.0;
+inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
 // A plan replaces longest first only when it ends at least this share of
 // the time sooner: smaller gains are within any prediction's error.
 inline constexpr double kMinPlanGain = 0.005;
@@ -149,11 +149,11 @@ public:
   void mark_cached(std::size_t i);
   void mark_cached_failure(std::size_t i, const fs::path& log_path);
   void mark_locked_elsewhere(std::size_t i, double now);
-  // Its remote cache lock held by another node, as found when its graph was
-  // taken (launcher/remote_graphs.hpp): deferred and looked at in the remote
-  // as after a first look that found it so (Found::locked_remotely), so no
+  // Its lock held by another host, as found when its graph was taken
+  // (launcher/remote_graphs.hpp): deferred and looked at in the shared cache
+  // as after a first look that found it so (Found::held_elsewhere), so no
   // worker starts only to meet the lock.
-  void mark_held_remotely(std::size_t i, double now);
+  void mark_held_elsewhere(std::size_t i, double now);
   void mark_removed_elsewhere(std::size_t i);
 
   // The next item to start now, if any may start.
@@ -165,8 +165,9 @@ public:
   // look found.
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
   // locked: a process of this host holds the entry (its local lock);
-  // locked_remotely: another node holds its remote cache lock, alive.
-  enum class Found { done, failed, pending, locked, locked_remotely, removed };
+  // held_elsewhere: another host holds its lock in the cache they share,
+  // alive (a lock this host's own look at the entry cannot see).
+  enum class Found { done, failed, pending, locked, held_elsewhere, removed };
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
 
   // Stops waiting for a deferred item: it stays with its lock holder.

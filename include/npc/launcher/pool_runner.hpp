@@ -13,11 +13,20 @@
 #include <npc/cache/store.hpp>
 #include <npc/launcher/pool.hpp>
 #include <npc/launcher/progress.hpp>
-#include <npc/launcher/remote_look.hpp>
 
 namespace npc::launcher {
 
 namespace fs = std::filesystem;
+
+// A look at a deferred graph in the cache other hosts share, where a lock
+// this host cannot see may hold it (remote_look.hpp for an S3 cache): what
+// the shared cache holds for the entry `entry_dir` now. Found::held_elsewhere
+// when another host holds it, alive.
+class HeldEntryLook {
+public:
+  virtual ~HeldEntryLook() = default;
+  [[nodiscard]] virtual Pool::Found look(const fs::path& entry_dir) = 0;
+};
 
 struct RunnerConfig {
   fs::path wrapper;  // neuron_cc_wrapper, whose compile-entry each worker runs
@@ -29,10 +38,9 @@ struct RunnerConfig {
   // s3://bucket/prefix when the entries are a remote cache's mirror: the
   // workers compile under the remote lock and push the result there.
   std::optional<std::string> remote_cache;
-  // With remote_cache: how a deferred graph's remote entry is looked at
-  // (remote_look.hpp), instead of a worker started to look. Null: every
-  // revisit looks at the mirror only.
-  std::shared_ptr<RemoteEntryLook> remote_look;
+  // How a deferred graph is looked at where other hosts hold it, instead of
+  // a worker started to look. Null: every revisit looks at the entry only.
+  std::shared_ptr<HeldEntryLook> held_look;
 };
 
 struct PoolRunResult {
@@ -44,11 +52,11 @@ struct PoolRunResult {
 inline constexpr auto kWorkerInterruptGrace = std::chrono::milliseconds(1500);
 // The status line is refreshed this often while compiles run.
 inline constexpr int kProgressTickMs = 1000;
-// Looks at a remote (remote_look.hpp) stop for this tick once they have
+// Looks at a shared cache (HeldEntryLook) stop for this tick once they have
 // taken this long: a request is about 20 ms on S3, and the loop must get
 // back to reaping workers and to signals. What is left due is looked at
 // in the next ticks, the longest due first.
-inline constexpr auto kRemoteLookBudgetPerTick = std::chrono::milliseconds(250);
+inline constexpr auto kHeldLookBudgetPerTick = std::chrono::milliseconds(250);
 
 [[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache,
                                      const RunnerConfig& config, ProgressDisplay& progress);

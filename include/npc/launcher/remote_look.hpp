@@ -15,7 +15,7 @@
 //                        --retry_failed_compilation it is not taken: the
 //                        lock decides, as for a graph with no result)
 //   the lock object      a GET of it: in force (unexpired, not of a dead
-//                        process of this host) is locked_remotely
+//                        process of this host) is held_elsewhere
 //   otherwise            pending: a worker takes the lock and compiles
 //
 // A remote that cannot be read reads as pending: the worker then meets the
@@ -27,23 +27,17 @@
 
 #include <npc/cache/remote.hpp>
 #include <npc/cache/store.hpp>
-#include <npc/launcher/pool.hpp>
+#include <npc/launcher/pool_runner.hpp>
 #include <npc/storage/storage.hpp>
 
 namespace npc::launcher {
 
 namespace fs = std::filesystem;
 
-class RemoteEntryLook {
-public:
-  virtual ~RemoteEntryLook() = default;
-  // What the remote holds for the mirror entry `entry_dir` now.
-  [[nodiscard]] virtual Pool::Found look(const fs::path& entry_dir) = 0;
-};
-
-// Over one connection of the remote cache whose mirror is `mirror`. Not
-// for several threads at once (one connection).
-class StorageEntryLook final : public RemoteEntryLook {
+// The look at an S3 cache's entry (pool_runner.hpp's HeldEntryLook), over
+// one connection of the remote cache whose mirror is `mirror`. Not for
+// several threads at once (one connection).
+class StorageEntryLook final : public HeldEntryLook {
 public:
   enum class RetryFailed { no, yes };
   StorageEntryLook(std::shared_ptr<storage::Storage> connection, const cache::Cache& mirror, RetryFailed retry)
