@@ -31,15 +31,14 @@ struct Worker {
   fs::path result_file; // the worker's report (compile/worker_report.hpp)
 };
 
-std::vector<std::string> worker_argv(const RunnerConfig& config, const WorkItem& item, const Worker& worker,
-                                     bool retry) {
-  std::vector<std::string> argv = {config.wrapper.string(), "compile-entry", item.entry_dir.string(),
+std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSpec& attempt) {
+  std::vector<std::string> argv = {config.wrapper.string(), "compile-entry", attempt.entry_dir.string(),
                                    "--compiler", config.compiler.string(), "--no-evict", "--no-wait",
-                                   "--result-file", worker.result_file.string()};
+                                   "--result-file", attempt.result_file.string()};
   if (config.compile_timeout)
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
-  if (retry) argv.emplace_back("--retry_failed_compilation");
+  if (attempt.retry) argv.emplace_back("--retry_failed_compilation");
   if (config.remote_cache) {
     argv.emplace_back("--remote-cache");
     argv.push_back(*config.remote_cache);
@@ -145,18 +144,128 @@ ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
 
 std::string short_name(const WorkItem& item) { return item.entry_dir.filename().string(); }
 
+class ProcessRunner final : public WorkerRunner {
+public:
+  explicit ProcessRunner(const RunnerConfig& config)
+      : config_(config), signals_({SIGCHLD, SIGINT, SIGTERM, SIGHUP}) {}
+
+  double now() override { return util::monotonic_seconds(); }
+
+  Status start(const AttemptSpec& attempt) override {
+    util::SpawnOptions options;
+    options.argv = worker_argv(config_, attempt);
+    options.output = util::OutputTo::file;
+    options.output_file = attempt.log;
+    spdlog::debug("starting {}", util::join_shell_words(options.argv));
+    auto child = util::spawn(options);
+    if (!child) return fail(child.error());
+    workers_.emplace(child->pid, Worker{attempt.item, now(), attempt.log, attempt.result_file});
+    return ok_status();
+  }
+
+  Events wait(std::chrono::milliseconds timeout) override {
+    Events events;
+    for (int sig : signals_.wait(static_cast<int>(timeout.count())))
+      if (sig != SIGCHLD && events.interrupt == 0) events.interrupt = sig;
+    if (events.interrupt != 0) return events;
+    std::set<pid_t> tracked;
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      auto status = util::try_wait_child(it->first);
+      if (!status) {
+        tracked.insert(it->first);
+        ++it;
+        continue;
+      }
+      auto [end, info] = classify(it->second, *status);
+      events.ended.push_back({it->second.item, end, std::move(info)});
+      it = workers_.erase(it);
+    }
+    util::reap_untracked_children(tracked);
+    return events;
+  }
+
+  void stop_all(int signal) override {
+    for (const auto& [pid, worker] : workers_) util::kill_process_group(pid, signal);
+    double kill_at = now() + std::chrono::duration<double>(kWorkerInterruptGrace).count();
+    while (!workers_.empty() && now() < kill_at) {
+      std::ignore = signals_.wait(50);
+      for (auto it = workers_.begin(); it != workers_.end();)
+        it = util::try_wait_child(it->first) ? workers_.erase(it) : std::next(it);
+    }
+    for (const auto& [pid, worker] : workers_) util::kill_process_group(pid, SIGKILL);
+    for (const auto& [pid, worker] : workers_) std::ignore = util::wait_child(pid);
+    workers_.clear();
+    util::kill_all_descendants();
+  }
+
+  std::size_t running() const override { return workers_.size(); }
+
+private:
+  const RunnerConfig& config_;
+  util::SignalWatcher signals_;
+  std::map<pid_t, Worker> workers_;
+};
+
+// What the display says of an attempt that ended.
+void tell(ProgressDisplay& progress, const Pool& pool, const AttemptEnded& ended) {
+  const WorkItem& item = pool.items()[ended.item];
+  const ItemProgress& p = pool.progress()[ended.item];
+  const AttemptInfo& info = ended.info;
+  switch (ended.end) {
+  case AttemptEnd::compiled:
+    progress.event("compiled " + short_name(item) + " in " + util::format_seconds(info.wall_seconds));
+    break;
+  case AttemptEnd::already_done:
+    progress.event("compiled by another process: " + short_name(item));
+    break;
+  case AttemptEnd::locked_elsewhere:
+    spdlog::debug("{} is held by another process; looked at again later", short_name(item));
+    break;
+  case AttemptEnd::removed:
+    progress.event("removed by another process (not compiled): " + short_name(item));
+    break;
+  case AttemptEnd::cached_failure:
+    progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
+    break;
+  case AttemptEnd::no_space:
+    progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
+                   "not compiled stay pending for a rerun once space is freed");
+    break;
+  case AttemptEnd::killed:
+  case AttemptEnd::failed:
+    if (p.state == ItemState::retry_wait)
+      progress.event("attempt " + std::to_string(p.attempts) + " of " + short_name(item) + " failed (" +
+                     info.exit + "); retrying" +
+                     (ended.end != AttemptEnd::killed ? ""
+                      : p.alone                       ? " alone, once the compiles running now end"
+                                                      : " with " + std::to_string(pool.parallel_limit()) + " at once"));
+    else
+      progress.failure("FAILED " + short_name(item) + " (" + info.exit + ") after " +
+                     std::to_string(p.attempts) + " attempt(s); log " + info.log_path.string());
+    break;
+  }
+}
+
 } // namespace
+
+std::unique_ptr<WorkerRunner> make_process_runner(const RunnerConfig& config) {
+  return std::make_unique<ProcessRunner>(config);
+}
 
 PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig& config,
                        ProgressDisplay& progress) {
+  auto runner = make_process_runner(config);
+  return run_pool(pool, cache, config, progress, *runner);
+}
+
+PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig& config,
+                       ProgressDisplay& progress, WorkerRunner& runner) {
   PoolRunResult result;
-  util::SignalWatcher signals({SIGCHLD, SIGINT, SIGTERM, SIGHUP});
-  std::map<pid_t, Worker> workers;
-  double start = util::monotonic_seconds();
+  double start = runner.now();
   std::set<std::size_t> waits_said; // each graph held elsewhere is named once
 
   while (!pool.finished()) {
-    double now = util::monotonic_seconds();
+    double now = runner.now();
     // A wait that may last hours says what it waits for.
     for (std::size_t i = 0; i < pool.items().size(); ++i) {
       if (pool.progress()[i].state != ItemState::deferred || !waits_said.insert(i).second) continue;
@@ -167,10 +276,10 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
       Pool::Found found = look_at(cache, item.entry_dir);
-      // Pending in the mirror: for a remote cache, the lock that deferred it
-      // may be another node's, which only the remote shows.
+      // Pending here: the lock that deferred it may be another host's,
+      // which only the cache they share shows.
       if (found == Pool::Found::pending && config.held_look) {
-        if (util::monotonic_seconds() >= looks_until) continue; // still due: looked at next tick
+        if (runner.now() >= looks_until) continue; // still due: looked at next tick
         found = config.held_look->look(item.entry_dir);
         if (found == Pool::Found::done) progress.event("compiled by another node, downloaded: " + short_name(item));
         else if (found == Pool::Found::failed)
@@ -185,14 +294,15 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         if (p.state != ItemState::deferred) continue;
         const fs::path& dir = pool.items()[i].entry_dir;
         if (config.held_look && !locked_in_mirror(cache, dir)) {
-          // Another node's remote lock, unlike the framework's local one,
-          // says who holds it and until when, and its holder renews it
-          // while it compiles: waiting for its result (downloaded when it
-          // lands) or its expiry (then compiled here) leaves the mirror
-          // and the report complete, which is what pre-warming a node is
-          // for. Not yet looked at (deferred by a worker a moment ago):
-          // the look comes first. A holder that renews past --lock-timeout
-          // is left to itself, as a waiting wrapper gives up then.
+          // Another host's lock in a shared cache, unlike the framework's
+          // local one, says who holds it and until when, and its holder
+          // renews it while it compiles: waiting for its result (brought
+          // here when it lands) or its expiry (then compiled here) leaves
+          // this host's cache and the report complete, which is what
+          // pre-warming a node is for. Not yet looked at (deferred by a
+          // worker a moment ago): the look comes first. A holder that renews
+          // past --lock-timeout is left to itself, as a waiting wrapper
+          // gives up then.
           if (!p.held_elsewhere || now - p.held_elsewhere_since < static_cast<double>(config.stale_lock_age.count()))
             continue;
           pool.leave_to_lock_holder(i);
@@ -218,103 +328,42 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       const WorkItem& item = pool.items()[i];
       const ItemProgress& p = pool.progress()[i];
       std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts + 1);
-      Worker worker{i, now, config.log_dir / (attempt_name + ".log"), config.log_dir / (attempt_name + ".result.json")};
-      util::SpawnOptions options;
-      options.argv = worker_argv(config, item, worker, p.attempts > 0 || config.retry_cached_failures);
-      options.output = util::OutputTo::file;
-      options.output_file = worker.log;
-      spdlog::debug("starting {}", util::join_shell_words(options.argv));
+      AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
+                          config.log_dir / (attempt_name + ".result.json"),
+                          p.attempts > 0 || config.retry_cached_failures};
       pool.start(i, now);
-      auto child = util::spawn(options);
-      if (!child) {
-        pool.finish(i, AttemptEnd::failed, {0, "could not start: " + child.error(), 0, worker.log, Blame::surroundings}, now);
-        continue;
-      }
-      workers.emplace(child->pid, worker);
+      if (auto started = runner.start(attempt); !started)
+        pool.finish(i, AttemptEnd::failed,
+                    {0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings}, now);
     }
     if (pool.finished()) break;
 
     int timeout_ms = kProgressTickMs;
     if (auto due = pool.next_due())
       timeout_ms = std::clamp(static_cast<int>((*due - now) * 1000) + 1, 1, kProgressTickMs);
-    auto received = signals.wait(timeout_ms);
-    for (int sig : received) {
-      if (sig != SIGCHLD && result.interrupted_by == 0) result.interrupted_by = sig;
+    auto events = runner.wait(std::chrono::milliseconds(timeout_ms));
+    if (events.interrupt != 0) {
+      result.interrupted_by = events.interrupt;
+      break;
     }
-    if (result.interrupted_by != 0) break;
-
-    std::set<pid_t> tracked;
-    for (auto it = workers.begin(); it != workers.end();) {
-      auto status = util::try_wait_child(it->first);
-      if (!status) {
-        tracked.insert(it->first);
-        ++it;
-        continue;
-      }
-      const Worker& worker = it->second;
-      const WorkItem& item = pool.items()[worker.item];
-      auto [end, info] = classify(worker, *status);
-      double t = util::monotonic_seconds();
-      pool.finish(worker.item, end, info, t);
-      const ItemProgress& p = pool.progress()[worker.item];
-      switch (end) {
-      case AttemptEnd::compiled:
-        progress.event("compiled " + short_name(item) + " in " + util::format_seconds(info.wall_seconds));
-        break;
-      case AttemptEnd::already_done:
-        progress.event("compiled by another process: " + short_name(item));
-        break;
-      case AttemptEnd::locked_elsewhere:
-        spdlog::debug("{} is held by another process; looked at again later", short_name(item));
-        break;
-      case AttemptEnd::removed:
-        progress.event("removed by another process (not compiled): " + short_name(item));
-        break;
-      case AttemptEnd::cached_failure:
-        progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
-        break;
-      case AttemptEnd::no_space:
-        progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
-                       "not compiled stay pending for a rerun once space is freed");
-        break;
-      case AttemptEnd::killed:
-      case AttemptEnd::failed:
-        if (p.state == ItemState::retry_wait)
-          progress.event("attempt " + std::to_string(p.attempts) + " of " + short_name(item) + " failed (" +
-                         info.exit + "); retrying" +
-                         (end != AttemptEnd::killed ? ""
-                          : p.alone         ? " alone, once the compiles running now end"
-                                            : " with " + std::to_string(pool.parallel_limit()) + " at once"));
-        else
-          progress.failure("FAILED " + short_name(item) + " (" + info.exit + ") after " +
-                         std::to_string(p.attempts) + " attempt(s); log " + info.log_path.string());
-        break;
-      }
-      it = workers.erase(it);
+    for (const auto& ended : events.ended) {
+      pool.finish(ended.item, ended.end, ended.info, runner.now());
+      tell(progress, pool, ended);
     }
-    util::reap_untracked_children(tracked);
-    double t = util::monotonic_seconds();
+    double t = runner.now();
     progress.update(snapshot(pool, t - start, t));
   }
 
   if (result.interrupted_by != 0) {
     progress.finish();
-    spdlog::warn("received {}; stopping {} compile(s)", util::signal_name(result.interrupted_by), workers.size());
-    for (const auto& [pid, worker] : workers) util::kill_process_group(pid, result.interrupted_by);
-    double kill_at = util::monotonic_seconds() + std::chrono::duration<double>(kWorkerInterruptGrace).count();
-    while (!workers.empty() && util::monotonic_seconds() < kill_at) {
-      std::ignore = signals.wait(50);
-      for (auto it = workers.begin(); it != workers.end();)
-        it = util::try_wait_child(it->first) ? workers.erase(it) : std::next(it);
-    }
-    for (const auto& [pid, worker] : workers) util::kill_process_group(pid, SIGKILL);
-    for (const auto& [pid, worker] : workers) std::ignore = util::wait_child(pid);
-    util::kill_all_descendants();
+    spdlog::warn("received {}; stopping {} compile(s)", util::signal_name(result.interrupted_by), runner.running());
+    runner.stop_all(result.interrupted_by);
   } else {
-    progress.update(snapshot(pool, util::monotonic_seconds() - start, util::monotonic_seconds()));
+    double t = runner.now();
+    progress.update(snapshot(pool, t - start, t));
     progress.finish();
   }
-  result.wall_seconds = util::monotonic_seconds() - start;
+  result.wall_seconds = runner.now() - start;
   return result;
 }
 

@@ -1,18 +1,25 @@
 #pragma once
-// Drives a Pool with real worker processes: one event loop waits on the
-// workers and on signals together (signalfd), starts what the pool picks,
-// reads how each attempt ended from the entry's own record, and on SIGINT,
-// SIGTERM or SIGHUP ends every worker's process group within 2 s.
+// Drives a Pool: one event loop starts what the pool picks, waits for
+// attempts to end and for signals together, looks again at graphs held by
+// others, and keeps the progress display. What it waits on is a
+// WorkerRunner (as ninja's CommandRunner): the real one runs
+// `neuron_cc_wrapper compile-entry` processes, waits on them and on signals
+// together (signalfd), reads how each attempt ended from the worker's
+// report, and on SIGINT, SIGTERM or SIGHUP ends every worker's process group
+// within 2 s; tests drive the same loop with a fake runner and a fake clock.
 
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <npc/cache/store.hpp>
 #include <npc/launcher/pool.hpp>
 #include <npc/launcher/progress.hpp>
+#include <npc/util/result.hpp>
 
 namespace npc::launcher {
 
@@ -58,7 +65,50 @@ inline constexpr int kProgressTickMs = 1000;
 // in the next ticks, the longest due first.
 inline constexpr auto kHeldLookBudgetPerTick = std::chrono::milliseconds(250);
 
-[[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache,
-                                     const RunnerConfig& config, ProgressDisplay& progress);
+// One attempt to start: a compile of the item's entry.
+struct AttemptSpec {
+  std::size_t item = 0;
+  fs::path entry_dir;
+  fs::path log;         // the attempt's output
+  fs::path result_file; // the worker's report (compile/worker_report.hpp)
+  bool retry = false;   // compile a cached failure again
+};
+
+struct AttemptEnded {
+  std::size_t item = 0;
+  AttemptEnd end = AttemptEnd::failed;
+  AttemptInfo info;
+};
+
+// What the event loop waits on.
+class WorkerRunner {
+public:
+  virtual ~WorkerRunner() = default;
+  // Seconds on a monotonic clock.
+  [[nodiscard]] virtual double now() = 0;
+  // Starts an attempt; an error (a one-line reason) when it cannot start.
+  [[nodiscard]] virtual Status start(const AttemptSpec& attempt) = 0;
+  struct Events {
+    std::vector<AttemptEnded> ended;
+    int interrupt = 0; // SIGINT, SIGTERM or SIGHUP received; 0: none
+  };
+  // Waits up to `timeout` for attempts to end or an interrupt; returns at
+  // once with what happened meanwhile.
+  [[nodiscard]] virtual Events wait(std::chrono::milliseconds timeout) = 0;
+  // After an interrupt: passes `signal` on to every running attempt and
+  // returns once none runs (killing what outlives kWorkerInterruptGrace).
+  virtual void stop_all(int signal) = 0;
+  [[nodiscard]] virtual std::size_t running() const = 0;
+};
+
+// The real runner: a neuron_cc_wrapper compile-entry process per attempt.
+// Blocks the signals it watches for as long as it lives.
+[[nodiscard]] std::unique_ptr<WorkerRunner> make_process_runner(const RunnerConfig& config);
+
+[[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig& config,
+                                     ProgressDisplay& progress, WorkerRunner& runner);
+// With the real runner.
+[[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig& config,
+                                     ProgressDisplay& progress);
 
 } // namespace npc::launcher

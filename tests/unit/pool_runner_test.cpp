@@ -1,0 +1,317 @@
+// launcher/pool_runner: the event loop, driven by a fake runner and a fake
+// clock: retries after their backoff, an interrupt, waits on a graph another
+// host holds, and what the progress display says. No process starts and no
+// test waits: the clock moves only when the loop waits.
+
+#include <npc/launcher/pool_runner.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/store.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::launcher {
+namespace {
+
+// How one attempt of an item goes: its length, and how it ends.
+struct ScriptedAttempt {
+  double seconds = 1;
+  AttemptEnd end = AttemptEnd::compiled;
+  std::string exit = "exit code 0";
+};
+
+class FakeRunner final : public WorkerRunner {
+public:
+  std::map<std::size_t, std::deque<ScriptedAttempt>> script;
+  // A signal that arrives at a time.
+  double interrupt_at = -1;
+  int interrupt_signal = 0;
+  // What the loop did.
+  std::vector<std::pair<double, AttemptSpec>> starts;
+  int stopped_with = 0;
+  std::size_t running_when_stopped = 0;
+  std::vector<double> waits; // when the loop waited
+
+  double now() override { return clock_; }
+  // Time spent outside a wait (a request to a shared cache).
+  void spend(double seconds) { clock_ += seconds; }
+
+  Status start(const AttemptSpec& attempt) override {
+    auto& left = script[attempt.item];
+    if (left.empty()) return fail("nothing scripted for item " + std::to_string(attempt.item));
+    running_.push_back({attempt, left.front(), clock_ + left.front().seconds});
+    left.pop_front();
+    starts.emplace_back(clock_, attempt);
+    return ok_status();
+  }
+
+  Events wait(std::chrono::milliseconds timeout) override {
+    // A loop that never ends would run this test forever: a day of fake
+    // time is far past anything scripted here.
+    if (clock_ > 86400) throw std::runtime_error("the loop did not end");
+    waits.push_back(clock_);
+    double next = clock_ + static_cast<double>(timeout.count()) / 1000.0;
+    for (const auto& r : running_) next = std::min(next, r.ends_at);
+    Events events;
+    if (interrupt_signal != 0 && interrupt_at <= next) {
+      clock_ = std::max(clock_, interrupt_at);
+      events.interrupt = interrupt_signal;
+      interrupt_signal = 0;
+      return events;
+    }
+    clock_ = next;
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->ends_at > clock_) {
+        ++it;
+        continue;
+      }
+      AttemptInfo info;
+      info.wall_seconds = it->how.seconds;
+      info.exit = it->how.exit;
+      info.log_path = it->spec.log;
+      events.ended.push_back({it->spec.item, it->how.end, info});
+      it = running_.erase(it);
+    }
+    return events;
+  }
+
+  void stop_all(int signal) override {
+    stopped_with = signal;
+    running_when_stopped = running_.size();
+    running_.clear();
+  }
+
+  std::size_t running() const override { return running_.size(); }
+
+private:
+  struct Running {
+    AttemptSpec spec;
+    ScriptedAttempt how;
+    double ends_at = 0;
+  };
+  double clock_ = 0;
+  std::vector<Running> running_;
+};
+
+// A look at a shared cache that finds the graph held `held_looks` times,
+// then `then`; each look takes `cost` seconds.
+class FakeLook final : public HeldEntryLook {
+public:
+  FakeLook(FakeRunner& clock, int held_looks, Pool::Found then, double cost = 0)
+      : clock_(clock), held_left_(held_looks), then_(then), cost_(cost) {}
+  Pool::Found look(const fs::path&) override {
+    times.push_back(clock_.now());
+    clock_.spend(cost_);
+    if (held_left_ > 0) {
+      --held_left_;
+      return Pool::Found::held_elsewhere;
+    }
+    return then_;
+  }
+  std::vector<double> times;
+
+private:
+  FakeRunner& clock_;
+  int held_left_;
+  Pool::Found then_;
+  double cost_;
+};
+
+class PoolRunnerTest : public test::TempDirTest {
+protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    cache = std::make_unique<cache::Cache>(dir() / "cache");
+    ASSERT_TRUE(cache->ensure_root());
+    out = std::tmpfile();
+    ASSERT_NE(out, nullptr);
+    config.log_dir = dir() / "logs";
+  }
+  void TearDown() override {
+    if (out) std::fclose(out);
+    TempDirTest::TearDown();
+  }
+
+  // A pending entry of the cache (graph and flags), as a work item.
+  WorkItem pending_item(const std::string& module, double predicted_seconds) {
+    auto key = cache::parse_key("neuronxcc-1.0/" + module);
+    EXPECT_TRUE(key.has_value()) << module;
+    EXPECT_TRUE(cache->entry(*key).store_graph("HloModule " + module, {"-O1"}));
+    WorkItem item;
+    item.entry_dir = cache->entry_dir(*key);
+    item.key = key->str();
+    item.graph_bytes = 100;
+    item.predicted.seconds = predicted_seconds;
+    return item;
+  }
+
+  PoolRunResult run(Pool& pool) {
+    ProgressDisplay progress(out, false, false);
+    return run_pool(pool, *cache, config, progress, runner);
+  }
+
+  // The lines the display printed that are not its status line.
+  std::vector<std::string> events() const {
+    std::fflush(out);
+    std::rewind(out);
+    std::vector<std::string> lines;
+    char buffer[1024];
+    while (std::fgets(buffer, sizeof buffer, out)) {
+      std::string line(buffer);
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      if (line.rfind("neuron_parallel_compile: [", 0) != 0) lines.push_back(line);
+    }
+    std::fseek(out, 0, SEEK_END);
+    return lines;
+  }
+
+  std::unique_ptr<cache::Cache> cache;
+  RunnerConfig config;
+  FakeRunner runner;
+  std::FILE* out = nullptr;
+};
+
+const std::string kModuleA = "MODULE_a1+abcdef01";
+const std::string kModuleB = "MODULE_b2+abcdef01";
+const std::string kModuleC = "MODULE_c3+abcdef01";
+
+TEST_F(PoolRunnerTest, RetriesAFailedAttemptAfterItsBackoffAndTellsEachEnd) {
+  Pool pool({pending_item(kModuleA, 3)}, {1, 0, 1});
+  runner.script[0] = {{3, AttemptEnd::failed, "exit code 70"}, {2, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[0].first, 0);
+  EXPECT_FALSE(runner.starts[0].second.retry);
+  EXPECT_GE(runner.starts[1].first, 3 + kRetryBackoffSeconds) << "a retry waits for its backoff";
+  EXPECT_LT(runner.starts[1].first, 3 + kRetryBackoffSeconds + 0.01) << "and starts as soon as it is over";
+  EXPECT_TRUE(runner.starts[1].second.retry) << "a retry compiles again what the first attempt cached";
+  EXPECT_EQ(runner.starts[1].second.log, config.log_dir / (kModuleA + ".attempt2.log"));
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  EXPECT_EQ(pool.progress()[0].attempts, 2);
+  EXPECT_EQ(events(), (std::vector<std::string>{
+                          "neuron_parallel_compile: attempt 1 of " + kModuleA + " failed (exit code 70); retrying",
+                          "neuron_parallel_compile: compiled " + kModuleA + " in 2.0s"}));
+  EXPECT_NEAR(ran.wall_seconds, 3 + kRetryBackoffSeconds + 2, 0.01);
+}
+
+TEST_F(PoolRunnerTest, AnAttemptOutOfRetriesIsAFailureWithItsLog) {
+  Pool pool({pending_item(kModuleA, 3)}, {1, 0, 0});
+  runner.script[0] = {{1, AttemptEnd::failed, "exit code 70"}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: FAILED " + kModuleA +
+                                               " (exit code 70) after 1 attempt(s); log " +
+                                               (config.log_dir / (kModuleA + ".attempt1.log")).string()});
+}
+
+TEST_F(PoolRunnerTest, AnInterruptStopsTheRunningAttemptsAndStartsNoMore) {
+  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 10), pending_item(kModuleC, 10)}, {2, 0, 0});
+  for (std::size_t i = 0; i < 3; ++i) runner.script[i] = {{10, AttemptEnd::compiled}};
+  runner.interrupt_at = 4;
+  runner.interrupt_signal = SIGTERM;
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, SIGTERM);
+  EXPECT_EQ(runner.stopped_with, SIGTERM) << "passed on to the workers";
+  EXPECT_EQ(runner.running_when_stopped, 2u);
+  EXPECT_EQ(runner.starts.size(), 2u);
+  EXPECT_DOUBLE_EQ(ran.wall_seconds, 4);
+  EXPECT_EQ(pool.count(ItemState::compiled), 0u);
+}
+
+// A graph another host holds: looked at in the shared cache after the
+// wrapper's poll, then twice as long each time up to the ceiling, and
+// never with a worker started for it.
+TEST_F(PoolRunnerTest, AGraphHeldElsewhereIsLookedAtWithABackoffUntilItsResultLands) {
+  Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  auto look = std::make_shared<FakeLook>(runner, 3, Pool::Found::done);
+  config.held_look = look;
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  EXPECT_TRUE(runner.starts.empty());
+  const std::vector<double> expected = {kHeldElsewhereFirstPollSeconds, 6, 14, 24};
+  ASSERT_EQ(look->times.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(look->times[i], expected[i], 0.01) << "look " << i;
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+  EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: compiled by another node, downloaded: " +
+                                               kModuleA});
+}
+
+// A holder that keeps its lock past --lock-timeout is left to itself, as a
+// waiting wrapper gives up then; the run ends instead of waiting for ever.
+TEST_F(PoolRunnerTest, AHolderKeepingItsLockPastTheLockTimeoutIsLeftToIt) {
+  Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  config.stale_lock_age = std::chrono::seconds(30);
+  config.held_look = std::make_shared<FakeLook>(runner, 1000, Pool::Found::done);
+  auto ran = run(pool);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::locked_elsewhere);
+  EXPECT_GE(ran.wall_seconds, 30);
+  EXPECT_LT(ran.wall_seconds, 31);
+  EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: locked by another node for over 30.0s "
+                                               "(--lock-timeout), left to it: " + kModuleA});
+  EXPECT_TRUE(runner.starts.empty());
+}
+
+// Looks cost a request each: once a tick's looks have taken the budget,
+// the loop goes back to its wait (workers, signals) before the rest.
+TEST_F(PoolRunnerTest, LooksStopForATickOnceTheyTookItsBudget) {
+  Pool pool({pending_item(kModuleA, 60), pending_item(kModuleB, 60), pending_item(kModuleC, 60)}, {4, 0, 0});
+  for (std::size_t i = 0; i < 3; ++i) pool.mark_held_elsewhere(i, 0);
+  const double cost = std::chrono::duration<double>(kHeldLookBudgetPerTick).count() * 0.6;
+  auto look = std::make_shared<FakeLook>(runner, 0, Pool::Found::done, cost);
+  config.held_look = look;
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  ASSERT_EQ(look->times.size(), 3u);
+  // Two looks fit in the budget (the second starts within it), the third
+  // waits for the next tick.
+  EXPECT_NEAR(look->times[1], look->times[0] + cost, 1e-9);
+  auto waited_between = std::find_if(runner.waits.begin(), runner.waits.end(), [&](double t) {
+    return t > look->times[1] && t <= look->times[2];
+  });
+  EXPECT_NE(waited_between, runner.waits.end()) << "the loop waited before the third look";
+  EXPECT_EQ(pool.count(ItemState::compiled_elsewhere), 3u);
+}
+
+// A graph found pending again in the shared cache (its holder let go) is
+// compiled here.
+TEST_F(PoolRunnerTest, AGraphLetGoElsewhereIsCompiledHere) {
+  Pool pool({pending_item(kModuleA, 5)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  config.held_look = std::make_shared<FakeLook>(runner, 1, Pool::Found::pending);
+  runner.script[0] = {{5, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_NEAR(runner.starts[0].first, 6, 0.01) << "the second look found it free";
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  EXPECT_NEAR(ran.wall_seconds, 11, 0.01);
+}
+
+// What cannot start is a failed attempt blamed on its surroundings, and the
+// rest of the pool goes on.
+TEST_F(PoolRunnerTest, AnAttemptThatCannotStartFailsAndTheOthersRun) {
+  Pool pool({pending_item(kModuleA, 5), pending_item(kModuleB, 4)}, {2, 0, 0});
+  runner.script[1] = {{4, AttemptEnd::compiled}}; // nothing for item 0: its start fails
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::failed);
+  EXPECT_EQ(pool.progress()[0].last_blame, Blame::surroundings);
+  EXPECT_EQ(pool.progress()[0].last_exit, "could not start: nothing scripted for item 0");
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
+}
+
+} // namespace
+} // namespace npc::launcher
