@@ -50,7 +50,9 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
     spdlog::warn("cannot read the lock of {}: {}; starting its compile", remote_.describe(*key), facts.error());
     return Pool::Found::pending;
   }
-  return facts->blocks() ? Pool::Found::held_elsewhere : Pool::Found::pending;
+  if (!facts->blocks()) return Pool::Found::pending;
+  spdlog::debug("{} is still held in S3: the lock {}", key->module_name(), facts->describe());
+  return Pool::Found::held_elsewhere;
 }
 
 } // namespace npc::launcher

@@ -109,7 +109,15 @@ protected:
   // `module` held in S3 as it took the graphs, and waits for it there
   // ("MODULE_... is held by another node in S3", at DEBUG).
   bool launcher_found_it_held(const std::string& module) {
-    const std::string line = module + " is held by another node in S3 (pid 4242 on node-elsewhere";
+    return node_b_said(module + " is held by another node in S3 (pid 4242 on node-elsewhere");
+  }
+  // Waits (up to 2 minutes) until node-b's launcher has looked at `module`
+  // in S3 itself, after taking the graphs, and found it still held
+  // ("MODULE_... is still held in S3", at DEBUG).
+  bool launcher_looked_and_found_it_held(const std::string& module) {
+    return node_b_said(module + " is still held in S3: the lock ");
+  }
+  bool node_b_said(const std::string& line) {
     for (int i = 0; i < 1200; ++i) {
       if (read_text(dir() / "node-b.log").find(line) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -231,18 +239,20 @@ TEST_F(S3Launcher, TwoLaunchersAtOnceCompileEachGraphOnce) {
 // Another node compiles one graph (its lock live for 10 minutes) before the
 // launcher starts: the launcher sees the lock as it takes the graphs,
 // compiles the other three, and waits, looking at S3 itself; the result the
-// other node publishes 3 s after the launcher found the lock is downloaded.
-// No worker ran for that graph (one used to, only to meet the lock).
+// other node publishes once a look of the launcher found the lock still held
+// is downloaded. No worker ran for that graph (one used to, only to meet
+// the lock).
 TEST_F(S3Launcher, AGraphAnotherNodeHoldsIsWaitedForInS3AndItsResultDownloaded) {
   std::string folder, module;
   ASSERT_NO_FATAL_FAILURE(collect_and_hold_one(folder, module));
   const fs::path report = dir() / "report.json";
   pid_t launcher = start_compile_on_node_b(report);
-  // The other node's result lands while the launcher waits: 3 s after the
-  // launcher found the lock, however long a loaded machine took to get
-  // there. NEFF, marker, then the lock released, in a compile's order.
+  // The other node's result lands while the launcher waits: once it has
+  // looked at S3 and found the lock still held, however long a loaded
+  // machine took to get there. NEFF, marker, then the lock released, in a
+  // compile's order.
   ASSERT_TRUE(launcher_found_it_held(module)) << read_text(dir() / "node-b.log");
-  std::this_thread::sleep_for(std::chrono::seconds(3)); // looks at S3 meanwhile, no worker
+  ASSERT_TRUE(launcher_looked_and_found_it_held(module)) << read_text(dir() / "node-b.log");
   const std::string neff = "NEFF compiled by node-elsewhere\n";
   {
     auto c = client();

@@ -17,6 +17,7 @@
 #include "files.hpp"
 #include "fake_env.hpp"
 #include "s3_server.hpp"
+#include "wait.hpp"
 
 namespace npc::storage {
 namespace {
@@ -296,13 +297,17 @@ TEST_F(S3StorageTest, LastUseRoundTripsAnExactTimeInAMarkerObject) {
 TEST_F(S3StorageTest, LastUseWithoutAMarkerIsTheNewestObjectsTime) {
   auto s = storage();
   ASSERT_TRUE(s->write_atomic("v/e/model.hlo_module.pb", "graph"));
-  std::this_thread::sleep_for(1100ms); // LastModified may count whole seconds
-  ASSERT_TRUE(s->write_atomic("v/e/model.neff", "neff"));
-  auto listed = raw_->list_all(kS3TestBucket, {.prefix = "cache/root/v/e/"});
-  ASSERT_TRUE(listed) << listed.error();
-  ASSERT_EQ(listed->objects.size(), 2u);
+  // LastModified may count whole seconds: the NEFF is written again until
+  // the server's clock has moved past the graph's.
+  Result<S3ListPage> listed = fail("not listed");
+  ASSERT_TRUE(test::wait_until(
+      [&] {
+        if (!s->write_atomic("v/e/model.neff", "neff")) return false;
+        listed = raw_->list_all(kS3TestBucket, {.prefix = "cache/root/v/e/"});
+        return listed && listed->objects.size() == 2 && listed->objects[0].modified < listed->objects[1].modified;
+      },
+      5s, 100ms));
   ASSERT_EQ(listed->objects[1].key, "cache/root/v/e/model.neff");
-  ASSERT_LT(listed->objects[0].modified, listed->objects[1].modified);
   auto used = s->last_use("v/e");
   ASSERT_TRUE(used) << used.error();
   EXPECT_EQ(*used, listed->objects[1].modified);
