@@ -232,6 +232,23 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
+Mount mount_of(const fs::path& path) {
+  std::string target = fs::weakly_canonical(path).string();
+  std::istringstream mounts(read_text("/proc/mounts"));
+  std::string line;
+  Mount best;
+  while (std::getline(mounts, line)) {
+    std::istringstream fields(line);
+    std::string device;
+    Mount m;
+    fields >> device >> m.point >> m.type >> m.options;
+    bool prefix = target == m.point || m.point == "/" ||
+                  (target.starts_with(m.point) && target.size() > m.point.size() && target[m.point.size()] == '/');
+    if (prefix && m.point.size() >= best.point.size()) best = m;
+  }
+  return best;
+}
+
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};

@@ -149,6 +149,12 @@ struct Scenario {
 [[nodiscard]] json to_json(const Row& row);
 [[nodiscard]] json to_json(const Scenario& scenario);
 
+// The mount a path is on (the longest mount point that prefixes it).
+struct Mount {
+  std::string point, type, options;
+};
+[[nodiscard]] Mount mount_of(const fs::path& path);
+
 // Small helpers.
 void write_text(const fs::path& path, const std::string& text);
 [[nodiscard]] std::string read_text(const fs::path& path);

@@ -33,6 +33,7 @@ const std::vector<Entry> kScenarios = {
     {"schedule-sleep", run_schedule_sleep}, {"schedule-busy", run_schedule_busy},
     {"memory", run_memory},                 {"warm-start", run_warm},
     {"launcher-overhead", run_overhead},    {"cache-scale", run_cache_scale},
+    {"cache-scale-disk", run_cache_scale_disk},
     {"hashing", run_hashing},               {"launcher-memory", run_launcher_memory},
     {"s3-transfer", run_s3_transfer},
 };
@@ -93,28 +94,6 @@ std::string load_average() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
-}
-
-struct Mount {
-  std::string point, type, options;
-};
-
-// The mount a path is on (the longest mount point that prefixes it).
-Mount mount_of(const fs::path& path) {
-  std::string target = fs::weakly_canonical(path).string();
-  std::istringstream mounts(read_text("/proc/mounts"));
-  std::string line;
-  Mount best;
-  while (std::getline(mounts, line)) {
-    std::istringstream fields(line);
-    std::string device;
-    Mount m;
-    fields >> device >> m.point >> m.type >> m.options;
-    bool prefix = target == m.point || m.point == "/" ||
-                  (target.starts_with(m.point) && target.size() > m.point.size() && target[m.point.size()] == '/');
-    if (prefix && m.point.size() >= best.point.size()) best = m;
-  }
-  return best;
 }
 
 // Milliseconds to create and then delete one cache-entry-like directory of

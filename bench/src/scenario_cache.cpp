@@ -3,10 +3,18 @@
 // that really deletes a share of the entries, and a cache hit through the
 // compile entry; side by side, what a user would run from the shell instead:
 // `find | wc -l` for a count, and find | sort | head | rm for LRU eviction.
+// Run twice: in the scratch directory (a tmpfs where there is one, so the
+// figures say what the code costs), and on a disk file system, where caches
+// live (there each deletion also costs the disk's journal and discards).
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <fcntl.h>
 #include <thread>
+#include <unistd.h>
 
 #include <npc/cache/summary.hpp>
 
@@ -39,6 +47,11 @@ BulkSpec bulk(std::size_t first, std::size_t count) {
 // eviction pass trusts its earlier look at one, only when its directory is
 // older than the settle time), as the entries an eviction pass meets in
 // practice, unused for weeks, are. Not timed.
+//
+// The entries are then written to the disk (syncfs), as old entries are:
+// on a disk file system, deleting files whose data never left the page
+// cache costs a fraction of deleting files on the disk, and whichever of
+// two contenders ran just after a restore would delete those.
 std::size_t restore(Size& size) {
   std::size_t restored = 0;
   for (std::size_t i = 0; i < size.entry_dirs.size(); ++i) {
@@ -46,20 +59,37 @@ std::size_t restore(Size& size) {
     std::ignore = write_bulk_entries(size.cache, bulk(i, 1));
     ++restored;
   }
-  if (restored > 0 && size.entries >= 1000)
+  if (restored == 0) return restored;
+  if (int fd = ::open(size.cache.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    ::syncfs(fd);
+    ::close(fd);
+  }
+  if (size.entries >= 1000)
     std::this_thread::sleep_for(npc::cache::kSummarySettleTime + std::chrono::seconds(1));
   return restored;
 }
 
-} // namespace
+bool in_memory(const std::string& filesystem) { return filesystem == "tmpfs" || filesystem == "ramfs"; }
 
-Scenario run_cache_scale(const Context& context) {
-  Scenario s;
-  s.id = "cache-scale";
-  s.title = "5. The cache at scale";
-  s.reproduce = "bench/run.sh --only cache-scale";
-  fs::path dir = context.options.scratch / s.id;
+// A writable folder on a disk file system: $NPC_BENCH_DISK_SCRATCH, else
+// the first of $TMPDIR, /var/tmp and /tmp that is not in memory.
+fs::path disk_scratch_parent() {
+  if (const char* given = std::getenv("NPC_BENCH_DISK_SCRATCH"); given && *given) return given;
+  std::vector<fs::path> candidates;
+  if (const char* tmp = std::getenv("TMPDIR"); tmp && *tmp) candidates.emplace_back(tmp);
+  candidates.emplace_back("/var/tmp");
+  candidates.emplace_back("/tmp");
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (fs::is_directory(c, ec) && ::access(c.c_str(), W_OK) == 0 && !in_memory(mount_of(c).type)) return c;
+  }
+  throw std::runtime_error("no disk file system to run on: $TMPDIR, /var/tmp and /tmp are all in memory "
+                           "(set NPC_BENCH_DISK_SCRATCH to a folder on a disk)");
+}
+
+Scenario run_cache_scale_in(const Context& context, Scenario s, const fs::path& dir) {
   make_dirs(dir);
+  const Mount mount = mount_of(dir);
   const std::size_t big = context.options.quick ? 10000 : 100000;
   const double keep_share = 0.9; // the eviction pass deletes the oldest ~10%
   const int hits = context.options.quick ? 5 : 20;
@@ -83,7 +113,7 @@ Scenario run_cache_scale(const Context& context) {
                                 (dir / "hit.neff").string()},
                                env, dir / "hit.log", std::nullopt},
                               "compiling the hit entry");
-    log(context, "cache-scale: wrote " + count_text(size.entries) + " entries in " +
+    log(context, s.id + ": wrote " + count_text(size.entries) + " entries in " +
                      num(size.populate_seconds, 1) + " s");
   }
 
@@ -276,13 +306,15 @@ Scenario run_cache_scale(const Context& context) {
   for (std::size_t k = 0; k < sizes.size(); ++k)
     for (std::size_t op = 0; op < kOps; ++op)
       s.raw[std::string(op_names[op]) + "_" + std::to_string(sizes[k].entries)] = rec(k, static_cast<Op>(op));
-  s.what = "Three caches written straight into the on-disk layout (small files, no compiling): " +
+  s.workload["filesystem"] = {{"path", dir.string()}, {"type", mount.type}, {"mount_options", mount.options}};
+  s.what = "On " + mount.type + " (`" + dir.string() + "`, mounted " + mount.options + "). " +
+           "Three caches written straight into the on-disk layout (small files, no compiling): " +
            count_text(sizes[0].entries) + ", " + count_text(sizes[1].entries) + " and " + count_text(sizes[2].entries) +
            " done entries, all in one compiler-version directory, last used 31 to 400 days ago, plus one entry "
            "compiled for real. The eviction pass has a size limit of 90% of the cache, so it deletes the oldest "
            "~10% of the entries; they are written back, untimed, after each pass (and after each shell pipeline), "
-           "and in the two big caches the harness then waits 11 s, untimed, so that they are settled as entries "
-           "unused for weeks are. Each hit figure is the median of " +
+           "flushed to the disk (syncfs), and in the two big caches the harness then waits 11 s, untimed, so that "
+           "they are settled as entries unused for weeks are. Each hit figure is the median of " +
            std::to_string(hits) +
            " spawns of `neuron_cc_wrapper compile` for the real entry (process start included). The page cache is "
            "warm (the entries were just written). A listing keeps a summary of settled entries per compiler version "
@@ -294,10 +326,40 @@ Scenario run_cache_scale(const Context& context) {
            "cut -d' ' -f2- | xargs -d '\\n' rm -rf`, K being the number of entries our pass deletes (counted by a dry "
            "run before the rounds): no locks, no look at the NEFF's atime, no check that an entry is in use.";
   if (!context.options.keep) {
-    log(context, "cache-scale: removing the caches");
+    log(context, s.id + ": removing the caches");
     for (const auto& size : sizes) wipe(size.cache);
   }
   return s;
+}
+
+} // namespace
+
+Scenario run_cache_scale(const Context& context) {
+  Scenario s;
+  s.id = "cache-scale";
+  s.title = "5. The cache at scale";
+  s.reproduce = "bench/run.sh --only cache-scale";
+  return run_cache_scale_in(context, std::move(s), context.options.scratch / "cache-scale");
+}
+
+Scenario run_cache_scale_disk(const Context& context) {
+  Scenario s;
+  s.id = "cache-scale-disk";
+  s.title = "5b. The cache at scale, on a disk file system";
+  s.reproduce = "bench/run.sh --only cache-scale-disk";
+  std::string pattern = (disk_scratch_parent() / "npc-bench-disk.XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr)
+    throw std::runtime_error("cannot create a folder from " + pattern + ": " + std::strerror(errno));
+  const fs::path parent = pattern;
+  struct Remove {
+    fs::path path;
+    bool keep;
+    ~Remove() {
+      std::error_code ec;
+      if (!keep) fs::remove_all(path, ec);
+    }
+  } remove{parent, context.options.keep};
+  return run_cache_scale_in(context, std::move(s), parent / "cache-scale-disk");
 }
 
 } // namespace bench

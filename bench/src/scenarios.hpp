@@ -22,6 +22,8 @@ Scenario run_warm(const Context& context);
 Scenario run_overhead(const Context& context);
 // 5. The cache at 100 and 100,000 entries.
 Scenario run_cache_scale(const Context& context);
+// The same on a disk file system ($NPC_BENCH_DISK_SCRATCH, $TMPDIR, /var/tmp or /tmp).
+Scenario run_cache_scale_disk(const Context& context);
 // 6. Key hashing speed on a 1 GiB graph.
 Scenario run_hashing(const Context& context);
 // 7. The launcher's own peak memory with 10,000 graphs.
