@@ -102,7 +102,8 @@ public:
 };
 
 // The real runner: a neuron_cc_wrapper compile-entry process per attempt.
-// Blocks the signals it watches for as long as it lives.
+// Blocks the signals it watches for as long as it lives; `config` must
+// outlive it.
 [[nodiscard]] std::unique_ptr<WorkerRunner> make_process_runner(const RunnerConfig& config);
 
 [[nodiscard]] PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig& config,
