@@ -6,7 +6,6 @@
 
 #include <npc/bundle/selection.hpp>
 #include <npc/cache/remote.hpp>
-#include <npc/cache/remote_maintenance.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/parallel.hpp>
@@ -68,9 +67,9 @@ ExportReport export_remote_bundle(const std::vector<std::shared_ptr<storage::Sto
                                   const fs::path& output, const ExportOptions& options) {
   ensure_mirror(mirror);
   const auto remotes = remotes_over(connections, mirror);
-  const cache::RemoteCacheAdmin admin(connections);
+  const cache::Cache remote(connections);
   ExportReport chosen;
-  auto candidates = select_candidates([&admin] { return admin.list(); }, mirror.clock().now(), selection, options,
+  auto candidates = select_candidates([&remote] { return remote.list(); }, mirror.clock().now(), selection, options,
                                       chosen);
   std::vector<std::optional<std::string>> problems(candidates.size());
   util::for_each_shared_out(candidates.size(), remotes.size(), [&](std::size_t worker, std::size_t i) {

@@ -15,6 +15,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/local.hpp>
+#include <npc/util/error.hpp>
 #include <npc/util/random.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
@@ -103,6 +104,11 @@ Entry::Entry(const Cache& cache, fs::path dir, std::string key)
     : cache_(cache), dir_(std::move(dir)), storage_(cache.storage()), key_(std::move(key)) {}
 
 Entry::Entry(const Cache& cache, fs::path dir) : cache_(cache), dir_(std::move(dir)) {
+  if (!cache.is_directory()) { // `dir` is the entry's key
+    storage_ = cache.storage();
+    key_ = dir_.generic_string();
+    return;
+  }
   fs::path relative = dir_.lexically_relative(cache.root());
   if (!relative.empty() && relative != "." && *relative.begin() != "..") {
     storage_ = cache.storage();
@@ -114,9 +120,40 @@ Entry::Entry(const Cache& cache, fs::path dir) : cache_(cache), dir_(std::move(d
   }
 }
 
+Entry Entry::through(std::shared_ptr<storage::Storage> connection) const {
+  Entry other = *this;
+  if (storage_ == cache_.storage()) other.storage_ = std::move(connection);
+  return other;
+}
+
 // --- looking ---------------------------------------------------------------------
 
+Result<EntryInfo> Entry::inspect_stored() const {
+  auto files = storage_->list_tree(key_);
+  if (!files) return fail(files.error());
+  auto entries = entries_from_tree(*files, key_, storage_->last_use_file());
+  if (entries.empty()) {
+    EntryInfo info;
+    info.dir = dir_;
+    auto key = parse_key(key_);
+    if (!key) return fail(key_ + " is not a cache entry key");
+    info.key = *key;
+    info.state = EntryState::absent;
+    return info;
+  }
+  EntryInfo info = std::move(entries.front());
+  if (info.framework_lock.state != storage::LockState::absent) {
+    auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
+                                      std::chrono::system_clock::now());
+    if (!judged) return fail(judged.error());
+    info.framework_lock = std::move(*judged);
+  }
+  info.state = state_from_files(info, !(info.has_done && info.has_neff) && info.framework_lock.blocks());
+  return info;
+}
+
 Result<EntryInfo> Entry::inspect() const {
+  if (!cache_.is_directory()) return inspect_stored();
   EntryInfo info;
   info.dir = dir_;
   auto key = parse_key(dir_.string());
@@ -187,12 +224,19 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
   return EntryState::incomplete;
 }
 
+bool Entry::exists() const {
+  if (cache_.is_directory()) return exists_no_follow(dir_);
+  auto names = storage_->list(key_);
+  return !names || !names->empty(); // an unreadable store: the lock attempt says why
+}
+
 std::optional<std::string> Entry::describe_holder() const {
   auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
                                     std::chrono::system_clock::now());
   storage::LockFacts facts = judged ? std::move(*judged) : storage::LockFacts{};
   if (facts.blocks()) {
-    std::string lock = "the lock " + framework_lock_path().string() + ", " + util::format_seconds(facts.age_seconds) +
+    std::string lock = "the lock " + storage_->describe(key_of(kFrameworkLockFile)) + ", " +
+                       util::format_seconds(facts.age_seconds) +
                        " old";
     if (facts.owner) return facts.owner->describe() + " (" + lock + ")";
     return "whoever made " + lock + " (it names no owner)";
@@ -209,7 +253,34 @@ bool Entry::looks_done_at(const fs::path& entry_dir) {
 
 bool Entry::looks_failed() const { return exists_no_follow(log_path()) && !exists_no_follow(dir_ / kDoneFile); }
 
+Result<Integrity> Entry::verify_stored_neff() const {
+  // What the store cannot tell is thrown, not returned: a remote that cannot
+  // be read says nothing about the entry, and must not get it demoted.
+  auto checked = [](auto result) {
+    if (!result) throw EnvironmentError(result.error());
+    return std::move(*result);
+  };
+  std::optional<EntryMeta> record;
+  if (auto text = storage_->read(key_of(kMetaFile), kMaxEntryMetaBytes)) {
+    auto parsed = parse_entry_meta(*text);
+    if (!parsed) return fail("its npc-entry.json is corrupt: " + parsed.error());
+    record = std::move(*parsed);
+  } else if (checked(storage_->stat(key_of(kMetaFile)))) {
+    throw EnvironmentError(text.error());
+  }
+  if (!record || !record->neff_sha256) return Integrity::unverified;
+  // Downloaded into a private scratch folder, hashed, and removed with it.
+  util::TempDir scratch(fs::temp_directory_path(), std::string(util::kTempPrefix) + "verify-");
+  fs::path neff = scratch.path() / kNeffFile;
+  if (!checked(storage_->get_file(key_of(kNeffFile), neff))) return fail("done marker without a NEFF");
+  auto digest = checked(util::sha256_file(neff));
+  if (digest.sha256 != *record->neff_sha256 || (record->neff_bytes && *record->neff_bytes != digest.size))
+    return Integrity::mismatch;
+  return Integrity::ok;
+}
+
 Result<Integrity> Entry::verify_neff() const {
+  if (!cache_.is_directory()) return verify_stored_neff();
   auto first = check_neff(dir_, cache_.trust(), -1);
   if (first && *first == Integrity::mismatch) return check_neff(dir_, cache_.trust(), -1); // republished meanwhile?
   return first;
@@ -267,6 +338,7 @@ Result<EntrySnapshot> Entry::open_snapshot(const fs::path& entry_dir) {
 }
 
 Status Entry::check_trust() const {
+  if (!cache_.is_directory()) return ok_status();
   for (const fs::path& dir : {dir_.parent_path(), dir_}) {
     if (!exists_no_follow(dir)) continue; // created by us, under the checked root
     if (auto s = check_directory_trust(dir, cache_.trust(), "the cache entry"); !s) return s;
@@ -293,7 +365,8 @@ Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::s
 Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
                                       const std::function<void(const std::string& holder)>& on_wait,
                                       EntryDir entry_dir) const {
-  if (entry_dir == EntryDir::create)
+  const bool in_directory = cache_.is_directory();
+  if (entry_dir == EntryDir::create && in_directory)
     if (auto s = util::ensure_dir(dir_); !s) return fail(s.error());
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto backoff = kMinLockBackoff;
@@ -303,12 +376,12 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
     // Taking the lock creates the folder when it is missing: an entry that
     // must exist is looked for first, and if it went while the lock was
     // taken, the folder holding only our lock is removed again.
-    if (entry_dir == EntryDir::must_exist && !exists_no_follow(dir_))
+    if (entry_dir == EntryDir::must_exist && !exists())
       return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
     auto attempt = take_lock(me);
     if (!attempt) return fail(attempt.error());
     if (auto* taken = std::get_if<storage::Lock>(&*attempt)) {
-      if (entry_dir == EntryDir::must_exist && holds_only_its_lock(dir_)) {
+      if (entry_dir == EntryDir::must_exist && in_directory && holds_only_its_lock(dir_)) {
         std::ignore = taken->release();
         if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT)
           return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
@@ -419,7 +492,13 @@ Status Entry::clear_failure() const {
 }
 
 Result<bool> Entry::remove() const {
-  if (exists_no_follow(framework_lock_path())) return false;
+  if (cache_.is_directory()) {
+    if (exists_no_follow(framework_lock_path())) return false;
+  } else {
+    auto lock_there = storage_->stat(key_of(kFrameworkLockFile));
+    if (!lock_there) return fail(lock_there.error());
+    if (*lock_there) return false;
+  }
   auto lock = try_lock();
   if (!lock) return fail(lock.error());
   if (!lock->has_value()) return false; // a compile is running: never delete it

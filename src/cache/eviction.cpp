@@ -7,6 +7,7 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/cache/summary.hpp>
+#include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 
@@ -77,16 +78,50 @@ std::size_t remove_stale_temps(const EntryInfo& entry, util::WallTime now) {
 
 } // namespace
 
-EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dry_run) {
-  EvictionReport report;
-  std::optional<util::FileLock> lock;
-  if (dry_run == DryRun::no) {
+namespace {
+
+// One process evicts a cache at a time. A directory's lock is a flock on
+// .npc/eviction.lock (as older releases take it); a storage's is a lock
+// object, renewed while a pass over a big cache takes its many requests.
+struct EvictionLock {
+  std::optional<util::FileLock> file;
+  std::optional<storage::Lock> stored;
+};
+
+// Nothing when another process evicts the cache now.
+std::optional<EvictionLock> take_eviction_lock(const Cache& cache) {
+  EvictionLock lock;
+  if (cache.is_directory()) {
     if (auto s = util::ensure_dir(cache.private_dir()); !s) throw EnvironmentError(s.error());
     auto taken = util::FileLock::try_acquire(cache.private_dir() / kEvictionLock,
                                              util::LockHolder::self(lock_tool_name()));
     if (!taken) throw EnvironmentError(taken.error());
-    if (!taken->has_value()) return report; // someone else is evicting
-    lock = std::move(**taken);
+    if (!taken->has_value()) return std::nullopt;
+    lock.file = std::move(**taken);
+    return lock;
+  }
+  auto taken = storage::Lock::try_acquire(cache.storage(), std::string(kStoredEvictionLock),
+                                          util::LockHolder::self(lock_tool_name()),
+                                          {storage::kLockTtl, cache.stale_lock_age()},
+                                          std::chrono::system_clock::now());
+  if (!taken) throw EnvironmentError(taken.error());
+  if (auto* held = std::get_if<storage::Lock::Held>(&*taken)) {
+    spdlog::debug("{} is being evicted: the lock {}", cache.describe(), held->facts.describe());
+    return std::nullopt;
+  }
+  lock.stored = std::move(std::get<storage::Lock>(*taken));
+  lock.stored->keep_renewed();
+  return lock;
+}
+
+} // namespace
+
+EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dry_run) {
+  EvictionReport report;
+  std::optional<EvictionLock> lock;
+  if (dry_run == DryRun::no) {
+    lock = take_eviction_lock(cache);
+    if (!lock) return report; // someone else is evicting
     cache.empty_trash();
   }
   report.ran = true;
@@ -109,27 +144,34 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
     enum class Fate { vanished, kept_by_ttl, kept_locked, kept_pending, deleted };
     std::vector<Fate> fates(victims.size(), Fate::vanished);
     std::vector<EntryInfo> removed_infos(victims.size());
-    util::parallel_ranges(victims.size(), 256, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin; i < end; ++i) {
+    // A storage's removals are shared out over its connections.
+    cache.share_out(victims.size(), [&](std::size_t connection, std::size_t i) {
+      {
         // Look again: it may have been used or locked since the listing.
-        auto fresh = look_again(cache.entry(victims[i]->dir), *victims[i], cache.summary_settle_time());
-        if (!fresh || fresh->state == EntryState::absent) continue;
+        const Entry entry = cache.entry(victims[i]->dir, connection);
+        auto fresh = cache.is_directory() ? look_again(entry, *victims[i], cache.summary_settle_time())
+                                          : entry.inspect();
+        if (!fresh) {
+          if (cache.is_directory()) return; // went meanwhile
+          throw EnvironmentError(fresh.error());
+        }
+        if (fresh->state == EntryState::absent) return;
         if (is_pending(*fresh)) { // its result was dropped since (clear-neffs, a demote)
           fates[i] = Fate::kept_pending;
-          continue;
+          return;
         }
         if (used_within(now, fresh->last_used, policy.ttl)) {
           fates[i] = Fate::kept_by_ttl;
-          continue;
+          return;
         }
-        auto removed = cache.entry(victims[i]->dir).remove();
+        auto removed = entry.remove();
         if (!removed) {
           spdlog::warn("eviction: {}", removed.error());
-          continue;
+          return;
         }
         if (!*removed) {
           fates[i] = Fate::kept_locked;
-          continue;
+          return;
         }
         fates[i] = Fate::deleted;
         removed_infos[i] = std::move(*fresh);
@@ -148,7 +190,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
       }
     }
   }
-  if (dry_run == DryRun::no) {
+  if (dry_run == DryRun::no && cache.is_directory()) {
     for (const auto& e : entries) report.stale_temps_removed += remove_stale_temps(e, now);
     std::ignore = util::write_file_atomic(cache.private_dir() / kEvictionStamp, "");
     std::ignore = util::set_mtime(cache.private_dir() / kEvictionStamp, now);
@@ -157,6 +199,7 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
 }
 
 void evict_after_write(const Cache& cache, const EvictionPolicy& policy) {
+  if (!cache.is_directory()) return; // only `neuron_cache prune` evicts a shared store
   auto last = util::mtime(cache.private_dir() / kEvictionStamp);
   if (last && cache.clock().now() - *last < kEvictionInterval) return;
   try {

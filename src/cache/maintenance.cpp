@@ -4,15 +4,22 @@
 #include <unistd.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 
 namespace npc::cache {
 
 namespace {
 
+template <typename T> T checked(Result<T> result) {
+  if (!result) throw EnvironmentError(result.error());
+  return std::move(*result);
+}
+
 // Why a done entry cannot be served, or "" when it can.
-std::string check_done_entry(const Cache& cache, const EntryInfo& entry, bool& unverified) {
-  auto integrity = cache.entry(entry.dir).verify_neff();
+std::string check_done_entry(const Entry& entry, const EntryInfo& listed, bool& unverified) {
+  if (!listed.has_neff) return "done marker without a NEFF";
+  auto integrity = entry.verify_neff();
   if (!integrity) return integrity.error();
   if (*integrity == Integrity::mismatch) return "NEFF does not match its integrity record";
   if (*integrity == Integrity::unverified) unverified = true;
@@ -20,7 +27,8 @@ std::string check_done_entry(const Cache& cache, const EntryInfo& entry, bool& u
 }
 
 // Removes the dead temps of each entry that has any, under the entry's lock
-// (an entry someone holds is skipped: its temps may be alive).
+// (an entry someone holds is skipped: its temps may be alive). Only a
+// directory has them: a storage's writes leave no temp behind.
 std::vector<LeftoverTemp> remove_leftover_temps(const Cache& cache, const std::vector<EntryInfo>& entries) {
   std::vector<LeftoverTemp> removed;
   for (const auto& entry : entries) {
@@ -34,6 +42,17 @@ std::vector<LeftoverTemp> remove_leftover_temps(const Cache& cache, const std::v
       removed.push_back(std::move(temp));
   }
   return removed;
+}
+
+// Removes a framework lock file: false when it is gone already.
+bool remove_lock_object(const Cache& cache, const std::string& key) {
+  if (!cache.is_directory()) {
+    checked(cache.storage()->remove(key));
+    return true;
+  }
+  const fs::path path = cache.root() / key;
+  // An older framework's lock may be a folder.
+  return ::unlink(path.c_str()) == 0 || (errno == EISDIR && util::remove_tree(path));
 }
 
 } // namespace
@@ -52,31 +71,36 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
         report.leftover_temps.push_back({std::move(path), ""});
     }
   }
-  for (auto& entry : entries) {
-    if (!entry.has_done) continue;
-    ++report.checked;
-    bool unverified = false;
-    std::string problem = entry.has_neff ? check_done_entry(cache, entry, unverified)
-                                         : "done marker without a NEFF";
-    if (unverified) ++report.unverified;
-    if (problem.empty()) continue;
+  std::vector<EntryInfo> done;
+  for (auto& entry : entries)
+    if (entry.has_done) done.push_back(std::move(entry));
+  report.checked = done.size();
+  // Every NEFF read and hashed (a storage's downloaded): shared out, each
+  // result written by index.
+  std::vector<std::string> problems(done.size());
+  std::vector<char> unverified(done.size(), 0);
+  cache.share_out(done.size(), [&](std::size_t connection, std::size_t i) {
+    bool no_record = false;
+    problems[i] = check_done_entry(cache.entry(done[i].dir, connection), done[i], no_record);
+    unverified[i] = no_record ? 1 : 0;
+  });
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    report.unverified += unverified[i];
+    if (problems[i].empty()) continue;
+    const Entry entry = cache.entry(done[i].dir);
     // Evicted or republished while we looked: not a problem of the cache.
-    auto again = cache.entry(entry.dir).inspect();
+    auto again = entry.inspect();
     if (!again || !again->has_done) continue;
-    if (again->has_neff) {
-      bool ignored = false;
-      if (check_done_entry(cache, *again, ignored).empty()) continue;
-    }
-    VerifyReport::Problem item{entry, problem, false};
+    bool ignored = false;
+    if (again->has_neff && check_done_entry(entry, *again, ignored).empty()) continue;
+    VerifyReport::Problem item{done[i], problems[i], false};
     if (repair == Repair::yes) {
-      auto lock = cache.entry(entry.dir).try_lock();
+      auto lock = entry.try_lock();
       if (lock && lock->has_value()) {
-        // Check again under the lock: a compile may have just fixed it.
-        bool again_unverified = false;
-        std::string still = entry.has_neff ? check_done_entry(cache, entry, again_unverified)
-                                           : problem;
-        if (!still.empty()) item.repaired = static_cast<bool>(cache.entry(entry.dir).demote());
-        else item.repaired = true;
+        // Checked again under the lock: a compile may have just fixed it.
+        auto held = entry.inspect();
+        bool still_bad = held && held->has_done && !check_done_entry(entry, *held, ignored).empty();
+        item.repaired = !still_bad || static_cast<bool>(entry.demote());
       }
     }
     report.problems.push_back(std::move(item));
@@ -89,28 +113,35 @@ ClearLocksReport clear_locks(const Cache& cache, bool force) {
   std::vector<EntryInfo> entries = cache.list();
   // Before the lock files: taking an entry's lock for this leaves none behind.
   report.temps = remove_leftover_temps(cache, entries);
-  auto consider = [&](const fs::path& path) {
+  auto consider_flock = [&](const fs::path& path) {
     if (util::remove_lock_file(path, force)) report.removed.push_back(path);
     else if (util::probe_lock(path) != util::LockState::absent) report.held.push_back(path);
   };
+  // "Nothing is compiling now", the user says: every lock goes but one
+  // whose owner is provably alive (storage/lock.hpp).
+  auto consider = [&](const std::string& key, const storage::LockFacts& facts) {
+    fs::path where = cache.storage()->describe(key);
+    if (facts.state == storage::LockState::absent) return; // released meanwhile
+    if (facts.owner_proved_alive() && !force) report.held.push_back(std::move(where));
+    else if (remove_lock_object(cache, key)) report.removed.push_back(std::move(where));
+  };
   for (const auto& entry : entries) {
-    if (entry.has_lock_file) consider(cache.entry(entry.dir).lock_path());
+    if (entry.has_lock_file) consider_flock(cache.entry(entry.dir).lock_path());
     if (entry.framework_lock.state == storage::LockState::absent) continue;
-    // "Nothing is compiling now", the user says: every framework lock goes
-    // but one whose owner is provably alive (storage/lock.hpp).
-    const Entry now = cache.entry(entry.dir);
-    fs::path path = now.framework_lock_path();
-    auto judged = now.inspect(); // again: the listing may be a while old
-    if (!judged || judged->framework_lock.state == storage::LockState::absent) continue;
-    if (judged->framework_lock.owner_proved_alive() && !force) {
-      report.held.push_back(path);
-      continue;
-    }
-    if (::unlink(path.c_str()) == 0 || (errno == EISDIR && util::remove_tree(path))) report.removed.push_back(path);
+    auto judged = cache.entry(entry.dir).inspect(); // again: the listing may be a while old
+    if (!judged) continue;
+    consider(entry.key.relative_path().generic_string() + "/" + std::string(kFrameworkLockFile),
+             judged->framework_lock);
   }
-  std::error_code ec;
-  fs::path eviction_lock = cache.private_dir() / kEvictionLock;
-  if (fs::exists(fs::symlink_status(eviction_lock, ec))) consider(eviction_lock);
+  if (cache.is_directory()) {
+    std::error_code ec;
+    fs::path eviction_lock = cache.private_dir() / kEvictionLock;
+    if (fs::exists(fs::symlink_status(eviction_lock, ec))) consider_flock(eviction_lock);
+  } else {
+    const std::string key(kStoredEvictionLock);
+    consider(key, checked(storage::judge_lock(*cache.storage(), key, cache.stale_lock_age(),
+                                              std::chrono::system_clock::now())));
+  }
   return report;
 }
 
@@ -118,11 +149,46 @@ std::vector<EntryInfo> clear_failed(const Cache& cache) {
   std::vector<EntryInfo> cleared;
   for (auto& entry : cache.list()) {
     if (entry.state != EntryState::failed) continue;
-    auto lock = cache.entry(entry.dir).try_lock();
-    if (!lock || !lock->has_value()) continue;
-    if (cache.entry(entry.dir).clear_failure()) cleared.push_back(std::move(entry));
+    auto lock = checked(cache.entry(entry.dir).try_lock());
+    if (!lock) continue;
+    auto done = cache.entry(entry.dir).clear_failure();
+    std::ignore = lock->release();
+    if (!done) throw EnvironmentError(done.error());
+    cleared.push_back(std::move(entry));
   }
   return cleared;
+}
+
+std::vector<EntryInfo> find_entries(const Cache& cache, const std::string& name) {
+  std::vector<EntryInfo> found;
+  if (auto key = parse_key(name)) {
+    auto info = checked(cache.entry(*key).inspect());
+    if (info.state != EntryState::absent) found.push_back(std::move(info));
+    return found;
+  }
+  std::string g, f;
+  std::string module = fs::path(name).filename().string();
+  if (!parse_module_name(module, g, f))
+    throw UsageError("'" + name +
+                     "' is not a cache key (expected neuronxcc-<version>/MODULE_<hash>+<hash> or MODULE_<hash>+<hash>)");
+  for (auto& e : cache.list())
+    if (e.key.module_name() == module) found.push_back(std::move(e));
+  return found;
+}
+
+bool remove_unless_locked(const Cache& cache, const EntryInfo& entry) {
+  return checked(cache.entry(entry.dir).remove());
+}
+
+bool forget_result(const Cache& cache, const EntryInfo& entry) {
+  const Entry e = cache.entry(entry.dir);
+  auto lock = checked(e.try_lock());
+  if (!lock) return false;
+  auto demoted = e.demote();
+  auto cleared = demoted ? e.clear_failure() : demoted;
+  std::ignore = lock->release();
+  if (!cleared) throw EnvironmentError(cleared.error());
+  return true;
 }
 
 } // namespace npc::cache

@@ -18,7 +18,7 @@ std::string_view trimmed(std::string_view name) {
 }
 
 // The key an entry key or URL names, nullopt for anything else.
-std::optional<CacheKey> named_key(const RemoteCacheAdmin& remote, std::string_view target) {
+std::optional<CacheKey> named_key(const Cache& remote, std::string_view target) {
   std::string_view name = trimmed(target);
   const std::string root = remote.describe() + "/";
   if (name.starts_with(root)) {
@@ -32,10 +32,10 @@ std::optional<CacheKey> named_key(const RemoteCacheAdmin& remote, std::string_vi
 }
 
 // The entry's graph and flags, into scratch/<key>/; false without a graph.
-bool download_entry(const RemoteCacheAdmin& remote, const CacheKey& key, const fs::path& dir) {
+bool download_entry(const Cache& remote, const CacheKey& key, const fs::path& dir) {
   if (auto s = util::ensure_dir(dir); !s) throw EnvironmentError(s.error());
   for (auto file : {kGraphFile, kFlagsFile}) {
-    auto got = remote.download(key, file, dir / file);
+    auto got = remote.storage()->get_file(key.relative_path().generic_string() + "/" + std::string(file), dir / file);
     if (!got) throw EnvironmentError(got.error());
     if (!*got && file == kGraphFile) return false;
   }
@@ -44,16 +44,16 @@ bool download_entry(const RemoteCacheAdmin& remote, const CacheKey& key, const f
 
 } // namespace
 
-std::optional<RemoteGraph> remote_target_graph(const RemoteCacheAdmin& remote, std::string_view target,
+std::optional<RemoteGraph> remote_target_graph(const Cache& remote, std::string_view target,
                                                const fs::path& scratch) {
   auto key = named_key(remote, target);
   if (!key) return std::nullopt;
   fs::path dir = scratch / "target" / key->relative_path();
   if (!download_entry(remote, *key, dir)) return std::nullopt;
-  return RemoteGraph{dir / kGraphFile, remote.describe(*key) + "/" + std::string(kGraphFile)};
+  return RemoteGraph{dir / kGraphFile, remote.storage()->describe(key->relative_path().generic_string()) + "/" + std::string(kGraphFile)};
 }
 
-Result<Explanation> explain_remote_graph(const RemoteCacheAdmin& remote, const fs::path& graph,
+Result<Explanation> explain_remote_graph(const Cache& remote, const fs::path& graph,
                                          const CurrentSettings& current, const fs::path& scratch) {
   std::error_code ec;
   const auto size = fs::file_size(graph, ec);
@@ -69,7 +69,7 @@ Result<Explanation> explain_remote_graph(const RemoteCacheAdmin& remote, const f
   }
   auto x = explain_graph(std::move(candidates), graph, current);
   if (!x) return x;
-  for (auto& m : x->matches) m.entry.dir = remote.describe(m.entry.key);
+  for (auto& m : x->matches) m.entry.dir = remote.storage()->describe(m.entry.key.relative_path().generic_string());
   return x;
 }
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <optional>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -11,8 +12,10 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/listing.hpp>
 #include <npc/cache/summary.hpp>
 #include <npc/storage/local.hpp>
+#include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 #include <npc/util/sha256.hpp>
@@ -38,12 +41,47 @@ Cache::Cache(fs::path root, const util::Clock& clock)
 Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
     : root_(std::move(root)),
       storage_(std::make_shared<storage::LocalStorage>(root_, root_ / kPrivateDir / kTrashDir)),
+      connections_{storage_},
       trust_(trust),
-      clock_(clock) {}
+      clock_(clock) {
+  if (root_.empty()) throw std::logic_error("a cache directory needs a path");
+}
 
-fs::path Cache::private_dir() const { return root_ / kPrivateDir; }
+Cache::Cache(std::vector<std::shared_ptr<storage::Storage>> connections, const util::Clock& clock)
+    : storage_(connections.empty() ? nullptr : connections.front()),
+      connections_(std::move(connections)),
+      // Who may write the objects is the store's access control, not modes.
+      trust_(TrustMode::trusted),
+      clock_(clock) {
+  if (!storage_) throw std::logic_error("a cache in a storage needs a connection");
+}
+
+fs::path Cache::private_dir() const { return is_directory() ? root_ / kPrivateDir : fs::path(); }
+
+std::string Cache::describe() const { return is_directory() ? root_.string() : storage_->describe(); }
+
+std::string Cache::describe(const EntryInfo& entry) const {
+  return is_directory() ? entry.dir.string() : storage_->describe(entry.dir.generic_string());
+}
+
+Entry Cache::entry(fs::path dir, std::size_t connection) const {
+  return Entry(*this, std::move(dir)).through(connections_.at(connection));
+}
+
+void Cache::share_out(std::size_t count,
+                      const std::function<void(std::size_t connection, std::size_t i)>& work) const {
+  if (connections_.size() > 1) {
+    util::for_each_shared_out(count, connections_.size(), work);
+    return;
+  }
+  // A thread for every 256 items, up to the machine's: each one's work is a
+  // few system calls.
+  const std::size_t threads = std::min(util::parallel_threads(), (count + 255) / 256);
+  util::for_each_shared_out(count, threads, [&](std::size_t, std::size_t i) { work(0, i); });
+}
 
 Status Cache::ensure_root() const {
+  if (!is_directory()) return ok_status(); // the store's owner made the bucket
   std::error_code ec;
   if (!fs::is_directory(root_, ec)) {
     if (root_.has_parent_path())
@@ -153,7 +191,31 @@ VersionScan scan_version(const Cache& cache, const std::string& compiler_version
 
 } // namespace
 
+std::vector<EntryInfo> Cache::list_tree(const std::string& folder) const {
+  const auto now = std::chrono::system_clock::now();
+  auto files = storage_->list_tree(folder);
+  if (!files) throw EnvironmentError(files.error());
+  auto entries = entries_from_tree(*files, folder, storage_->last_use_file());
+  for (auto& info : entries) {
+    // Rare, so judged (a read) only when a lock object is there. A done
+    // entry is done whoever holds its lock, as in a directory.
+    if (info.framework_lock.state != storage::LockState::absent && !(info.has_done && info.has_neff)) {
+      auto judged = storage::judge_lock(*storage_, info.dir.generic_string() + "/" + std::string(kFrameworkLockFile),
+                                        stale_lock_age_, now);
+      if (!judged) throw EnvironmentError(judged.error());
+      info.framework_lock = std::move(*judged);
+    }
+    info.state = state_from_files(info, info.framework_lock.blocks());
+  }
+  return entries;
+}
+
 std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) const {
+  if (!is_directory()) return list_tree(std::string(kVersionDirPrefix) + compiler_version);
+  return list_directory_version(compiler_version);
+}
+
+std::vector<EntryInfo> Cache::list_directory_version(const std::string& compiler_version) const {
   VersionScan scan = scan_version(*this, compiler_version);
   std::vector<EntryInfo> entries = std::move(scan.inspected);
   std::erase_if(entries, [](const EntryInfo& e) { return e.state == EntryState::absent; });
@@ -166,6 +228,7 @@ std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) 
 }
 
 std::vector<EntryInfo> Cache::list() const {
+  if (!is_directory()) return list_tree("");
   std::vector<EntryInfo> entries;
   for (const auto& version : version_names(*this)) {
     auto more = list_version(version);
@@ -177,6 +240,10 @@ std::vector<EntryInfo> Cache::list() const {
 
 CacheCensus Cache::census() const {
   CacheCensus census;
+  if (!is_directory()) {
+    for (const auto& e : list_tree("")) census.count(e.state, e.bytes, e.last_used);
+    return census;
+  }
   for (const auto& version : version_names(*this)) {
     VersionScan scan = scan_version(*this, version);
     for (const auto& recalled : scan.recalled)
@@ -188,6 +255,7 @@ CacheCensus Cache::census() const {
 }
 
 void Cache::empty_trash() const {
+  if (!is_directory()) return;
   fs::path trash = private_dir() / kTrashDir;
   for (const auto& name : util::list_names(trash).value_or(std::vector<std::string>{})) std::ignore = util::remove_tree(trash / name);
 }

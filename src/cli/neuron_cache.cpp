@@ -7,7 +7,6 @@
 
 #include <npc/bundle/bundle.hpp>
 #include <npc/bundle/remote_bundle.hpp>
-#include <npc/cache/cache_target.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/maintenance.hpp>
@@ -33,28 +32,27 @@ namespace {
 using nlohmann::json;
 using cache::EntryInfo;
 using cache::EntryState;
-using cache::CacheTarget;
 
-json entry_json(const EntryInfo& e, const CacheTarget& target) {
+json entry_json(const EntryInfo& e, const cache::Cache& cache) {
   return {{"key", e.key.str()},
           {"state", cache::to_string(e.state)},
           {"bytes", e.bytes},
           {"last_used", util::format_utc(e.last_used)},
           {"last_used_unix", util::to_unix_seconds(e.last_used)},
           {"compiler_version", e.key.compiler_version},
-          {"path", target.where(e)}};
+          {"path", cache.describe(e)}};
 }
 
 void print_json(const json& doc, std::ostream& out = std::cout) { out << util::to_json_text(doc, 2) << '\n'; }
 
-int cmd_ls(const CacheTarget& cache, bool as_json) {
+int cmd_ls(const cache::Cache& cache, bool as_json) {
   auto entries = cache.list();
   std::sort(entries.begin(), entries.end(),
             [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
   if (as_json) {
     json list = json::array();
     for (const auto& e : entries) list.push_back(entry_json(e, cache));
-    print_json({{"cache_root", cache.root()}, {"entries", list}});
+    print_json({{"cache_root", cache.describe()}, {"entries", list}});
     return 0;
   }
   util::Table table({"KEY", "STATE", "SIZE", "LAST USED", "COMPILER"});
@@ -66,7 +64,7 @@ int cmd_ls(const CacheTarget& cache, bool as_json) {
   return 0;
 }
 
-int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, bool as_json) {
+int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, bool as_json) {
   cache::CacheCensus census = cache.census();
   std::map<std::string, std::size_t> by_state;
   for (auto state : {cache::EntryState::pending, cache::EntryState::locked, cache::EntryState::done,
@@ -77,7 +75,7 @@ int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, b
   const auto& newest = census.newest_use;
   double ttl_days = settings.cache_ttl_days.value_or(config::kDefaultCacheTtlDays);
   if (as_json) {
-    json doc = {{"cache_root", cache.root()},
+    json doc = {{"cache_root", cache.describe()},
                 {"entries", census.entries},
                 {"states", by_state},
                 {"bytes", total},
@@ -89,7 +87,7 @@ int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, b
     return 0;
   }
   util::Table table({"FIELD", "VALUE"});
-  table.add({"cache root", cache.root()});
+  table.add({"cache root", cache.describe()});
   table.add({"entries", std::to_string(census.entries)});
   for (const auto& [state, count] : by_state) table.add({"  " + state, std::to_string(count)});
   table.add({"total size", util::format_bytes(total) + " (" + std::to_string(total) + " bytes)"});
@@ -102,12 +100,12 @@ int cmd_stats(const CacheTarget& cache, const config::CacheSettings& settings, b
   return 0;
 }
 
-int cmd_prune(const CacheTarget& cache, const config::CacheSettings& settings, bool dry_run,
+int cmd_prune(const cache::Cache& cache, const config::CacheSettings& settings, bool dry_run,
               bool as_json) {
   cache::EvictionPolicy policy{settings.size_limit(), settings.ttl()};
-  auto report = cache.evict(policy, dry_run ? cache::DryRun::yes : cache::DryRun::no);
+  auto report = cache::evict(cache, policy, dry_run ? cache::DryRun::yes : cache::DryRun::no);
   if (!report.ran) {
-    spdlog::warn("another process is evicting from {} now; nothing done", cache.root());
+    spdlog::warn("another process is evicting from {} now; nothing done", cache.describe());
     if (as_json) print_json({{"ran", false}});
     return 0;
   }
@@ -153,8 +151,8 @@ json leftover_temps_json(const std::vector<cache::LeftoverTemp>& temps, bool rem
   return list;
 }
 
-int cmd_verify(const CacheTarget& cache, bool repair, bool as_json) {
-  auto report = cache.verify(repair ? cache::Repair::yes : cache::Repair::no);
+int cmd_verify(const cache::Cache& cache, bool repair, bool as_json) {
+  auto report = cache::verify_cache(cache, repair ? cache::Repair::yes : cache::Repair::no);
   bool all_repaired = true;
   for (const auto& p : report.problems) all_repaired = all_repaired && p.repaired;
   int status = report.problems.empty() || (repair && all_repaired) ? 0 : 1;
@@ -185,8 +183,8 @@ int cmd_verify(const CacheTarget& cache, bool repair, bool as_json) {
   return status;
 }
 
-int cmd_clear_locks(const CacheTarget& cache, bool force, bool as_json) {
-  auto report = cache.clear_locks(force);
+int cmd_clear_locks(const cache::Cache& cache, bool force, bool as_json) {
+  auto report = cache::clear_locks(cache, force);
   if (as_json) {
     json removed = json::array(), held = json::array();
     for (const auto& p : report.removed) removed.push_back(p.string());
@@ -208,8 +206,8 @@ int cmd_clear_locks(const CacheTarget& cache, bool force, bool as_json) {
   return 0;
 }
 
-int cmd_clear_failed(const CacheTarget& cache, bool as_json) {
-  auto cleared = cache.clear_failed();
+int cmd_clear_failed(const cache::Cache& cache, bool as_json) {
+  auto cleared = cache::clear_failed(cache);
   if (as_json) {
     json list = json::array();
     for (const auto& e : cleared) list.push_back(e.key.str());
@@ -221,18 +219,18 @@ int cmd_clear_failed(const CacheTarget& cache, bool as_json) {
   return 0;
 }
 
-int cmd_rm(const CacheTarget& cache, const std::vector<std::string>& keys, bool as_json) {
+int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool as_json) {
   int status = 0;
   json removed = json::array(), missing = json::array(), locked = json::array();
   for (const auto& name : keys) {
-    auto entries = cache.find(name);
+    auto entries = cache::find_entries(cache, name);
     if (entries.empty()) {
-      spdlog::error("no cache entry {} in {}", name, cache.root());
+      spdlog::error("no cache entry {} in {}", name, cache.describe());
       missing.push_back(name);
       status = 1;
     }
     for (const auto& e : entries) {
-      if (!cache.remove(e)) {
+      if (!cache::remove_unless_locked(cache, e)) {
         spdlog::error("cache entry {} is being compiled (locked); not removed", e.key.str());
         locked.push_back(e.key.str());
         status = 1;
@@ -309,7 +307,7 @@ int cmd_import(const BundleCache& target, const config::CacheSettings& settings,
   auto report = target.remote ? bundle::import_remote_bundle(*target.remote, target.cache, bundle, options)
                               : bundle::import_bundle(target.cache, bundle, options);
   // A remote's mirror keeps to its limit as any local cache; the remote
-  // itself is evicted only by prune (remote_maintenance.hpp).
+  // itself is evicted only by prune (cache/eviction.hpp).
   if (!report.imported.empty()) cache::evict_after_write(target.cache, {settings.size_limit(), settings.ttl()});
   if (as_json) {
     print_json(bundle::to_json(report));
@@ -467,7 +465,7 @@ int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::
 
 // On a remote cache a TARGET is a local graph file, or an entry of the
 // remote: its key, or the URL of the entry or of its graph.
-int cmd_explain_remote(const cache::RemoteCacheAdmin& remote, const cache::Cache& mirror, const Settings& settings,
+int cmd_explain_remote(const cache::Cache& remote, const cache::Cache& mirror, const Settings& settings,
                        const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
   util::TempDir scratch(fs::temp_directory_path(), "npc-explain-");
   std::error_code ec;
@@ -572,13 +570,13 @@ int neuron_cache_main(int argc, char** argv) {
     cache::Cache cache(settings.cache_root);
     // On an S3 cache the commands work on its objects, every node's shared
     // copy, not on this node's mirror (the bundles pass through the mirror).
-    std::optional<cache::RemoteCacheAdmin> remote;
+    std::optional<cache::Cache> remote;
     std::vector<std::shared_ptr<storage::Storage>> connections;
     if (settings.remote_cache) {
       connections = compile::open_remote_storages(*settings.remote_cache, kRemoteConnections);
       remote.emplace(connections);
     }
-    const CacheTarget target = remote ? CacheTarget(*remote) : CacheTarget(cache);
+    const cache::Cache& target = remote ? *remote : cache;
     const BundleCache bundles{cache, remote ? &connections : nullptr};
     // A cache that is not there looks empty: say so, or an `entries 0`
     // would pass for a look at the cache the user meant. (rm and export name

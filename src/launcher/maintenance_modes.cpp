@@ -6,9 +6,8 @@
 
 #include <algorithm>
 
-#include <npc/cache/cache_target.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote_maintenance.hpp>
+#include <npc/cache/maintenance.hpp>
 #include <npc/compile/remote_entry.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/launcher.hpp>
@@ -31,7 +30,7 @@ std::string current_version(const Options& options, const cache::Cache& cache) {
 // Counts of the version's entries by state; `where` ends the line for a
 // remote cache (its URL: the counts are of the cache every node shares, not
 // of this node's mirror).
-int scan(const cache::CacheTarget& target, const std::string& version, bool failed_apart) {
+int scan(const cache::Cache& target, const std::string& version, bool failed_apart) {
   std::size_t done = 0, failed = 0, pending = 0, locked = 0;
   for (const auto& e : target.list_version(version)) {
     switch (e.state) {
@@ -46,7 +45,7 @@ int scan(const cache::CacheTarget& target, const std::string& version, bool fail
   std::cout << "neuronxcc-" << version << ": " << done << " done, ";
   if (failed_apart) std::cout << failed << " failed, ";
   std::cout << pending << " pending, " << locked << " locked";
-  if (target.is_remote()) std::cout << " (" << target.root() << ")";
+  if (!target.is_directory()) std::cout << " (" << target.describe() << ")";
   std::cout << '\n';
   return 0;
 }
@@ -60,22 +59,22 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   // shares. clean and clear-neffs also work on this node's mirror: a result
   // left there would be uploaded again by the next launcher run here
   // (remote_graphs.hpp). Other nodes' mirrors are theirs to clean.
-  std::optional<cache::RemoteCacheAdmin> remote;
+  std::optional<cache::Cache> remote;
   if (settings.remote_cache)
     remote.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteGraphConnections));
-  std::vector<cache::CacheTarget> targets;
-  if (remote) targets.emplace_back(*remote);
-  targets.emplace_back(cache);
-  const cache::CacheTarget& shared = targets.front();
+  std::vector<const cache::Cache*> targets;
+  if (remote) targets.push_back(&*remote);
+  targets.push_back(&cache);
+  const cache::Cache& shared = *targets.front();
   auto version = [&] { return current_version(options, cache); };
   switch (options.mode) {
   case Mode::clear_locks: {
-    auto report = shared.clear_locks(/*force=*/false);
+    auto report = cache::clear_locks(shared, /*force=*/false);
     for (const auto& p : report.held) std::cout << "kept " << p.string() << ": its owner is running\n";
     std::cout << report.removed.size() << " stale lock files removed";
     if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
     if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
-    if (remote) std::cout << " (" << shared.root() << ")";
+    if (remote) std::cout << " (" << shared.describe() << ")";
     std::cout << '\n';
     return 0;
   }
@@ -88,12 +87,12 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
     // for each time, keeps pending graphs). What a compile holds (or any lock
     // file guards) is kept; a launcher running meanwhile reports the queued
     // graphs it loses as removed by another process, not as failures.
-    for (const auto& target : targets) {
+    for (const cache::Cache* target : targets) {
       std::size_t removed = 0, busy = 0;
-      for (const auto& e : target.list_version(v)) ++(target.remove(e) ? removed : busy);
+      for (const auto& e : target->list_version(v)) ++(cache::remove_unless_locked(*target, e) ? removed : busy);
       std::cout << "removed " << removed << " entries of neuronxcc-" << v;
       if (busy > 0) std::cout << "; " << busy << " being compiled were kept";
-      if (remote) std::cout << " (" << target.root() << ")";
+      if (remote) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
     }
     if (options.workdir) {
@@ -103,15 +102,15 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   }
   case Mode::clear_neffs: {
     const std::string v = version();
-    for (const auto& target : targets) {
+    for (const cache::Cache* target : targets) {
       std::size_t cleared = 0;
-      for (const auto& e : target.list_version(v)) {
+      for (const auto& e : target->list_version(v)) {
         if (!e.has_neff && !e.has_done && !e.has_log) continue;
-        if (target.clear_result(e)) ++cleared;
+        if (cache::forget_result(*target, e)) ++cleared;
       }
       std::cout << "cleared the results of " << cleared << " entries of neuronxcc-" << v
                 << "; their graphs stay pending";
-      if (remote) std::cout << " (" << target.root() << ")";
+      if (remote) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
     }
     return 0;

@@ -42,7 +42,7 @@ TEST(ProgramStart, TheWrapperCarriesNoMaintenanceExplainOrTransferCode) {
   ASSERT_NE(symbols.find("npc::cli::neuron_cc_wrapper_main"), std::string::npos);
   for (const char* unused : {"npc::util::Table::print(", "npc::util::parse_command_line(",
                              "npc::cache::verify_cache(", "npc::cache::explain_graph(",
-                             "npc::cache::SameGraphIndex::", "npc::cache::CacheTarget::",
+                             "npc::cache::SameGraphIndex::", "npc::cache::find_entries(",
                              "npc::storage::upload_files("}) {
     EXPECT_EQ(symbols.find(unused), std::string::npos) << unused;
   }

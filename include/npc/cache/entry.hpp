@@ -135,13 +135,20 @@ struct LockBusy {
 
 // One entry's files go through the storage it lives in (storage/storage.hpp):
 // the cache's own, or for an entry under another root (where the framework
-// put a graph) a local storage over that entry's folder. Snapshots are
-// local for now.
+// put a graph) a local storage over that entry's folder. In a cache that is
+// no directory (Cache::is_directory), `dir` is the entry's key and every
+// look goes through the storage: inspect lists the entry's folder,
+// verify_neff downloads the NEFF to hash it. Snapshots, copy_neff and the
+// path accessors are for entries in a directory.
 class Entry {
 public:
   Entry(const Cache& cache, fs::path dir);
   // An entry at `key` of the cache's storage, `dir` its local path.
   Entry(const Cache& cache, fs::path dir, std::string key);
+
+  // The same entry through another connection to the cache's storage (for
+  // work shared out over connections: Cache::share_out).
+  [[nodiscard]] Entry through(std::shared_ptr<storage::Storage> connection) const;
 
   [[nodiscard]] const fs::path& dir() const { return dir_; }
   [[nodiscard]] fs::path graph_path() const { return dir_ / kGraphFile; }
@@ -165,7 +172,10 @@ public:
   [[nodiscard]] static bool looks_done_at(const fs::path& entry_dir);
   // A cached failure: model.log and no model.done.
   [[nodiscard]] bool looks_failed() const;
-  // Hashes the NEFF and checks it against the record, copying nothing.
+  // Hashes the NEFF and checks it against the record, copying nothing (a
+  // storage's NEFF is downloaded to a scratch folder). An error is the
+  // entry's (a corrupt record, no NEFF); a storage that cannot be read
+  // throws EnvironmentError.
   [[nodiscard]] Result<Integrity> verify_neff() const;
   // Copies the NEFF to `output` (atomically), hashing it on the way and
   // checking it against the integrity record. On a mismatch nothing is left
@@ -225,6 +235,11 @@ public:
   [[nodiscard]] Result<bool> remove() const;
 
 private:
+  // inspect and verify_neff for a cache that is no directory.
+  [[nodiscard]] Result<EntryInfo> inspect_stored() const;
+  [[nodiscard]] Result<Integrity> verify_stored_neff() const;
+  // The entry's folder is there (a storage's: it has a file).
+  [[nodiscard]] bool exists() const;
   // One attempt at the lock.
   [[nodiscard]] Result<storage::Lock::TakenOrHeld> take_lock(const util::LockHolder& me) const;
   // The success sequence for a NEFF already hashed.

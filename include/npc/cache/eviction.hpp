@@ -5,6 +5,14 @@
 // compile holds locked, nor a pending one: a graph waiting for its compile is
 // small and is someone's extracted work (a launcher may have it queued).
 // One process evicts at a time; the others skip.
+//
+// A cache in a directory is evicted after writes, at most once a minute
+// (evict_after_write). A cache in another storage (S3) is never evicted
+// behind the user's back: only `neuron_cache prune` does it, since the
+// bucket is shared by every node and its size is the bucket owner's call.
+// There an entry's last use is its use record's time (store.hpp), and each
+// removal is a listing and a delete per object, shared out over the
+// cache's connections.
 
 #include <chrono>
 #include <cstdint>

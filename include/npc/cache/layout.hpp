@@ -36,5 +36,8 @@ inline constexpr std::string_view kEvictionLock = "eviction.lock";
 inline constexpr std::string_view kEvictionStamp = "last-eviction";
 inline constexpr std::string_view kCompilerVersionsDir = "compilers";
 inline constexpr std::string_view kTrashDir = "trash";
+// In a cache that is no directory (S3), the eviction lock is a lock object
+// (storage/lock.hpp) at this key: no flock reaches it.
+inline constexpr std::string_view kStoredEvictionLock = ".npc/eviction/model.hlo_module.pb.lock";
 
 } // namespace npc::cache

@@ -1,6 +1,11 @@
 #pragma once
-// Whole-cache maintenance behind `neuron_cache`: integrity verification with
-// repair, clearing stale locks, forgetting cached failures.
+// Whole-cache maintenance behind `neuron_cache` and the launcher's
+// --command modes: integrity verification with repair, clearing stale locks,
+// forgetting cached failures and results, finding and removing entries. All
+// of it works on a cache in a directory and in any other storage alike
+// (store.hpp); a storage that cannot be read or written throws
+// EnvironmentError, since a report that silently missed entries would
+// mislead more than a clear failure.
 
 #include <string>
 #include <vector>
@@ -34,20 +39,34 @@ struct VerifyReport {
 [[nodiscard]] VerifyReport verify_cache(const Cache& cache, Repair repair);
 
 struct ClearLocksReport {
-  std::vector<fs::path> removed;
-  std::vector<fs::path> held; // kept: a live process holds them
+  std::vector<fs::path> removed; // as users name them: paths, or URLs
+  std::vector<fs::path> held;    // kept: a live process holds them
   std::vector<LeftoverTemp> temps; // dead temps of entries nobody holds, removed
 };
 
 // Removes lock files nobody holds: our npc-compile.lock files no process
-// holds, and every model.hlo_module.pb.lock but those whose owner facts
-// prove a live process on this host (the framework's carry none: the user
-// running clear-locks says nothing compiles now). With force, every one.
-// Also removes what dead compiles left in the entries (leftover_temps.hpp).
+// holds, and every model.hlo_module.pb.lock but those whose owner is proved
+// alive (storage/lock.hpp: a live process of this host, or a lock renewed
+// within its TTL; the framework's carry no owner facts: the user running
+// clear-locks says nothing compiles now), and the eviction lock likewise.
+// With force, every one. Also removes what dead compiles left in the
+// entries (leftover_temps.hpp).
 [[nodiscard]] ClearLocksReport clear_locks(const Cache& cache, bool force);
 
 // Forgets every cached failure (model.log of entries with no result), so those
 // graphs compile again. Entries being compiled are left alone.
 [[nodiscard]] std::vector<EntryInfo> clear_failed(const Cache& cache);
+
+// The entries a user named: "neuronxcc-V/MODULE_g+f", an entry path, or
+// "MODULE_g+f" alone (every compiler version that has it). Throws
+// UsageError for a name that is no key.
+[[nodiscard]] std::vector<EntryInfo> find_entries(const Cache& cache, const std::string& name);
+
+// Removes one listed entry (Entry::remove): false when a lock is there.
+[[nodiscard]] bool remove_unless_locked(const Cache& cache, const EntryInfo& entry);
+
+// Forgets an entry's result, done or failed, under its lock: its graph
+// stays, pending (--command clear-neffs). False when a compile holds it.
+[[nodiscard]] bool forget_result(const Cache& cache, const EntryInfo& entry);
 
 } // namespace npc::cache

@@ -91,7 +91,7 @@ public:
                                    const std::vector<std::string>& flags) const;
 
   // Records a use of the remote entry now (its npc-last-use object, which
-  // remote eviction orders by; remote_maintenance.hpp): fetch_result does
+  // remote eviction orders by; store.hpp, eviction.hpp): fetch_result does
   // it for every done result it finds, downloaded or already in the mirror.
   void record_use(const CacheKey& key) const;
 

@@ -1,10 +1,22 @@
 #pragma once
-// The persistent cache as a whole: its root and private folder, its trust
-// mode, the listing of its entries, and the trash that removals go through.
-// One entry's files, states and publish sequence are entry.hpp's.
+// The persistent cache as a whole: where it is, the listing of its entries,
+// and (in a directory) its private folder, trust mode and the trash that
+// removals go through. One entry's files, states and publish sequence are
+// entry.hpp's.
+//
+// A cache is in a local directory, or in any other storage (an object
+// store: s3://bucket/prefix). Both hold the same layout and every entry
+// works the same way over its storage; they differ in how a whole cache is
+// listed. A directory is read entry by entry, helped by a summary per
+// compiler version kept in its private folder (summary.hpp). Another storage
+// is listed in one walk of every file under the root (S3: one LIST per 1000
+// objects), each entry's last use the time of its use record
+// (Storage::last_use_file), else of its newest file; only the entries with a
+// lock object cost a read more, to judge the lock.
 
 #include <array>
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -40,6 +52,19 @@ public:
   // The trust mode comes from the environment (see trust.hpp).
   explicit Cache(fs::path root, const util::Clock& clock = util::SystemClock::instance());
   Cache(fs::path root, TrustMode trust, const util::Clock& clock = util::SystemClock::instance());
+  // A cache in a storage that is no local directory. `connections` are
+  // storages of that one cache (at least one): work on many entries (verify,
+  // eviction) is shared out over them, a thread each.
+  explicit Cache(std::vector<std::shared_ptr<storage::Storage>> connections,
+                 const util::Clock& clock = util::SystemClock::instance());
+
+  // Whether the cache is a local directory (root(), private_dir() and the
+  // trust mode mean something only then).
+  [[nodiscard]] bool is_directory() const { return !root_.empty(); }
+  // The cache as users name it: its path, or its URL.
+  [[nodiscard]] std::string describe() const;
+  // Where one entry is, as users name it: its folder's path, or its URL.
+  [[nodiscard]] std::string describe(const EntryInfo& entry) const;
 
   [[nodiscard]] const fs::path& root() const { return root_; }
   [[nodiscard]] const util::Clock& clock() const { return clock_; }
@@ -48,9 +73,17 @@ public:
     return Entry(*this, entry_dir(key), key.relative_path().generic_string());
   }
   [[nodiscard]] Entry entry(fs::path dir) const { return Entry(*this, std::move(dir)); }
+  // As entry(dir), through connection `connection` (of connections()).
+  [[nodiscard]] Entry entry(fs::path dir, std::size_t connection) const;
   [[nodiscard]] fs::path private_dir() const;
-  // Where the entries' files are (the root, a local directory).
+  // Where the entries' files are (the root, a local directory, or the
+  // first connection).
   [[nodiscard]] const std::shared_ptr<storage::Storage>& storage() const { return storage_; }
+  [[nodiscard]] const std::vector<std::shared_ptr<storage::Storage>>& connections() const { return connections_; }
+  // Calls work(connection, i) for each i in [0, count): over every
+  // connection at once for a cache with several, else over a few threads
+  // sharing the one (a directory's work waits on the kernel).
+  void share_out(std::size_t count, const std::function<void(std::size_t connection, std::size_t i)>& work) const;
 
   // Creates the root (0700, or 2770 for a shared cache) and our private
   // folder; an existing root must pass the trust check.
@@ -79,8 +112,14 @@ public:
   void empty_trash() const;
 
 private:
-  fs::path root_;
+  // A directory's listing, read with its summaries.
+  [[nodiscard]] std::vector<EntryInfo> list_directory_version(const std::string& compiler_version) const;
+  // Any other storage's: the entries of one walk of `folder` ("" for all).
+  [[nodiscard]] std::vector<EntryInfo> list_tree(const std::string& folder) const;
+
+  fs::path root_; // empty for a cache that is no directory
   std::shared_ptr<storage::Storage> storage_;
+  std::vector<std::shared_ptr<storage::Storage>> connections_;
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);

@@ -1,9 +1,13 @@
-// cache/remote_maintenance: neuron_cache's commands on a remote cache's
-// objects. The remote is a directory here (the Storage contract is S3's;
-// tests/e2e/s3_maintenance_test.cpp runs the commands over a real S3
-// server), so file times can be set and every file looked at.
+// A cache in a storage that is no directory (store.hpp), and the
+// maintenance of maintenance.hpp and eviction.hpp on it: neuron_cache's
+// commands on an S3 cache's objects. The storage is a directory store here
+// (the Storage contract is S3's; tests/e2e/s3_maintenance_test.cpp runs the
+// commands over a real S3 server), so file times can be set and every file
+// looked at.
 
-#include <npc/cache/remote_maintenance.hpp>
+#include <npc/cache/eviction.hpp>
+#include <npc/cache/maintenance.hpp>
+#include <npc/cache/store.hpp>
 
 #include <chrono>
 #include <memory>
@@ -16,6 +20,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/storage/lock.hpp>
+#include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 
@@ -29,13 +34,13 @@ using namespace std::chrono_literals;
 
 const std::vector<std::string> kMaintenanceFlags = {"-O2"};
 
-class RemoteMaintenanceTest : public test::RemoteDirsTest {
+class StoredCacheTest : public test::RemoteDirsTest {
 protected:
   void SetUp() override {
     RemoteDirsTest::SetUp();
     if (HasFatalFailure()) return;
     // Two connections: verify and prune share entries out over them.
-    admin.emplace(std::vector<std::shared_ptr<storage::Storage>>{remote_storage(), remote_storage()});
+    cache.emplace(std::vector<std::shared_ptr<storage::Storage>>{remote_storage(), remote_storage()});
   }
   CacheKey pending(const std::string& graph, const std::string& version = "1.0") {
     auto key = make_key_for_graph(graph, kMaintenanceFlags, version);
@@ -75,10 +80,10 @@ protected:
     return fs::exists(origin->entry_dir(key) / file);
   }
 
-  std::optional<RemoteCacheAdmin> admin;
+  std::optional<Cache> cache;
 };
 
-TEST_F(RemoteMaintenanceTest, TheListingHasEveryEntryInItsState) {
+TEST_F(StoredCacheTest, TheListingHasEveryEntryInItsState) {
   auto d = done("HloModule d\n");
   auto f = failed("HloModule f\n");
   auto p = pending("HloModule p\n");
@@ -91,7 +96,7 @@ TEST_F(RemoteMaintenanceTest, TheListingHasEveryEntryInItsState) {
   auto incomplete = pending("HloModule incomplete\n");
   fs::remove(origin->entry_dir(incomplete) / kFlagsFile);
 
-  auto all = admin->list();
+  auto all = cache->list();
   ASSERT_EQ(all.size(), 7u);
   EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.key < b.key; }));
   EXPECT_EQ(find(all, d)->state, EntryState::done);
@@ -103,25 +108,25 @@ TEST_F(RemoteMaintenanceTest, TheListingHasEveryEntryInItsState) {
   EXPECT_EQ(find(all, other)->state, EntryState::pending);
   EXPECT_EQ(find(all, incomplete)->state, EntryState::incomplete);
   EXPECT_EQ(find(all, d)->dir, d.relative_path());
-  EXPECT_EQ(admin->describe(d), (dir() / "remote" / d.relative_path()).string());
+  EXPECT_EQ(cache->describe(*find(all, d)), (dir() / "remote" / d.relative_path()).string());
   // The bytes are every object of the entry.
   std::uint64_t bytes = 0;
   for (const auto& name : test::names_in(origin->entry_dir(d))) bytes += fs::file_size(origin->entry_dir(d) / name);
   EXPECT_EQ(find(all, d)->bytes, bytes);
 
-  auto v2 = admin->list_version("2.0");
+  auto v2 = cache->list_version("2.0");
   ASSERT_EQ(v2.size(), 1u);
   EXPECT_EQ(v2[0].key, other);
-  EXPECT_EQ(admin->list_version("1.0").size(), 6u);
-  EXPECT_TRUE(admin->list_version("3.0").empty());
+  EXPECT_EQ(cache->list_version("1.0").size(), 6u);
+  EXPECT_TRUE(cache->list_version("3.0").empty());
 }
 
-TEST_F(RemoteMaintenanceTest, TheLastUseIsTheNewestObjectOfTheEntry) {
+TEST_F(StoredCacheTest, TheLastUseIsTheNewestObjectOfTheEntry) {
   auto old = done("HloModule old\n");
   age(old, 40);
   auto recent = done("HloModule recent\n");
   age(recent, 2);
-  auto all = admin->list();
+  auto all = cache->list();
   auto days = [&](const CacheKey& key) {
     return std::chrono::duration_cast<std::chrono::hours>(std::chrono::system_clock::now() - find(all, key)->last_used)
                .count() /
@@ -131,12 +136,12 @@ TEST_F(RemoteMaintenanceTest, TheLastUseIsTheNewestObjectOfTheEntry) {
   EXPECT_EQ(days(recent), 2);
 }
 
-TEST_F(RemoteMaintenanceTest, ClearLocksRemovesWhatIsNotInForceAndForceRemovesAll) {
+TEST_F(StoredCacheTest, ClearLocksRemovesWhatIsNotInForceAndForceRemovesAll) {
   auto held = pending("HloModule held\n");
   lock_from_elsewhere(held, 600s);
   auto expired = pending("HloModule expired\n");
   lock_from_elsewhere(expired, -60s);
-  auto report = admin->clear_locks(false);
+  auto report = clear_locks(*cache, false);
   const std::string lock_name = std::string(kFrameworkLockFile);
   ASSERT_EQ(report.removed.size(), 1u);
   EXPECT_EQ(report.removed[0], origin->entry_dir(expired) / lock_name);
@@ -146,44 +151,65 @@ TEST_F(RemoteMaintenanceTest, ClearLocksRemovesWhatIsNotInForceAndForceRemovesAl
   EXPECT_TRUE(has(held, kFrameworkLockFile));
   EXPECT_TRUE(has(expired, kGraphFile));
 
-  auto forced = admin->clear_locks(true);
+  auto forced = clear_locks(*cache, true);
   ASSERT_EQ(forced.removed.size(), 1u);
   EXPECT_TRUE(forced.held.empty());
   EXPECT_FALSE(has(held, kFrameworkLockFile));
 }
 
-TEST_F(RemoteMaintenanceTest, ClearFailedRemovesOnlyTheLogOfFailedEntries) {
+TEST_F(StoredCacheTest, ClearFailedRemovesOnlyTheLogOfFailedEntries) {
   auto f = failed("HloModule f\n");
   auto d = done("HloModule d\n");
-  auto cleared = admin->clear_failed();
+  auto cleared = clear_failed(*cache);
   ASSERT_EQ(cleared.size(), 1u);
   EXPECT_EQ(cleared[0].key, f);
   EXPECT_FALSE(has(f, kLogFile));
   EXPECT_TRUE(has(f, kGraphFile));
   EXPECT_TRUE(has(d, kNeffFile));
-  EXPECT_EQ(admin->list_version("1.0").size(), 2u);
-  EXPECT_TRUE(admin->clear_failed().empty());
+  EXPECT_EQ(cache->list_version("1.0").size(), 2u);
+  EXPECT_TRUE(clear_failed(*cache).empty());
 }
 
-TEST_F(RemoteMaintenanceTest, RemoveKeepsALockedEntryAndRemovesTheRest) {
+TEST_F(StoredCacheTest, RemoveKeepsALockedEntryAndRemovesTheRest) {
   auto d = done("HloModule d\n");
   auto held = pending("HloModule held\n");
   lock_from_elsewhere(held, -60s); // even a stale lock keeps it
-  auto all = admin->list();
-  EXPECT_TRUE(admin->remove(*find(all, d)));
+  auto all = cache->list();
+  EXPECT_TRUE(remove_unless_locked(*cache, *find(all, d)));
   EXPECT_FALSE(fs::exists(origin->entry_dir(d)));
-  EXPECT_FALSE(admin->remove(*find(all, held)));
+  EXPECT_FALSE(remove_unless_locked(*cache, *find(all, held)));
   EXPECT_TRUE(has(held, kGraphFile));
 }
 
-TEST_F(RemoteMaintenanceTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {
+TEST_F(StoredCacheTest, FindNamesAnEntryByItsKeyOrEveryVersionByItsModule) {
+  auto one = done("HloModule same\n");
+  auto two = make_key_for_graph("HloModule same\n", kMaintenanceFlags, "2.0");
+  ASSERT_TRUE(origin->entry(two).store_graph("HloModule same\n", kMaintenanceFlags).ok());
+  auto by_key = find_entries(*cache, one.str());
+  ASSERT_EQ(by_key.size(), 1u);
+  EXPECT_EQ(by_key[0].key, one);
+  EXPECT_EQ(by_key[0].state, EntryState::done);
+  EXPECT_EQ(by_key[0].dir, one.relative_path());
+  auto by_module = find_entries(*cache, one.module_name());
+  ASSERT_EQ(by_module.size(), 2u);
+  EXPECT_EQ(by_module[0].key, one);
+  EXPECT_EQ(by_module[1].key, two);
+  EXPECT_TRUE(find_entries(*cache, "neuronxcc-9.9/" + one.module_name()).empty());
+  EXPECT_THROW(std::ignore = find_entries(*cache, "not-a-key"), UsageError);
+  // What rm does with what find gave: the entry goes, the other version stays.
+  EXPECT_TRUE(remove_unless_locked(*cache, by_key[0]));
+  EXPECT_FALSE(fs::exists(origin->entry_dir(one)));
+  EXPECT_TRUE(fs::exists(origin->entry_dir(two)));
+}
+
+TEST_F(StoredCacheTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {
   auto good = done("HloModule good\n");
   auto bad = done("HloModule bad\n", "neff-bytes");
   test::write_text(origin->entry_dir(bad) / kNeffFile, "tampered!!");
   auto foreign = done("HloModule foreign\n");
   fs::remove(origin->entry_dir(foreign) / kMetaFile); // another tool's entry: no record
 
-  auto report = admin->verify(Repair::no);
+  auto report = verify_cache(*cache, Repair::no);
   EXPECT_EQ(report.checked, 3u);
   EXPECT_EQ(report.unverified, 1u);
   ASSERT_EQ(report.problems.size(), 1u);
@@ -192,7 +218,7 @@ TEST_F(RemoteMaintenanceTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {
   EXPECT_FALSE(report.problems[0].repaired);
   EXPECT_TRUE(has(bad, kDoneFile));
 
-  auto repaired = admin->verify(Repair::yes);
+  auto repaired = verify_cache(*cache, Repair::yes);
   ASSERT_EQ(repaired.problems.size(), 1u);
   EXPECT_TRUE(repaired.problems[0].repaired);
   EXPECT_FALSE(has(bad, kDoneFile));
@@ -203,26 +229,26 @@ TEST_F(RemoteMaintenanceTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {
   EXPECT_FALSE(record->neff_sha256);
   EXPECT_EQ(record->attempts.size(), 1u);
   EXPECT_TRUE(has(good, kDoneFile));
-  auto all = admin->list();
+  auto all = cache->list();
   EXPECT_EQ(find(all, bad)->state, EntryState::pending);
-  EXPECT_TRUE(admin->verify(Repair::no).problems.empty());
+  EXPECT_TRUE(verify_cache(*cache, Repair::no).problems.empty());
 }
 
-TEST_F(RemoteMaintenanceTest, ClearResultLeavesTheGraphPending) {
+TEST_F(StoredCacheTest, ClearResultLeavesTheGraphPending) {
   auto d = done("HloModule d\n");
   auto f = failed("HloModule f\n");
-  auto all = admin->list();
-  EXPECT_TRUE(admin->clear_result(*find(all, d)));
-  EXPECT_TRUE(admin->clear_result(*find(all, f)));
-  for (const auto& e : admin->list()) EXPECT_EQ(e.state, EntryState::pending) << e.key.str();
+  auto all = cache->list();
+  EXPECT_TRUE(forget_result(*cache, *find(all, d)));
+  EXPECT_TRUE(forget_result(*cache, *find(all, f)));
+  for (const auto& e : cache->list()) EXPECT_EQ(e.state, EntryState::pending) << e.key.str();
   auto held = done("HloModule held\n");
   lock_from_elsewhere(held, 600s);
-  auto again = admin->list();
-  EXPECT_FALSE(admin->clear_result(*find(again, held)));
+  auto again = cache->list();
+  EXPECT_FALSE(forget_result(*cache, *find(again, held)));
   EXPECT_TRUE(has(held, kDoneFile));
 }
 
-TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecent) {
+TEST_F(StoredCacheTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecent) {
   auto oldest = done("HloModule oldest\n");
   age(oldest, 90);
   auto older = done("HloModule older\n");
@@ -232,12 +258,12 @@ TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecen
   auto graph_only = pending("HloModule pending\n");
   age(graph_only, 120);
   std::uint64_t total = 0;
-  auto all = admin->list();
+  auto all = cache->list();
   for (const auto& e : all) total += e.bytes;
 
   // Room for all but the oldest: it alone goes.
   EvictionPolicy policy{total - find(all, oldest)->bytes, std::chrono::days(30)};
-  auto dry = admin->evict(policy, DryRun::yes);
+  auto dry = evict(*cache, policy, DryRun::yes);
   ASSERT_TRUE(dry.ran);
   ASSERT_EQ(dry.deleted.size(), 1u);
   EXPECT_EQ(dry.deleted[0].key, oldest);
@@ -246,7 +272,7 @@ TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecen
 
   // No room: every done entry older than the TTL goes, oldest first.
   policy.max_bytes = 1;
-  auto report = admin->evict(policy, DryRun::no);
+  auto report = evict(*cache, policy, DryRun::no);
   ASSERT_TRUE(report.ran);
   ASSERT_EQ(report.deleted.size(), 2u);
   EXPECT_EQ(report.deleted[0].key, oldest);
@@ -259,22 +285,22 @@ TEST_F(RemoteMaintenanceTest, EvictionTakesTheOldestFirstAndKeepsPendingAndRecen
   EXPECT_TRUE(fs::exists(origin->entry_dir(recent)));
   EXPECT_TRUE(fs::exists(origin->entry_dir(graph_only)));
   // The eviction lock is gone.
-  EXPECT_FALSE(fs::exists(dir() / "remote" / kRemoteEvictionLockDir / kFrameworkLockFile));
+  EXPECT_FALSE(fs::exists(dir() / "remote" / kStoredEvictionLock));
 }
 
-TEST_F(RemoteMaintenanceTest, OneProcessEvictsARemoteAtATime) {
+TEST_F(StoredCacheTest, OneProcessEvictsARemoteAtATime) {
   auto old = done("HloModule old\n");
   age(old, 90);
   auto taken = storage::Lock::try_acquire(remote_storage(),
-                                          std::string(kRemoteEvictionLockDir) + "/" + std::string(kFrameworkLockFile),
+                                          std::string(kStoredEvictionLock),
                                           util::LockHolder::self("other"), {600s, 3600s}, std::chrono::system_clock::now());
   ASSERT_TRUE(taken.ok());
   ASSERT_TRUE(std::holds_alternative<storage::Lock>(*taken));
-  auto report = admin->evict({1, std::chrono::seconds(0)}, DryRun::no);
+  auto report = evict(*cache, {1, std::chrono::seconds(0)}, DryRun::no);
   EXPECT_FALSE(report.ran);
   EXPECT_TRUE(fs::exists(origin->entry_dir(old)));
   // clear-locks keeps it while it is in force.
-  auto cleared = admin->clear_locks(false);
+  auto cleared = clear_locks(*cache, false);
   EXPECT_TRUE(cleared.removed.empty());
   ASSERT_EQ(cleared.held.size(), 1u);
 }
