@@ -86,29 +86,6 @@ Result<Explanation> explain_graph(std::vector<EntryInfo> entries, const fs::path
   return x;
 }
 
-std::optional<fs::path> explain_target_graph(const Cache& cache, std::string_view target) {
-  if (target.empty()) return std::nullopt;
-  std::error_code ec;
-  fs::path path{std::string(target)};
-  auto status = fs::status(path, ec);
-  if (!ec && fs::is_regular_file(status)) return path;
-  if (!ec && fs::is_directory(status)) {
-    fs::path graph = path / kGraphFile;
-    if (fs::is_regular_file(graph, ec)) return graph;
-    return std::nullopt;
-  }
-  if (auto key = parse_key(target)) {
-    fs::path graph = cache.entry_dir(*key) / kGraphFile;
-    if (fs::is_regular_file(graph, ec)) return graph;
-  }
-  CacheKey module;
-  if (target.find('/') == std::string_view::npos && parse_module_name(target, module.graph_hash, module.flags_hash))
-    for (const auto& e : cache.list())
-      if (e.key.graph_hash == module.graph_hash && e.key.flags_hash == module.flags_hash && e.has_graph)
-        return e.dir / kGraphFile;
-  return std::nullopt;
-}
-
 SeenElsewhere compiled_graphs_seen_elsewhere(std::vector<EntryInfo> entries, const std::vector<fs::path>& compiled_dirs) {
   SeenElsewhere seen;
   std::vector<std::pair<fs::path, CacheKey>> compiled;

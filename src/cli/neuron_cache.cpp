@@ -9,8 +9,8 @@
 #include <npc/bundle/remote_bundle.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
+#include <npc/cache/explain_target.hpp>
 #include <npc/cache/maintenance.hpp>
-#include <npc/cache/remote_explain.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cli/cache_options.hpp>
 #include <npc/cli/common.hpp>
@@ -24,6 +24,7 @@
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
+#include <npc/storage/open.hpp>
 
 namespace npc::cli {
 
@@ -445,43 +446,28 @@ int print_explanation(const cache::Explanation& x, bool as_json) {
   return 0;
 }
 
-int cmd_explain(const cache::Cache& cache, const Settings& settings, const std::string& target,
-                const std::optional<std::string>& compiler, bool as_json) {
+// `cache` is where the entries are; `local` the directory whose private
+// folder remembers compiler versions (an S3 cache's mirror).
+int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Settings& settings,
+                const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
   std::error_code ec;
-  if (!fs::is_directory(cache.root(), ec))
+  if (cache.is_directory() && !fs::is_directory(cache.root(), ec))
     throw EnvironmentError("cache " + cache.root().string() +
                            " is not a directory (name the cache with --cache_dir or NEURON_CC_FLAGS)");
-  auto graph = cache::explain_target_graph(cache, target);
-  if (!graph)
-    throw UsageError("explain: '" + target + "' is no graph file, entry directory or key of the cache " +
-                     cache.root().string() +
-                     " (give a model.hlo_module.pb, an entry directory, neuronxcc-<version>/MODULE_<hash>+<hash>, or "
-                     "MODULE_<hash>+<hash> as neuron_cache ls prints it)");
-  cache::CurrentSettings current{current_compiler_version(cache, compiler), settings.compiler_flags};
-  auto x = cache::explain_graph(cache.list(), *graph, current);
-  if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
-  return print_explanation(*x, as_json);
-}
-
-// On a remote cache a TARGET is a local graph file, or an entry of the
-// remote: its key, or the URL of the entry or of its graph.
-int cmd_explain_remote(const cache::Cache& remote, const cache::Cache& mirror, const Settings& settings,
-                       const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
   util::TempDir scratch(fs::temp_directory_path(), "npc-explain-");
-  std::error_code ec;
-  std::optional<cache::RemoteGraph> in_remote;
-  std::optional<fs::path> graph;
-  if (fs::is_regular_file(target, ec)) graph = fs::path(target);
-  else if (fs::is_regular_file(fs::path(target) / cache::kGraphFile, ec)) graph = fs::path(target) / cache::kGraphFile;
-  else if ((in_remote = cache::remote_target_graph(remote, target, scratch.path()))) graph = in_remote->file;
-  if (!graph)
-    throw UsageError("explain: '" + target + "' is no graph file, entry directory, or entry of the cache " +
-                     remote.describe() + " (give a model.hlo_module.pb, neuronxcc-<version>/MODULE_<hash>+<hash>, or " +
-                     remote.describe() + "/neuronxcc-<version>/MODULE_<hash>+<hash>)");
-  cache::CurrentSettings current{current_compiler_version(mirror, compiler), settings.compiler_flags};
-  auto x = cache::explain_remote_graph(remote, *graph, current, scratch.path() / "entries");
-  if (!x) throw UsageError("explain: cannot read the graph " + graph->string() + ": " + x.error());
-  if (in_remote) x->graph = in_remote->url; // named as users know it, not by its download
+  auto graph = cache::find_target_graph(cache, target, scratch.path());
+  if (!graph) {
+    const std::string url_form =
+        cache.is_directory() ? "" : ", " + cache.describe() + "/neuronxcc-<version>/MODULE_<hash>+<hash>";
+    throw UsageError("explain: '" + target + "' is no graph file, entry directory or key of the cache " +
+                     cache.describe() + " (give a model.hlo_module.pb, an entry directory, " +
+                     "neuronxcc-<version>/MODULE_<hash>+<hash>" + url_form +
+                     ", or MODULE_<hash>+<hash> as neuron_cache ls prints it)");
+  }
+  cache::CurrentSettings current{current_compiler_version(local, compiler), settings.compiler_flags};
+  auto x = cache::explain_in_cache(cache, graph->file, current, scratch.path());
+  if (!x) throw UsageError("explain: cannot read the graph " + graph->name + ": " + x.error());
+  x->graph = graph->name; // named as users know it, not by its download
   return print_explanation(*x, as_json);
 }
 
@@ -573,7 +559,7 @@ int neuron_cache_main(int argc, char** argv) {
     std::optional<cache::Cache> remote;
     std::vector<std::shared_ptr<storage::Storage>> connections;
     if (settings.remote_cache) {
-      connections = compile::open_remote_storages(*settings.remote_cache, kRemoteConnections);
+      connections = storage::open(*settings.remote_cache, kRemoteConnections);
       remote.emplace(connections);
     }
     const cache::Cache& target = remote ? *remote : cache;
@@ -596,8 +582,7 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_failed) return cmd_clear_failed(target, as_json);
     if (*rm) return cmd_rm(target, keys, as_json);
     if (*explain)
-      return remote ? cmd_explain_remote(*remote, cache, settings, explain_target, explain_compiler, as_json)
-                    : cmd_explain(cache, settings, explain_target, explain_compiler, as_json);
+      return cmd_explain(target, cache, settings, explain_target, explain_compiler, as_json);
     if (*export_cmd)
       return cmd_export(bundles, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)

@@ -32,6 +32,7 @@
 #include <npc/util/output_file.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
+#include <npc/storage/open.hpp>
 
 namespace npc::cli {
 
@@ -490,7 +491,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   std::optional<cache::RemoteCache> remote;
   auto open_remote = [&] {
     if (context.settings.remote_cache && !remote)
-      remote.emplace(compile::open_remote_storage(*context.settings.remote_cache), cache);
+      remote.emplace(storage::open(*context.settings.remote_cache).front(), cache);
   };
 
   if (extract_only && context.settings.remote_cache) {
@@ -690,7 +691,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   // The mirror's entry of an S3 cache (what the launcher's workers compile
   // there): the remote's lock, result and upload too.
   std::optional<cache::RemoteCache> remote;
-  if (remote_url) remote.emplace(compile::open_remote_storage(*remote_url), cache);
+  if (remote_url) remote.emplace(storage::open(*remote_url).front(), cache);
   auto result = remote ? compile::compile_remote_entry(*remote, *key, options) : compile::compile_entry(cache, dir, options);
   report = compile::make_worker_report(result);
   switch (result.outcome) {

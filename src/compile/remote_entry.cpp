@@ -5,26 +5,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/storage/s3.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::compile {
-
-std::shared_ptr<storage::Storage> open_remote_storage(const std::string& url) {
-  auto opened = storage::S3Storage::open(url);
-  if (!opened) throw EnvironmentError("cannot use the cache " + url + ": " + opened.error());
-  return std::shared_ptr<storage::Storage>(std::move(*opened));
-}
-
-std::vector<std::shared_ptr<storage::Storage>> open_remote_storages(const std::string& url, std::size_t count) {
-  auto opened = storage::S3Storage::open_many(url, count);
-  if (!opened) throw EnvironmentError("cannot use the cache " + url + ": " + opened.error());
-  std::vector<std::shared_ptr<storage::Storage>> storages;
-  for (auto& one : *opened) storages.push_back(std::move(one));
-  return storages;
-}
 
 cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                          std::chrono::milliseconds lock_wait) {

@@ -14,6 +14,7 @@
 #include <npc/launcher/remote_graphs.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/storage/open.hpp>
 
 namespace npc::launcher {
 
@@ -61,7 +62,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   // (remote_graphs.hpp). Other nodes' mirrors are theirs to clean.
   std::optional<cache::Cache> remote;
   if (settings.remote_cache)
-    remote.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteGraphConnections));
+    remote.emplace(storage::open(*settings.remote_cache, kRemoteGraphConnections));
   std::vector<const cache::Cache*> targets;
   if (remote) targets.push_back(&*remote);
   targets.push_back(&cache);

@@ -39,7 +39,6 @@ void RemoteGraphs::for_each_parallel(std::size_t count,
                             [&](std::size_t worker, std::size_t i) { work(*remotes_[worker], i); });
 }
 
-bool RemoteGraphs::is_url(std::string_view text) { return text.find("://") != std::string_view::npos; }
 
 fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::CacheKey& key,
                              const std::vector<std::string>& names, bool& absent) {

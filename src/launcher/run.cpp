@@ -30,6 +30,7 @@
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
+#include <npc/storage/open.hpp>
 
 namespace npc::launcher {
 
@@ -245,7 +246,7 @@ int run(const Options& options, const config::Settings& settings) {
   // missing credentials are found before the training command runs.
   std::optional<RemoteGraphs> remote_graphs;
   if (settings.remote_cache)
-    remote_graphs.emplace(compile::open_remote_storages(*settings.remote_cache, kRemoteGraphConnections), cache,
+    remote_graphs.emplace(storage::open(*settings.remote_cache, kRemoteGraphConnections), cache,
                           *settings.remote_cache, version);
   // The graphs the trial named, in order; those in S3 are brought into the
   // mirror all at once before the collector takes them.
@@ -254,11 +255,11 @@ int run(const Options& options, const config::Settings& settings) {
     std::vector<std::string> urls;
     if (remote_graphs)
       for (const auto& [text, source] : named)
-        if (RemoteGraphs::is_url(text)) urls.push_back(text);
+        if (storage::is_url(text)) urls.push_back(text);
     std::vector<RemoteGraphs::Taken> taken = remote_graphs ? remote_graphs->take_all(urls) : std::vector<RemoteGraphs::Taken>();
     std::size_t next_url = 0;
     for (const auto& [text, source] : named) {
-      if (!RemoteGraphs::is_url(text)) {
+      if (!storage::is_url(text)) {
         collector.add_graph_path(text, source);
       } else if (!remote_graphs) {
         collector.refuse(text, source,
@@ -287,14 +288,14 @@ int run(const Options& options, const config::Settings& settings) {
     }
     // The roots first: the framework names the one it used there.
     for (const auto& line : read_path_log(files.path_log)) {
-      if (remote_graphs && RemoteGraphs::is_url(line)) named.emplace_back(line, "the cache-path log");
+      if (remote_graphs && storage::is_url(line)) named.emplace_back(line, "the cache-path log");
       else collector.add_path_log_line(line);
     }
     // Each rank names its graphs: the same URL is brought once.
     std::set<std::string> seen;
     for (const auto& [text, source] : named) seen.insert(text);
     for (const auto& path : trial.reported_paths)
-      if (!RemoteGraphs::is_url(path) || seen.insert(path).second) named.emplace_back(path, "the trial's output");
+      if (!storage::is_url(path) || seen.insert(path).second) named.emplace_back(path, "the trial's output");
     take_named();
     collector.say_repeated_refusals();
     if (trial.unreadable_extraction_lines > 0) {

@@ -203,9 +203,10 @@ TEST_F(S3Bundles, ExplainComparesWithS3sEntriesByFileKeyAndUrl) {
   auto unknown = run_tool("neuron_cache", {"explain", absent}, on_node("node-b"));
   EXPECT_EQ(unknown.exit_code, 2) << unknown.describe();
   EXPECT_EQ(unknown.err, "neuron_cache: error: explain: '" + absent +
-                             "' is no graph file, entry directory, or entry of the cache " + kUrl +
-                             " (give a model.hlo_module.pb, neuronxcc-<version>/MODULE_<hash>+<hash>, or " + kUrl +
-                             "/neuronxcc-<version>/MODULE_<hash>+<hash>)\n");
+                             "' is no graph file, entry directory or key of the cache " + kUrl +
+                             " (give a model.hlo_module.pb, an entry directory, neuronxcc-<version>/MODULE_<hash>+<hash>, " +
+                             kUrl + "/neuronxcc-<version>/MODULE_<hash>+<hash>, or MODULE_<hash>+<hash> as neuron_cache ls "
+                             "prints it)\n");
   // Looking leaves no trace in S3 or in the mirror.
   EXPECT_FALSE(fs::exists(dir() / "node-b" / "s3" / "test-bucket" / "team" / kBundleVersionDir));
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/explain.hpp>
+#include <npc/cache/explain_target.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/same_graph.hpp>
 #include <npc/cache/store.hpp>
@@ -189,15 +190,23 @@ TEST_F(ExplainTest, UnreadableGraphFails) {
 TEST_F(ExplainTest, TargetIsAGraphAnEntryOrAKey) {
   CacheKey key = add(kExplainGraph, {"-O1"}, kV1);
   fs::path entry_graph = cache->entry_dir(key) / kGraphFile;
-  EXPECT_EQ(explain_target_graph(*cache, entry_graph.string()), entry_graph);
-  EXPECT_EQ(explain_target_graph(*cache, cache->entry_dir(key).string()), entry_graph);
-  EXPECT_EQ(explain_target_graph(*cache, key.str()), entry_graph);
-  EXPECT_EQ(explain_target_graph(*cache, key.module_name()), entry_graph); // as ls prints it
-  EXPECT_FALSE(explain_target_graph(*cache, "neuronxcc-9/MODULE_0+1"));
-  EXPECT_FALSE(explain_target_graph(*cache, "MODULE_0+1"));
-  EXPECT_FALSE(explain_target_graph(*cache, "not-a-key"));
-  EXPECT_FALSE(explain_target_graph(*cache, dir().string())); // a directory without a graph
-  EXPECT_FALSE(explain_target_graph(*cache, ""));
+  const fs::path scratch = dir() / "scratch";
+  auto target = [&](std::string_view name) -> std::optional<fs::path> {
+    auto found = find_target_graph(*cache, name, scratch);
+    if (!found) return std::nullopt;
+    EXPECT_EQ(found->name, found->file.string()); // a directory's graphs are read in place
+    return found->file;
+  };
+  EXPECT_EQ(target(entry_graph.string()), entry_graph);
+  EXPECT_EQ(target(cache->entry_dir(key).string()), entry_graph);
+  EXPECT_EQ(target(key.str()), entry_graph);
+  EXPECT_EQ(target(key.module_name()), entry_graph); // as ls prints it
+  EXPECT_FALSE(target("neuronxcc-9/MODULE_0+1"));
+  EXPECT_FALSE(target("MODULE_0+1"));
+  EXPECT_FALSE(target("not-a-key"));
+  EXPECT_FALSE(target(dir().string())); // a directory without a graph
+  EXPECT_FALSE(target(""));
+  EXPECT_FALSE(fs::exists(scratch)); // nothing downloaded
 }
 
 TEST_F(ExplainTest, SameGraphIndexHashesOnlySameSizeEntries) {

@@ -6,6 +6,7 @@
 // looked at.
 
 #include <npc/cache/eviction.hpp>
+#include <npc/cache/explain_target.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
 
@@ -200,6 +201,27 @@ TEST_F(StoredCacheTest, FindNamesAnEntryByItsKeyOrEveryVersionByItsModule) {
   EXPECT_TRUE(remove_unless_locked(*cache, by_key[0]));
   EXPECT_FALSE(fs::exists(origin->entry_dir(one)));
   EXPECT_TRUE(fs::exists(origin->entry_dir(two)));
+}
+
+TEST_F(StoredCacheTest, ExplainDownloadsTheTargetAndOnlyTheEntriesOfItsGraphSize) {
+  auto same = done("HloModule same\n");
+  auto other_flags = make_key_for_graph("HloModule same\n", {"-O1"}, "1.0");
+  ASSERT_TRUE(origin->entry(other_flags).store_graph("HloModule same\n", {"-O1"}).ok());
+  auto bigger = done("HloModule a graph of another size\n");
+  const fs::path scratch = dir() / "scratch";
+  auto target = find_target_graph(*cache, same.module_name(), scratch);
+  ASSERT_TRUE(target);
+  EXPECT_EQ(target->name, (dir() / "remote" / same.relative_path() / kGraphFile).string());
+  EXPECT_EQ(test::read_text(target->file), "HloModule same\n");
+  EXPECT_TRUE(target->file.string().starts_with(scratch.string()));
+
+  auto x = explain_in_cache(*cache, target->file, {"1.0", kMaintenanceFlags}, scratch);
+  ASSERT_TRUE(x.ok()) << x.error();
+  ASSERT_EQ(x->matches.size(), 2u);
+  EXPECT_EQ(x->verdict, Verdict::hit);
+  for (const auto& m : x->matches)
+    EXPECT_EQ(m.entry.dir, dir() / "remote" / m.entry.key.relative_path()) << m.entry.key.str();
+  EXPECT_FALSE(fs::exists(scratch / "entries" / bigger.relative_path())); // another size: never downloaded
 }
 
 TEST_F(StoredCacheTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {

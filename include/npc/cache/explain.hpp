@@ -82,12 +82,6 @@ struct Explanation {
 [[nodiscard]] Result<Explanation> explain_graph(std::vector<EntryInfo> entries, const fs::path& graph,
                                                 const CurrentSettings& current);
 
-// The graph file a TARGET names: a graph file itself, an entry directory
-// holding one, a key "neuronxcc-<v>/MODULE_<g>+<f>" of `cache`, or a module
-// name "MODULE_<g>+<f>" as `neuron_cache ls` prints it (the first compiler
-// version holding it); nullopt when it names none of these.
-[[nodiscard]] std::optional<fs::path> explain_target_graph(const Cache& cache, std::string_view target);
-
 // For the end of a launcher run: how many of the entries it compiled hold a
 // graph that another entry (another flags hash or compiler version) already
 // held, byte for byte. Only graphs whose size some other entry has are hashed.

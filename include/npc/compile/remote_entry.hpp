@@ -26,15 +26,6 @@
 
 namespace npc::compile {
 
-// The storage of the remote cache `url` names (s3://bucket/prefix), with
-// credentials, region and endpoint from the AWS environment. Throws
-// EnvironmentError when it cannot be opened (no credentials, a bad endpoint).
-[[nodiscard]] std::shared_ptr<storage::Storage> open_remote_storage(const std::string& url);
-// `count` of them, a connection each (for as many threads), the credentials
-// looked up once.
-[[nodiscard]] std::vector<std::shared_ptr<storage::Storage>> open_remote_storages(const std::string& url,
-                                                                                  std::size_t count);
-
 // How often a waiter looks at a held remote lock.
 inline constexpr auto kRemoteLockPoll = std::chrono::seconds(2);
 

@@ -60,9 +60,6 @@ public:
   RemoteGraphs(std::vector<std::shared_ptr<storage::Storage>> connections, const cache::Cache& mirror,
                std::string root_url, std::string compiler_version);
 
-  // A URL (s3://...) rather than a local path.
-  [[nodiscard]] static bool is_url(std::string_view text);
-
   struct Taken {
     std::optional<fs::path> graph; // the graph's path in the mirror
     std::string refused;           // otherwise why not; both empty: this cache's root, nothing to take
