@@ -12,13 +12,13 @@
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/compile/compiler.hpp>
-#include <npc/compile/remote_entry.hpp>
+#include <npc/storage/open.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/cost_model.hpp>
+#include <npc/launcher/graph_source.hpp>
 #include <npc/launcher/launcher.hpp>
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
-#include <npc/launcher/remote_graphs.hpp>
 #include <npc/launcher/report.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
@@ -30,7 +30,6 @@
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
-#include <npc/storage/open.hpp>
 
 namespace npc::launcher {
 
@@ -213,6 +212,167 @@ void hint_graphs_seen_elsewhere(const Pool& pool, const std::vector<fs::path>& r
                seen.graphs, seen.example->string());
 }
 
+// The trial phase: runs the training command in extraction mode and
+// collects the graphs it named. An exit status when the run ends here.
+std::optional<int> collect_from_trial(const Options& options, const RunFiles& files, GraphSource& source,
+                                      Collector& collector, RunFacts& facts, bool compile_despite_trial_failure) {
+  util::Environment environment = util::Environment::current();
+  environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
+  environment.set("NEURON_PARALLEL_COMPILE", "1");
+  environment.set("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", files.path_log.string());
+  // File times lag the clock by up to a timer tick: a graph written just as
+  // the trial started must still count as written by it.
+  constexpr auto kFileTimeSlack = std::chrono::seconds(1);
+  const auto trial_started = fs::file_time_type::clock::now() - kFileTimeSlack;
+  TrialResult trial = run_trial(options.command, environment, files.trial_log);
+  if (trial.interrupted_by != 0) {
+    spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
+    return exit_status_for_signal(trial.interrupted_by);
+  }
+  // The graphs the trial named, in order. The roots first: the framework
+  // names the one it used there.
+  std::vector<NamedGraph> named;
+  for (const auto& line : read_path_log(files.path_log)) {
+    if (source.brings(line)) named.push_back({line, "the cache-path log"});
+    else collector.add_path_log_line(line);
+  }
+  // Each rank names its graphs: the same URL is brought once.
+  std::set<std::string> seen;
+  for (const auto& one : named) seen.insert(one.text);
+  for (const auto& path : trial.reported_paths)
+    if (!storage::is_url(path) || seen.insert(path).second) named.push_back({path, "the trial's output"});
+  source.collect(collector, named);
+  collector.say_repeated_refusals();
+  if (trial.unreadable_extraction_lines > 0) {
+    std::string roots;
+    for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
+    std::size_t found = collector.add_pending_written_since(trial_started);
+    spdlog::warn("{} extraction line(s) of the trial's output name no graph path (a newline in the cache "
+                 "path?); took the {} pending graph(s) the trial wrote under {}",
+                 trial.unreadable_extraction_lines, found, roots);
+    if (collector.entries().empty()) {
+      spdlog::error("the trial announced extracted graphs whose paths could not be read, and no pending "
+                    "entry it wrote was found under {}; nothing compiled. Use a cache path without a "
+                    "newline, or run --command compile to compile every pending entry",
+                    roots);
+      return exit_status(ExitCode::failure);
+    }
+  }
+  if (!trial.status.success()) {
+    facts.trial_status = trial.status.describe();
+    if (!compile_despite_trial_failure) {
+      spdlog::error("the training command failed ({}); nothing compiled. Set "
+                    "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
+                    trial.status.describe(), collector.entries().size());
+      return exit_status(ExitCode::failure);
+    }
+    spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
+                 "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
+                 trial.status.describe(), collector.entries().size());
+  }
+  return std::nullopt;
+}
+
+// --command compile: every graph of the version not done yet.
+void collect_pending(const cache::Cache& cache, const std::string& version, GraphSource& source,
+                     Collector& collector, bool with_failed) {
+  source.collect_shared_pending(collector, with_failed);
+  std::size_t incomplete = 0;
+  std::optional<fs::path> an_incomplete;
+  for (const auto& e : cache.list_version(version)) {
+    if (e.state == cache::EntryState::incomplete) {
+      ++incomplete;
+      if (!an_incomplete) an_incomplete = e.dir;
+    } else if (e.state != cache::EntryState::done) {
+      collector.add_entry_dir(e.dir);
+    }
+  }
+  if (incomplete > 0)
+    spdlog::warn("{} incomplete entr{} (a graph without its compile_flags.json, or neither, as a writer that died "
+                 "leaves it) not compiled, e.g. {}: the next extraction of the graph completes it, "
+                 "`neuron_cache rm` removes it",
+                 incomplete, incomplete == 1 ? "y" : "ies", an_incomplete->string());
+}
+
+// What the cache already says about each graph: done, failed, held or gone.
+void mark_known(Pool& pool, const cache::Cache& cache, const GraphSource& source, bool retry_failed) {
+  double now = util::monotonic_seconds();
+  for (std::size_t i = 0; i < pool.items().size(); ++i) {
+    const cache::Entry entry = cache.entry(pool.items()[i].entry_dir);
+    auto info = entry.inspect();
+    if (!info) continue;
+    if (info->state == cache::EntryState::done) pool.mark_cached(i);
+    else if (info->state == cache::EntryState::locked) pool.mark_locked_elsewhere(i, now);
+    else if (info->state == cache::EntryState::absent) pool.mark_removed_elsewhere(i); // since the trial
+    else if (info->state == cache::EntryState::failed && !retry_failed)
+      pool.mark_cached_failure(i, entry.log_path());
+    // Pending here, and held elsewhere in force when it was brought: waited
+    // for there, as a graph a worker found held, so no worker starts only
+    // to meet the lock.
+    if (info->state == cache::EntryState::pending)
+      if (auto holder = source.held_elsewhere(entry.dir())) {
+        pool.mark_held_elsewhere(i, now);
+        spdlog::debug("{} is held by another host ({}); waiting for it there, no worker started",
+                      entry.dir().filename().string(), *holder);
+      }
+  }
+}
+
+// After a run that compiled: each cache the graphs went to kept under its
+// limit, and a warning when that evicted what this run compiled.
+void evict_after_run(const Pool& pool, const std::vector<fs::path>& roots, const cache::Cache& cache,
+                     const config::Settings& settings) {
+  for (const auto& root : roots) {
+    cache::Cache root_cache(root);
+    root_cache.set_stale_lock_age(cache.stale_lock_age());
+    try {
+      auto evicted = cache::evict(root_cache, {settings.cache.size_limit(), settings.cache.ttl()});
+      if (!evicted.deleted.empty())
+        spdlog::info("evicted {} least recently used entries of {} to stay under the cache size limit",
+                     evicted.deleted.size(), root.string());
+      if (std::size_t lost = compiled_and_evicted(pool, evicted); lost > 0)
+        spdlog::warn("the cache size limit evicted {} of the {} graph(s) this run compiled: the training run "
+                     "will compile them again. Raise --cache_size (now {} bytes) or --cache_ttl (now {:g} days) "
+                     "in NEURON_CC_FLAGS",
+                     lost, count(pool).compiled, settings.cache.size_limit(),
+                     static_cast<double>(settings.cache.ttl().count()) / 86400.0);
+    } catch (const std::exception& e) {
+      spdlog::warn("cache eviction of {} skipped: {}", root.string(), e.what());
+    }
+  }
+}
+
+// The end of a run: summaries, graphs left to another holder, hints, the
+// report and the original's results files.
+void report_run(const Options& options, const Pool& pool, const cache::Cache& cache, const std::vector<fs::path>& roots,
+                const RunFacts& facts, const PoolRunResult& ran, double compile_start_epoch) {
+  for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
+  // Graphs left to another holder: who, and what to do if it is gone.
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    if (pool.progress()[i].state == ItemState::locked_elsewhere)
+      spdlog::warn("LEFT {}: held by {}; if that process is gone, `neuron_parallel_compile --command clear-locks` "
+                   "removes its lock and a rerun compiles it",
+                   pool.items()[i].entry_dir.string(),
+                   cache.entry(pool.items()[i].entry_dir).describe_holder().value_or("a process that let go since"));
+  for (const auto& line : original_summary_lines(pool)) util::log_always(line);
+  try {
+    hint_graphs_seen_elsewhere(pool, roots);
+  } catch (const std::exception& e) {
+    spdlog::debug("no look for the compiled graphs under other settings: {}", e.what());
+  }
+  if (options.report) {
+    if (auto s = write_report(pool, facts, *options.report); !s)
+      throw EnvironmentError("--report: " + s.error());
+    spdlog::info("report written to {}", options.report->string());
+  }
+  if (dump_results_requested()) {
+    auto written = write_original_results(pool, compile_start_epoch, ran.wall_seconds, ran.wall_seconds,
+                                          fs::current_path(), epoch_seconds());
+    if (!written) throw EnvironmentError("cannot write the results: " + written.error());
+    spdlog::info("results written to {} and {}", written->results.string(), written->total.string());
+  }
+}
+
 } // namespace
 
 int run(const Options& options, const config::Settings& settings) {
@@ -241,117 +401,16 @@ int run(const Options& options, const config::Settings& settings) {
   util::become_subreaper(); // so no process of the run outlives an interrupt
 
   Collector collector(cache.root(), version);
-  // An S3 cache: `cache` is its local mirror, where its graphs are brought
-  // before they are collected (remote_graphs.hpp). Opened before the trial:
-  // missing credentials are found before the training command runs.
-  std::optional<RemoteGraphs> remote_graphs;
-  if (settings.remote_cache)
-    remote_graphs.emplace(storage::open(*settings.remote_cache, kRemoteGraphConnections), cache,
-                          *settings.remote_cache, version);
-  // The graphs the trial named, in order; those in S3 are brought into the
-  // mirror all at once before the collector takes them.
-  std::vector<std::pair<std::string, std::string>> named; // text, source
-  auto take_named = [&] {
-    std::vector<std::string> urls;
-    if (remote_graphs)
-      for (const auto& [text, source] : named)
-        if (storage::is_url(text)) urls.push_back(text);
-    std::vector<RemoteGraphs::Taken> taken = remote_graphs ? remote_graphs->take_all(urls) : std::vector<RemoteGraphs::Taken>();
-    std::size_t next_url = 0;
-    for (const auto& [text, source] : named) {
-      if (!storage::is_url(text)) {
-        collector.add_graph_path(text, source);
-      } else if (!remote_graphs) {
-        collector.refuse(text, source,
-                         "a graph in a remote cache, but the launcher's cache is " + cache.root().string() +
-                             " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
-      } else {
-        const auto& one = taken[next_url++];
-        if (one.graph) collector.add_graph_path(one.graph->string(), source);
-        else if (!one.refused.empty()) collector.refuse(text, source, one.refused);
-      }
-    }
-  };
+  GraphSource source(cache, settings, version);
+  const bool retry_failed = settings.cache.retry_failed_compilation;
   if (mode_runs_trial(options.mode)) {
-    util::Environment environment = util::Environment::current();
-    environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
-    environment.set("NEURON_PARALLEL_COMPILE", "1");
-    environment.set("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG", files.path_log.string());
-    // File times lag the clock by up to a timer tick: a graph written just as
-    // the trial started must still count as written by it.
-    constexpr auto kFileTimeSlack = std::chrono::seconds(1);
-    const auto trial_started = fs::file_time_type::clock::now() - kFileTimeSlack;
-    TrialResult trial = run_trial(options.command, environment, files.trial_log);
-    if (trial.interrupted_by != 0) {
-      spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
-      return exit_status_for_signal(trial.interrupted_by);
-    }
-    // The roots first: the framework names the one it used there.
-    for (const auto& line : read_path_log(files.path_log)) {
-      if (remote_graphs && storage::is_url(line)) named.emplace_back(line, "the cache-path log");
-      else collector.add_path_log_line(line);
-    }
-    // Each rank names its graphs: the same URL is brought once.
-    std::set<std::string> seen;
-    for (const auto& [text, source] : named) seen.insert(text);
-    for (const auto& path : trial.reported_paths)
-      if (!storage::is_url(path) || seen.insert(path).second) named.emplace_back(path, "the trial's output");
-    take_named();
-    collector.say_repeated_refusals();
-    if (trial.unreadable_extraction_lines > 0) {
-      std::string roots;
-      for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
-      std::size_t found = collector.add_pending_written_since(trial_started);
-      spdlog::warn("{} extraction line(s) of the trial's output name no graph path (a newline in the cache "
-                   "path?); took the {} pending graph(s) the trial wrote under {}",
-                   trial.unreadable_extraction_lines, found, roots);
-      if (collector.entries().empty()) {
-        spdlog::error("the trial announced extracted graphs whose paths could not be read, and no pending "
-                      "entry it wrote was found under {}; nothing compiled. Use a cache path without a "
-                      "newline, or run --command compile to compile every pending entry",
-                      roots);
-        return exit_status(ExitCode::failure);
-      }
-    }
-    if (!trial.status.success()) {
-      facts.trial_status = trial.status.describe();
-      if (!compile_despite_trial_failure) {
-        spdlog::error("the training command failed ({}); nothing compiled. Set "
-                      "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
-                      trial.status.describe(), collector.entries().size());
-        return exit_status(ExitCode::failure);
-      }
-      spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
-                   "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
-                   trial.status.describe(), collector.entries().size());
-    }
+    if (auto ended = collect_from_trial(options, files, source, collector, facts, compile_despite_trial_failure))
+      return *ended;
   } else {
-    if (remote_graphs)
-      for (const auto& graph : remote_graphs->take_pending(settings.cache.retry_failed_compilation))
-        collector.add_graph_path(graph.string(), "the S3 cache");
-    std::size_t incomplete = 0;
-    std::optional<fs::path> an_incomplete;
-    for (const auto& e : cache.list_version(version)) {
-      if (e.state == cache::EntryState::incomplete) {
-        ++incomplete;
-        if (!an_incomplete) an_incomplete = e.dir;
-      } else if (e.state != cache::EntryState::done) {
-        collector.add_entry_dir(e.dir);
-      }
-    }
-    if (incomplete > 0)
-      spdlog::warn("{} incomplete entr{} (a graph without its compile_flags.json, or neither, as a writer that died "
-                   "leaves it) not compiled, e.g. {}: the next extraction of the graph completes it, "
-                   "`neuron_cache rm` removes it",
-                   incomplete, incomplete == 1 ? "y" : "ies", an_incomplete->string());
+    collect_pending(cache, version, source, collector, retry_failed);
   }
   facts.refused = collector.refused();
-  if (remote_graphs && remote_graphs->results_downloaded() > 0)
-    spdlog::info("{} result(s) already in {} downloaded into {}", remote_graphs->results_downloaded(),
-                 *settings.remote_cache, cache.root().string());
-  if (remote_graphs && remote_graphs->results_uploaded() > 0)
-    spdlog::info("{} result(s) of {} that {} lacked uploaded", remote_graphs->results_uploaded(),
-                 cache.root().string(), *settings.remote_cache);
+  source.log_transfers();
   // Extracted graphs of which none can be compiled: a pre-warm that warms
   // nothing must not pass for one that warmed everything.
   if (collector.entries().empty() && !collector.refused().empty()) {
@@ -372,28 +431,8 @@ int run(const Options& options, const config::Settings& settings) {
   std::vector<WorkItem> items = make_items(collector.take_entries(), options);
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
-  bool retry_failed = settings.cache.retry_failed_compilation;
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
-  double now = util::monotonic_seconds();
-  for (std::size_t i = 0; i < pool.items().size(); ++i) {
-    const cache::Entry entry = cache.entry(pool.items()[i].entry_dir);
-    auto info = entry.inspect();
-    if (!info) continue;
-    if (info->state == cache::EntryState::done) pool.mark_cached(i);
-    else if (info->state == cache::EntryState::locked) pool.mark_locked_elsewhere(i, now);
-    else if (info->state == cache::EntryState::absent) pool.mark_removed_elsewhere(i); // since the trial
-    else if (info->state == cache::EntryState::failed && !retry_failed)
-      pool.mark_cached_failure(i, entry.log_path());
-    // Pending here, and another node's lock in S3 in force when it was
-    // taken: waited for in S3 as a graph a worker found held, so no worker
-    // starts only to meet the lock.
-    if (info->state == cache::EntryState::pending && remote_graphs)
-      if (auto holder = remote_graphs->held_elsewhere(entry.dir())) {
-        pool.mark_held_elsewhere(i, now);
-        spdlog::debug("{} is held by another node in S3 ({}); waiting for it there, no worker started",
-                      entry.dir().filename().string(), *holder);
-      }
-  }
+  mark_known(pool, cache, source, retry_failed);
   if (options.dry_run) {
     print_dry_run(pool);
     return 0;
@@ -403,13 +442,7 @@ int run(const Options& options, const config::Settings& settings) {
                pool.count(ItemState::cached), to_compile, parallel);
 
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.remote_cache, nullptr};
-  // A graph another node holds is looked at in S3 by the launcher, over a
-  // connection already open (the graphs are all taken by now).
-  if (remote_graphs)
-    config.held_look = std::make_shared<StorageEntryLook>(
-        remote_graphs->connection(), cache,
-        retry_failed ? StorageEntryLook::RetryFailed::yes : StorageEntryLook::RetryFailed::no);
+                      retry_failed, cache.stale_lock_age(), settings.remote_cache, source.held_look(retry_failed)};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();
@@ -421,52 +454,8 @@ int run(const Options& options, const config::Settings& settings) {
                   util::signal_name(ran.interrupted_by));
     return exit_status_for_signal(ran.interrupted_by);
   }
-
-  if (count(pool).compiled > 0) {
-    for (const auto& root : roots) {
-      cache::Cache root_cache(root);
-      root_cache.set_stale_lock_age(cache.stale_lock_age());
-      try {
-        auto evicted = cache::evict(root_cache, {settings.cache.size_limit(), settings.cache.ttl()});
-        if (!evicted.deleted.empty())
-          spdlog::info("evicted {} least recently used entries of {} to stay under the cache size limit",
-                       evicted.deleted.size(), root.string());
-        if (std::size_t lost = compiled_and_evicted(pool, evicted); lost > 0)
-          spdlog::warn("the cache size limit evicted {} of the {} graph(s) this run compiled: the training run "
-                       "will compile them again. Raise --cache_size (now {} bytes) or --cache_ttl (now {:g} days) "
-                       "in NEURON_CC_FLAGS",
-                       lost, count(pool).compiled, settings.cache.size_limit(),
-                       static_cast<double>(settings.cache.ttl().count()) / 86400.0);
-      } catch (const std::exception& e) {
-        spdlog::warn("cache eviction of {} skipped: {}", root.string(), e.what());
-      }
-    }
-  }
-  for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
-  // Graphs left to another holder: who, and what to do if it is gone.
-  for (std::size_t i = 0; i < pool.items().size(); ++i)
-    if (pool.progress()[i].state == ItemState::locked_elsewhere)
-      spdlog::warn("LEFT {}: held by {}; if that process is gone, `neuron_parallel_compile --command clear-locks` "
-                   "removes its lock and a rerun compiles it",
-                   pool.items()[i].entry_dir.string(),
-                   cache.entry(pool.items()[i].entry_dir).describe_holder().value_or("a process that let go since"));
-  for (const auto& line : original_summary_lines(pool)) util::log_always(line);
-  try {
-    hint_graphs_seen_elsewhere(pool, roots);
-  } catch (const std::exception& e) {
-    spdlog::debug("no look for the compiled graphs under other settings: {}", e.what());
-  }
-  if (options.report) {
-    if (auto s = write_report(pool, facts, *options.report); !s)
-      throw EnvironmentError("--report: " + s.error());
-    spdlog::info("report written to {}", options.report->string());
-  }
-  if (dump_results_requested()) {
-    auto written = write_original_results(pool, compile_start_epoch, ran.wall_seconds, ran.wall_seconds,
-                                          fs::current_path(), epoch_seconds());
-    if (!written) throw EnvironmentError("cannot write the results: " + written.error());
-    spdlog::info("results written to {} and {}", written->results.string(), written->total.string());
-  }
+  if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
+  report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
   return exit_status_for_failed_graphs(count(pool).failed);
 }
 

@@ -107,9 +107,9 @@ protected:
   }
   // Waits (up to 2 minutes) until node-b's launcher log says it found
   // `module` held in S3 as it took the graphs, and waits for it there
-  // ("MODULE_... is held by another node in S3", at DEBUG).
+  // ("MODULE_... is held by another host (...)", at DEBUG).
   bool launcher_found_it_held(const std::string& module) {
-    return node_b_said(module + " is held by another node in S3 (pid 4242 on node-elsewhere");
+    return node_b_said(module + " is held by another host (pid 4242 on node-elsewhere");
   }
   // Waits (up to 2 minutes) until node-b's launcher has looked at `module`
   // in S3 itself, after taking the graphs, and found it still held

@@ -1,0 +1,64 @@
+#pragma once
+// Where the launcher's graphs come from, as one face for the run's phases
+// (run.cpp): the cache directory itself, or a cache named by URL (S3)
+// through its local mirror (remote_graphs.hpp), where each graph is brought
+// before it is collected. The phases never ask which: they hand this the
+// names the trial gave, ask it for the pending graphs, which graphs another
+// host holds, and how to look at one.
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <npc/cache/store.hpp>
+#include <npc/config/settings.hpp>
+#include <npc/launcher/collect.hpp>
+#include <npc/launcher/pool_runner.hpp>
+#include <npc/launcher/remote_graphs.hpp>
+
+namespace npc::launcher {
+
+namespace fs = std::filesystem;
+
+// A graph as the trial named it, and where it said so ("the trial's output").
+struct NamedGraph {
+  std::string text;
+  std::string source;
+};
+
+class GraphSource {
+public:
+  // `cache` is the launcher's directory (an S3 cache's mirror). A cache
+  // named by URL is opened here: missing credentials are found before the
+  // training command runs. Throws EnvironmentError when it cannot be.
+  GraphSource(const cache::Cache& cache, const config::Settings& settings, const std::string& compiler_version);
+
+  // Whether a line of the cache-path log names a graph to bring (a URL, for
+  // a cache named by one) rather than a root for the collector.
+  [[nodiscard]] bool brings(const std::string& line) const;
+  // Each named graph into `collector`, in order: a path as it is, a URL
+  // brought first (all at once) or refused by name.
+  void collect(Collector& collector, const std::vector<NamedGraph>& named);
+  // --command compile: the pending graphs only the shared cache holds,
+  // brought into the directory (which the caller then lists).
+  void collect_shared_pending(Collector& collector, bool with_failed);
+  // What was downloaded and uploaded while collecting, logged.
+  void log_transfers() const;
+
+  // Who holds the pending graph at `entry_dir` elsewhere, in force, as it was
+  // brought; nothing for any other graph.
+  [[nodiscard]] std::optional<std::string> held_elsewhere(const fs::path& entry_dir) const;
+  // The pool's look at such a graph, or nullptr when no graph can be held
+  // elsewhere in a way the directory does not show.
+  [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed) const;
+
+private:
+  const cache::Cache& cache_;
+  std::optional<std::string> url_;
+  std::optional<RemoteGraphs> shared_;
+};
+
+} // namespace npc::launcher

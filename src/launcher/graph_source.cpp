@@ -1,0 +1,66 @@
+#include <npc/launcher/graph_source.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/launcher/remote_look.hpp>
+#include <npc/storage/open.hpp>
+
+namespace npc::launcher {
+
+GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& settings,
+                         const std::string& compiler_version)
+    : cache_(cache), url_(settings.remote_cache) {
+  if (url_) shared_.emplace(storage::open(*url_, kRemoteGraphConnections), cache, *url_, compiler_version);
+}
+
+bool GraphSource::brings(const std::string& line) const { return shared_ && storage::is_url(line); }
+
+void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& named) {
+  std::vector<std::string> urls;
+  if (shared_)
+    for (const auto& one : named)
+      if (storage::is_url(one.text)) urls.push_back(one.text);
+  std::vector<RemoteGraphs::Taken> taken = shared_ ? shared_->take_all(urls) : std::vector<RemoteGraphs::Taken>();
+  std::size_t next_url = 0;
+  for (const auto& [text, source] : named) {
+    if (!storage::is_url(text)) {
+      collector.add_graph_path(text, source);
+    } else if (!shared_) {
+      collector.refuse(text, source,
+                       "a graph in a remote cache, but the launcher's cache is " + cache_.describe() +
+                           " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
+    } else {
+      const auto& one = taken[next_url++];
+      if (one.graph) collector.add_graph_path(one.graph->string(), source);
+      else if (!one.refused.empty()) collector.refuse(text, source, one.refused);
+    }
+  }
+}
+
+void GraphSource::collect_shared_pending(Collector& collector, bool with_failed) {
+  if (!shared_) return;
+  for (const auto& graph : shared_->take_pending(with_failed))
+    collector.add_graph_path(graph.string(), "the S3 cache");
+}
+
+void GraphSource::log_transfers() const {
+  if (!shared_) return;
+  if (shared_->results_downloaded() > 0)
+    spdlog::info("{} result(s) already in {} downloaded into {}", shared_->results_downloaded(), *url_,
+                 cache_.describe());
+  if (shared_->results_uploaded() > 0)
+    spdlog::info("{} result(s) of {} that {} lacked uploaded", shared_->results_uploaded(), cache_.describe(), *url_);
+}
+
+std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir) const {
+  return shared_ ? shared_->held_elsewhere(entry_dir) : std::nullopt;
+}
+
+std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed) const {
+  // Over a connection already open: the graphs are all brought by now.
+  if (!shared_) return nullptr;
+  return std::make_shared<StorageEntryLook>(
+      shared_->connection(), cache_, retry_failed ? StorageEntryLook::RetryFailed::yes : StorageEntryLook::RetryFailed::no);
+}
+
+} // namespace npc::launcher
