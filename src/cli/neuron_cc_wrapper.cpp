@@ -15,13 +15,12 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/remote.hpp>
 #include <npc/cache/secondary.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
-#include <npc/compile/remote_entry.hpp>
+#include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
@@ -32,7 +31,6 @@
 #include <npc/util/output_file.hpp>
 #include <npc/util/sha256.hpp>
 #include <npc/util/strings.hpp>
-#include <npc/storage/open.hpp>
 
 namespace npc::cli {
 
@@ -485,27 +483,20 @@ int cmd_compile(const std::vector<std::string>& words) {
   const cache::CacheKey& key = keys.key;
   const cache::Entry entry = cache.entry(key);
   const fs::path& entry_dir = entry.dir();
-  // An S3 cache: `cache` is its local mirror (cache/remote.hpp). Opened
-  // only past the mirror's hit: a hit pays no client set-up, and no
-  // credential lookup (which may ask the instance metadata service).
-  std::optional<cache::RemoteCache> remote;
-  auto open_remote = [&] {
-    if (context.settings.remote_cache && !remote)
-      remote.emplace(storage::open(*context.settings.remote_cache).front(), cache);
-  };
-
-  if (extract_only && context.settings.remote_cache) {
-    continue_in_s3_build();
-    open_remote();
-    // The graph goes where the framework's would: the remote.
-    if (auto s = remote->store_graph(key, graph, context.flags); !s) throw EnvironmentError(s.error());
-    std::string graph_url = remote->describe(key) + "/" + std::string(cache::kGraphFile);
-    print_line(stdout, "Extracting graphs (" + graph_url +
-                           ") for ahead-of-time parallel compilation. No compilation was done.");
-    if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
-      if (auto s = util::append_line(*log, graph_url); !s) throw EnvironmentError(s.error());
-    write_placeholder(command.output);
-    return 0;
+  // An S3 cache: `cache` is its local mirror, the shared tier behind it
+  // opened only when needed (compile/cache_tiers.hpp).
+  compile::CacheTiers tiers(cache, context.settings.remote_cache, compile::CacheTiers::Unusable::compile_here,
+                            continue_in_s3_build);
+  if (extract_only) {
+    // The graph goes where the framework's would: the shared tier.
+    if (auto graph_url = tiers.store_shared_graph(key, graph, context.flags)) {
+      print_line(stdout, "Extracting graphs (" + *graph_url +
+                             ") for ahead-of-time parallel compilation. No compilation was done.");
+      if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
+        if (auto s = util::append_line(*log, *graph_url); !s) throw EnvironmentError(s.error());
+      write_placeholder(command.output);
+      return 0;
+    }
   }
   if (extract_only) {
     fs::path graph_path = entry.graph_path();
@@ -528,33 +519,10 @@ int cmd_compile(const std::vector<std::string>& words) {
   // The hot path: one existence check, one read that hashes and copies.
   if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
   if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
-  // A miss in the mirror of an S3 cache: the remote's result, downloaded.
-  // A cache is an optimisation: one that cannot be reached or refuses us
-  // (endpoint down, 403) costs the training run a compile, not its graph,
-  // as ccache and sccache treat remote storage. The launcher, whose job is
-  // to fill the cache, fails loudly instead.
-  auto go_on_without_remote = [&](const std::exception& e) {
-    spdlog::warn("the S3 cache {} cannot be used ({}); compiling without it, into {} only",
-                 *context.settings.remote_cache, e.what(), cache.root().string());
-    remote.reset();
-  };
-  if (context.settings.remote_cache) continue_in_s3_build();
-  try {
-    open_remote();
-    if (remote) {
-      switch (compile::fetch_remote_result(*remote, key, command.common.lock_wait)) {
-      case cache::RemoteOutcome::copied:
-      case cache::RemoteOutcome::already_done:
-        if (serve_hit(entry, command.output)) {
-          cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-          return 0;
-        }
-        break;
-      default: break;
-      }
-    }
-  } catch (const EnvironmentError& e) {
-    go_on_without_remote(e);
+  // A miss in the mirror of an S3 cache: the shared tier's result, downloaded.
+  if (tiers.fetch(key, command.common.lock_wait) && serve_hit(entry, command.output)) {
+    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
+    return 0;
   }
   // A local miss: the read-only secondary cache, if one is named.
   if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
@@ -589,20 +557,13 @@ int cmd_compile(const std::vector<std::string>& words) {
     deliver(done);
     delivered = true;
   };
-  std::optional<compile::EntryCompileResult> from_remote;
-  if (remote) {
-    try {
-      from_remote = compile::compile_remote_entry(*remote, key, options);
-    } catch (const EnvironmentError& e) {
-      go_on_without_remote(e);
-    }
-  }
-  auto result = from_remote ? std::move(*from_remote) : compile::compile_entry(cache, entry_dir, options);
+  auto result = tiers.compile(key, entry_dir, options);
   // Removed by another process (an eviction with --ttl 0 as soon as the
   // compile that held the lock released it, `neuron_cache rm`): what this
   // process was asked for still stands, so the graph is stored again and
   // compiled, a few times at most.
-  for (int again = 0; !remote && result.outcome == compile::EntryOutcome::removed && again < kRemovedRetries;
+  for (int again = 0; !tiers.compiles_shared() && result.outcome == compile::EntryOutcome::removed &&
+                      again < kRemovedRetries;
        ++again) {
     spdlog::warn("{} was removed by another process; storing its graph again", entry_dir.string());
     store();
@@ -690,9 +651,8 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
   // The mirror's entry of an S3 cache (what the launcher's workers compile
   // there): the remote's lock, result and upload too.
-  std::optional<cache::RemoteCache> remote;
-  if (remote_url) remote.emplace(storage::open(*remote_url).front(), cache);
-  auto result = remote ? compile::compile_remote_entry(*remote, *key, options) : compile::compile_entry(cache, dir, options);
+  compile::CacheTiers tiers(cache, remote_url, compile::CacheTiers::Unusable::fail);
+  auto result = tiers.compile(*key, dir, options);
   report = compile::make_worker_report(result);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(cache.entry(dir));

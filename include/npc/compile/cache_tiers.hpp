@@ -1,0 +1,76 @@
+#pragma once
+// The cache a compile works in: a directory and, for a cache named by URL
+// (NEURON_COMPILE_CACHE_URL=s3://...), the shared store behind it, of which
+// the directory is this machine's mirror (cache/remote.hpp). The programs
+// store, fetch and compile through this one face; it alone knows whether
+// there is a second tier.
+//
+// The shared tier is opened when first needed, never for a hit in the
+// directory: a hit pays no client set-up and no credential lookup (which may
+// ask the instance metadata service). `before_open` runs first (the static
+// wrapper hands the command over to its S3 build there).
+//
+// When the shared tier cannot be used (unreachable, denied), a compile for a
+// training run goes on in the directory alone, with one warning
+// (Unusable::compile_here): a cache is an optimisation, as ccache and
+// sccache treat remote storage. The launcher's workers, whose job is to fill
+// the shared cache, fail loudly instead (Unusable::fail).
+
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <npc/cache/remote.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/compile/entry_compile.hpp>
+
+namespace npc::compile {
+
+namespace fs = std::filesystem;
+
+class CacheTiers {
+public:
+  enum class Unusable { compile_here, fail };
+  CacheTiers(const cache::Cache& directory, std::optional<std::string> shared_url, Unusable unusable,
+             std::function<void()> before_open = {});
+
+  // Extraction: the graph stored where the framework's would be, the shared
+  // tier, and where it is as users name it (its URL); nothing when there is
+  // no shared tier (the caller stores it in the directory). Throws
+  // EnvironmentError when it cannot be stored.
+  [[nodiscard]] std::optional<std::string> store_shared_graph(const cache::CacheKey& key, std::string_view graph,
+                                                              const std::vector<std::string>& flags);
+  // A miss in the directory: the shared tier's result brought into it
+  // (cache/remote.hpp's fetch_result, waiting up to `lock_wait` for the
+  // directory entry's lock). True when the directory's entry is done now.
+  [[nodiscard]] bool fetch(const cache::CacheKey& key, std::chrono::milliseconds lock_wait);
+  // Compiles the directory's entry of `key` (at `entry_dir`, its graph and
+  // flags there): under the shared tier's lock, and pushed there, when there
+  // is one (remote_entry.hpp).
+  [[nodiscard]] EntryCompileResult compile(const cache::CacheKey& key, const fs::path& entry_dir,
+                                           const EntryCompileOptions& options);
+  // Whether compiles go through the shared tier (named, and usable so far).
+  [[nodiscard]] bool compiles_shared() const { return url_ && !dropped_; }
+
+private:
+  // Runs before_open once, before the shared tier is first opened.
+  void prepare();
+  // Opens the shared tier once; false when there is none or it was dropped.
+  bool open();
+  // The shared tier cannot be used: dropped with one warning, or thrown on.
+  void unusable(const std::exception& e);
+
+  const cache::Cache& directory_;
+  std::optional<std::string> url_;
+  Unusable unusable_;
+  std::function<void()> before_open_;
+  std::optional<cache::RemoteCache> shared_;
+  bool dropped_ = false;
+};
+
+} // namespace npc::compile
