@@ -36,12 +36,12 @@ std::optional<std::string> bring(const cache::RemoteCache& remote, const cache::
   auto got = remote.fetch_result(key, kMirrorLockWait, cache::RecordUse::no);
   if (!got) throw EnvironmentError(got.error());
   switch (got->outcome) {
-  case cache::RemoteOutcome::copied:
-  case cache::RemoteOutcome::failure_copied:
-  case cache::RemoteOutcome::already_done: return std::nullopt;
-  case cache::RemoteOutcome::miss: return "no result in " + remote.describe(key);
-  case cache::RemoteOutcome::rejected: return got->detail;
-  case cache::RemoteOutcome::busy: return "being compiled here (" + got->detail + ")";
+  case cache::FetchOutcome::copied:
+  case cache::FetchOutcome::failure_copied:
+  case cache::FetchOutcome::already_done: return std::nullopt;
+  case cache::FetchOutcome::miss: return "no result in " + remote.describe(key);
+  case cache::FetchOutcome::rejected: return got->detail;
+  case cache::FetchOutcome::busy: return "being compiled here (" + got->detail + ")";
   }
   return "no result in " + remote.describe(key);
 }

@@ -428,7 +428,10 @@ Status Entry::publish_neff(const fs::path& neff, const std::string& sha256, std:
                            EntryMeta record) const {
   record.neff_sha256 = sha256;
   record.neff_bytes = bytes;
-  if (auto s = publish_result(*storage_, key_, {.neff = neff, .record = serialize_entry_meta(record)}); !s) return s;
+  EntryResult result;
+  result.neff = neff;
+  result.record = serialize_entry_meta(record);
+  if (auto s = publish_result(*storage_, key_, result); !s) return s;
   return touch();
 }
 
@@ -449,7 +452,10 @@ Status Entry::publish_success(const fs::path& neff, const AttemptRecord& attempt
 Status Entry::publish_failure(const fs::path& log, const AttemptRecord& attempt) const {
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
-  if (auto s = publish_result(*storage_, key_, {.log = log, .record = serialize_entry_meta(record)}); !s) return s;
+  EntryResult result;
+  result.log = log;
+  result.record = serialize_entry_meta(record);
+  if (auto s = publish_result(*storage_, key_, result); !s) return s;
   return touch();
 }
 
@@ -470,7 +476,9 @@ Status Entry::publish_incoming(const IncomingEntry& incoming) const {
   record.graph_bytes = fs::file_size(graph_path(), ec);
   if (ec && incoming.graph) record.graph_bytes = fs::file_size(*incoming.graph, ec);
   if (ec) record.graph_bytes = 0;
-  EntryResult result{.graph = incoming.graph, .flags = incoming.flags};
+  EntryResult result;
+  result.graph = incoming.graph;
+  result.flags = incoming.flags;
   if (incoming.neff) {
     record.neff_sha256 = incoming.neff_sha256;
     record.neff_bytes = incoming.neff_bytes;

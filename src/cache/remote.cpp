@@ -21,10 +21,6 @@ namespace npc::cache {
 
 namespace {
 
-// npc-entry.json is a few KiB.
-constexpr std::uint64_t kMaxRecordBytes = 16 * 1024 * 1024;
-
-
 bool exists_regular(const fs::path& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -42,15 +38,6 @@ Result<fs::path> upload_copy(int fd, const fs::path& dir, std::string_view name)
   if (::lseek(fd, 0, SEEK_SET) != 0) return fail(util::errno_text("cannot read", path, errno));
   if (auto d = util::sha256_fd(fd, out.get()); !d) return fail("cannot copy to " + path.string() + ": " + d.error());
   return path;
-}
-
-// The remote's integrity record, when it has one and it reads.
-Result<std::optional<EntryMeta>> download_record(const storage::Storage& remote, const std::string& key) {
-  auto text = remote.read(key, kMaxRecordBytes);
-  if (!text) return fail(text.error());
-  auto meta = parse_entry_meta(*text);
-  if (!meta) return fail("its npc-entry.json is corrupt: " + meta.error());
-  return std::optional<EntryMeta>(std::move(*meta));
 }
 
 } // namespace
@@ -77,95 +64,14 @@ Result<storage::LockFacts> RemoteCache::judge_lock(const CacheKey& key) const {
                              std::chrono::system_clock::now());
 }
 
-Result<RemoteResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
-                                               RecordUse record_it) const {
-  // One listing tells a miss (the usual case) from a result.
-  auto names = remote_->list(key_of(key, ""));
-  if (!names) return fail(names.error());
-  const ListedEntry listed = read_listing(*names);
-  const bool done = listed.done;
-  const bool failed = listed.failed;
-  // The marker is written after the NEFF and removed before it: a marker
-  // alone is a result lost, said, and replaced by the compile that follows.
-  if (listed.done_without_neff) {
-    rejected_.insert(key.str());
-    return RemoteResult{RemoteOutcome::rejected, describe(key) + ": model.done is there but model.neff is not"};
-  }
-  if (!done && !failed) return RemoteResult{};
-
-  const Entry entry = mirror_.entry(key);
-  if (auto trusted = entry.check_trust(); !trusted) return RemoteResult{RemoteOutcome::rejected, trusted.error()};
-  auto taken = entry.lock(lock_wait);
-  if (!taken) return fail(taken.error());
-  if (auto* busy = std::get_if<LockBusy>(&*taken))
-    return RemoteResult{RemoteOutcome::busy, describe_busy(entry.dir(), *busy)};
-  storage::Lock lock = std::move(std::get<storage::Lock>(*taken));
-  auto info = entry.inspect();
-  if (!info) return fail(info.error());
-  if (info->state == EntryState::done) {
-    if (done && record_it == RecordUse::yes) record_use(key);
-    return RemoteResult{RemoteOutcome::already_done, ""};
-  }
-
-  // Staged inside the mirror entry (a temp name its lock holder owns), then
-  // published by rename.
-  util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
-  IncomingEntry incoming;
-  std::optional<EntryMeta> record;
-  if (util::contains(*names, kMetaFile)) {
-    auto got = download_record(*remote_, key_of(key, kMetaFile));
-    if (!got) {
-      rejected_.insert(key.str());
-      return RemoteResult{RemoteOutcome::rejected, got.error()};
-    }
-    record = std::move(*got);
-  }
-  if (done) {
-    fs::path neff = work.path() / kNeffFile;
-    auto got = remote_->get_file(key_of(key, kNeffFile), neff);
-    if (!got) return fail(got.error());
-    if (!*got) return RemoteResult{}; // demoted or removed since the listing
-    auto digest = util::sha256_file(neff);
-    if (!digest) return fail(digest.error());
-    if (record && record->neff_sha256) {
-      // Republished between our reads of record and NEFF: the record is
-      // read again once before the NEFF is called bad.
-      bool matches = *record->neff_sha256 == digest->sha256;
-      if (!matches) {
-        auto again = download_record(*remote_, key_of(key, kMetaFile));
-        if (again && *again && (*again)->neff_sha256 == digest->sha256) {
-          record = std::move(*again);
-          matches = true;
-        }
-      }
-      if (!matches || (record->neff_bytes && *record->neff_bytes != digest->size)) {
-        rejected_.insert(key.str());
-        return RemoteResult{RemoteOutcome::rejected, describe(key) + ": its NEFF does not match its integrity record"};
-      }
-    } else {
-      spdlog::debug("{} has no integrity record; recording the hash of the download", describe(key));
-    }
-    incoming.neff = neff;
-    incoming.neff_sha256 = digest->sha256;
-    incoming.neff_bytes = digest->size;
-  } else {
-    fs::path log = work.path() / kLogFile;
-    auto got = remote_->get_file(key_of(key, kLogFile), log);
-    if (!got) return fail(got.error());
-    if (!*got) return RemoteResult{};
-    incoming.log = log;
-  }
-  if (record) incoming.attempts = record->attempts;
-  for (auto name : {kGraphFile, kFlagsFile}) {
-    if (!util::contains(*names, name) || exists_regular(entry.dir() / name)) continue;
-    fs::path path = work.path() / name;
-    auto got = remote_->get_file(key_of(key, name), path);
-    if (!got) return fail(got.error());
-    if (*got) (name == kGraphFile ? incoming.graph : incoming.flags) = path;
-  }
-  if (auto s = entry.publish_incoming(incoming); !s) return fail(s.error());
-  if (done && record_it == RecordUse::yes) record_use(key);
-  return RemoteResult{done ? RemoteOutcome::copied : RemoteOutcome::failure_copied, ""};
+Result<FetchResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
+                                              RecordUse record_it) const {
+  auto got = cache::fetch_result(*remote_, mirror_, key, {.lock_wait = lock_wait, .failures = true});
+  if (!got) return got;
+  if (got->outcome == FetchOutcome::rejected) rejected_.insert(key.str());
+  const bool used = got->outcome == FetchOutcome::copied || got->outcome == FetchOutcome::already_done;
+  if (used && got->done_there && record_it == RecordUse::yes) record_use(key);
+  return got;
 }
 
 void RemoteCache::record_use(const CacheKey& key) const {
@@ -253,9 +159,9 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     if (remote_done && util::contains(*there, kMetaFile) && !rejected(key)) {
       // The same NEFF there already (another node pushed it): nothing to do,
       // unless its NEFF was found not to match that record (corrupted).
-      auto theirs = download_record(*remote_, key_of(key, kMetaFile));
+      auto theirs = read_stored_record(*remote_, key_of(key, ""));
       auto ours = read_entry_meta(entry.dir());
-      if (theirs && *theirs && ours && (*theirs)->neff_sha256 && (*theirs)->neff_sha256 == ours->neff_sha256)
+      if (theirs && ours && theirs->neff_sha256 && theirs->neff_sha256 == ours->neff_sha256)
         return true;
     }
     auto neff = staged(kNeffFile);

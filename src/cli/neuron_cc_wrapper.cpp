@@ -380,15 +380,16 @@ bool use_secondary_cache(const cache::Cache& cache, const CommonOptions& common,
   }
   auto result = cache::fetch_from_secondary(cache, *root, key, common.lock_wait);
   switch (result.outcome) {
-  case cache::SecondaryOutcome::copied:
+  case cache::FetchOutcome::copied:
     spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
     return true;
-  case cache::SecondaryOutcome::already_done: return true;
-  case cache::SecondaryOutcome::rejected:
+  case cache::FetchOutcome::already_done: return true;
+  case cache::FetchOutcome::rejected:
     spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
     return false;
-  case cache::SecondaryOutcome::miss:
-  case cache::SecondaryOutcome::busy: return false;
+  case cache::FetchOutcome::miss:
+  case cache::FetchOutcome::failure_copied: // not asked for
+  case cache::FetchOutcome::busy: return false;
   }
   return false;
 }

@@ -44,7 +44,7 @@ bool CacheTiers::fetch(const cache::CacheKey& key, std::chrono::milliseconds loc
   try {
     if (!open()) return false;
     auto outcome = fetch_remote_result(*shared_, key, lock_wait);
-    return outcome == cache::RemoteOutcome::copied || outcome == cache::RemoteOutcome::already_done;
+    return outcome == cache::FetchOutcome::copied || outcome == cache::FetchOutcome::already_done;
   } catch (const EnvironmentError& e) {
     unusable(e);
     return false;

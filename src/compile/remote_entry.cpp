@@ -11,19 +11,19 @@
 
 namespace npc::compile {
 
-cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
+cache::FetchOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                          std::chrono::milliseconds lock_wait) {
   const bool said_before = remote.rejected(key);
   auto fetched = remote.fetch_result(key, lock_wait);
   if (!fetched) throw EnvironmentError(fetched.error());
   switch (fetched->outcome) {
-  case cache::RemoteOutcome::copied: spdlog::debug("downloaded {} into {}", remote.describe(key), remote.mirror().root().string()); break;
-  case cache::RemoteOutcome::rejected:
+  case cache::FetchOutcome::copied: spdlog::debug("downloaded {} into {}", remote.describe(key), remote.mirror().root().string()); break;
+  case cache::FetchOutcome::rejected:
     // Once per entry: it is looked at again before and after its lock.
     if (!said_before)
       spdlog::warn("not using {}: {}; compiling it again, and the result replaces it there", remote.describe(key),
                    fetched->detail);
-    return cache::RemoteOutcome::miss;
+    return cache::FetchOutcome::miss;
   default: break;
   }
   return fetched->outcome;
@@ -42,9 +42,9 @@ EntryCompileResult result_of(EntryOutcome outcome) {
 std::optional<EntryCompileResult> arrived(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                           const EntryCompileOptions& options) {
   switch (fetch_remote_result(remote, key, options.lock_wait)) {
-  case cache::RemoteOutcome::copied:
-  case cache::RemoteOutcome::already_done: return result_of(EntryOutcome::already_done);
-  case cache::RemoteOutcome::failure_copied:
+  case cache::FetchOutcome::copied:
+  case cache::FetchOutcome::already_done: return result_of(EntryOutcome::already_done);
+  case cache::FetchOutcome::failure_copied:
     if (!options.retry_failed) return result_of(EntryOutcome::cached_failure);
     return std::nullopt;
   default: return std::nullopt;

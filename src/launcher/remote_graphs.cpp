@@ -53,14 +53,14 @@ fs::path RemoteGraphs::bring(const cache::RemoteCache& remote, const cache::Cach
     auto result = remote.fetch_result(key, std::chrono::milliseconds(0));
     if (!result) throw EnvironmentError(result.error());
     switch (result->outcome) {
-    case cache::RemoteOutcome::copied:
-    case cache::RemoteOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
-    case cache::RemoteOutcome::already_done: return remote.mirror().entry(key).graph_path();
-    case cache::RemoteOutcome::rejected:
+    case cache::FetchOutcome::copied:
+    case cache::FetchOutcome::failure_copied: ++results_downloaded_; [[fallthrough]];
+    case cache::FetchOutcome::already_done: return remote.mirror().entry(key).graph_path();
+    case cache::FetchOutcome::rejected:
       spdlog::warn("not using {}: {}; compiling it again", remote.describe(key), result->detail);
       break;
-    case cache::RemoteOutcome::busy:
-    case cache::RemoteOutcome::miss: break;
+    case cache::FetchOutcome::busy:
+    case cache::FetchOutcome::miss: break;
     }
   }
   if (upload_mirror_result(remote, key)) return remote.mirror().entry(key).graph_path();

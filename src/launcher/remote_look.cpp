@@ -33,15 +33,15 @@ Pool::Found StorageEntryLook::look(const fs::path& entry_dir) {
       return Pool::Found::pending;
     }
     switch (fetched->outcome) {
-    case cache::RemoteOutcome::copied:
-    case cache::RemoteOutcome::already_done: return Pool::Found::done;
-    case cache::RemoteOutcome::failure_copied: return Pool::Found::failed;
-    case cache::RemoteOutcome::busy: return Pool::Found::locked;
-    case cache::RemoteOutcome::rejected:
+    case cache::FetchOutcome::copied:
+    case cache::FetchOutcome::already_done: return Pool::Found::done;
+    case cache::FetchOutcome::failure_copied: return Pool::Found::failed;
+    case cache::FetchOutcome::busy: return Pool::Found::locked;
+    case cache::FetchOutcome::rejected:
       // As a wrapper's lookup: an unusable result is compiled again.
       spdlog::warn("not using {}: {}", remote_.describe(*key), fetched->detail);
       return Pool::Found::pending;
-    case cache::RemoteOutcome::miss: break; // removed since the listing: the lock decides
+    case cache::FetchOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
   if (!listed.has_lock) return Pool::Found::pending;

@@ -79,7 +79,7 @@ TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror)
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::copied) << result->detail;
+  EXPECT_EQ(result->outcome, FetchOutcome::copied) << result->detail;
   EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
   EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
   EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kRemoteGraph);
@@ -96,19 +96,19 @@ TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror)
   // A second fetch finds the mirror done and downloads nothing.
   auto again = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(again);
-  EXPECT_EQ(again->outcome, RemoteOutcome::already_done);
+  EXPECT_EQ(again->outcome, FetchOutcome::already_done);
 }
 
 TEST_F(RemoteCacheTest, AMissLeavesNothingInTheMirror) {
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::miss);
+  EXPECT_EQ(result->outcome, FetchOutcome::miss);
   EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
   // A pending remote entry (graph, no result) is a miss too.
   ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result);
-  EXPECT_EQ(result->outcome, RemoteOutcome::miss);
+  EXPECT_EQ(result->outcome, FetchOutcome::miss);
   EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
 }
 
@@ -117,7 +117,7 @@ TEST_F(RemoteCacheTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) 
   test::write_text(remote_dir() / kNeffFile, "NEFF-bytes-0123456789"); // same size, other bytes
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::rejected);
+  EXPECT_EQ(result->outcome, FetchOutcome::rejected);
   EXPECT_EQ(result->detail, remote->describe(key) + ": its NEFF does not match its integrity record");
   // Nothing published, no temp left behind.
   EXPECT_EQ(test::names_in(mirror_dir()), std::vector<std::string>{});
@@ -131,7 +131,7 @@ TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHa
   test::write_text(remote_dir() / kDoneFile, "");
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::copied) << result->detail;
+  EXPECT_EQ(result->outcome, FetchOutcome::copied) << result->detail;
   EXPECT_EQ(test::names_in(mirror_dir()), kDoneFiles);
   auto meta = read_entry_meta(mirror_dir());
   ASSERT_TRUE(meta);
@@ -143,7 +143,7 @@ TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::failure_copied);
+  EXPECT_EQ(result->outcome, FetchOutcome::failure_copied);
   EXPECT_EQ(test::names_in(mirror_dir()),
             (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb", "model.log", "npc-entry.json"}));
   EXPECT_EQ(test::read_text(mirror_dir() / kLogFile), "error: out of cheese\n");
@@ -156,7 +156,7 @@ TEST_F(RemoteCacheTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
-  EXPECT_EQ(result->outcome, RemoteOutcome::busy);
+  EXPECT_EQ(result->outcome, FetchOutcome::busy);
   EXPECT_FALSE(mirror->entry(key).looks_done());
 }
 
@@ -294,7 +294,7 @@ TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
 
   auto fetched = a.fetch_result(key, 0ms);
   ASSERT_TRUE(fetched) << fetched.error();
-  EXPECT_EQ(fetched->outcome, RemoteOutcome::copied) << fetched->detail;
+  EXPECT_EQ(fetched->outcome, FetchOutcome::copied) << fetched->detail;
   EXPECT_EQ(test::read_text(node_a.entry_dir(key) / kNeffFile), kRemoteNeff);
   EXPECT_EQ(*node_a.entry(key).verify_neff(), Integrity::ok);
   EXPECT_EQ(a.describe(key), "s3://test-bucket/team/cache/" + key.relative_path().generic_string());

@@ -7,14 +7,9 @@
 // used. Nothing here keeps the two in step on its own: callers fetch what
 // they need and push what they made.
 //
-//   fetch_result  a remote done entry (model.done there) into the mirror
-//                 (and its use recorded there, for the remote's eviction):
-//                 the NEFF downloaded, checked against the remote's integrity
-//                 record (size and SHA-256, when npc-entry.json is there; an
-//                 entry written by another tool has none), and published
-//                 into the mirror entry by its success sequence, under the
-//                 mirror entry's lock. A remote cached failure (model.log
-//                 without model.done) is copied as one.
+//   fetch_result  a remote result into the mirror, verified (tier_fetch.hpp,
+//                 as the secondary tier's), and its use recorded there for
+//                 the remote's eviction. A cached failure is copied as one.
 //   fetch_graph   a remote entry's graph and flags into the mirror, for a
 //                 compile there (what the launcher does with the graphs a
 //                 trial run extracted to S3).
@@ -39,29 +34,16 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/tier_fetch.hpp>
 #include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 
 namespace npc::cache {
 
-enum class RemoteOutcome {
-  miss,           // neither done nor failed there
-  copied,         // a done entry, verified and published into the mirror
-  failure_copied, // a cached failure, copied into the mirror
-  already_done,   // the mirror entry was done by the time we held its lock
-  rejected,       // done there but unusable (the NEFF fails its record)
-  busy            // another process holds the mirror entry's lock
-};
-
 // Whether a fetch counts as a use of the remote entry (its npc-last-use
 // object, which remote eviction orders by): a lookup does; an export, which
 // only copies the entry out, does not.
 enum class RecordUse { yes, no };
-
-struct RemoteResult {
-  RemoteOutcome outcome = RemoteOutcome::miss;
-  std::string detail; // why, for rejected and busy
-};
 
 class RemoteCache {
 public:
@@ -75,7 +57,7 @@ public:
 
   // See above. Waits up to `lock_wait` for the mirror entry's lock. Errors
   // are the remote's (unreachable, denied) or the mirror's (not writable).
-  [[nodiscard]] Result<RemoteResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
+  [[nodiscard]] Result<FetchResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
                                                   RecordUse record = RecordUse::yes) const;
   // False when the remote has no graph for `key`.
   [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key) const;

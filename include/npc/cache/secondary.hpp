@@ -28,6 +28,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/tier_fetch.hpp>
 
 namespace npc::cache {
 
@@ -40,25 +41,13 @@ inline constexpr const char* kSecondaryCacheEnv = "NEURON_COMPILE_CACHE_SECONDAR
 // From NEURON_COMPILE_CACHE_SECONDARY; nullopt when unset or empty.
 [[nodiscard]] std::optional<fs::path> secondary_root_from_environment();
 
-enum class SecondaryOutcome {
-  miss,         // not done there (or the secondary is the local cache itself)
-  copied,       // copied into the local entry, verified and published
-  already_done, // the local entry was done by the time we held its lock
-  rejected,     // done there but not usable (NEFF fails its record, unreadable)
-  busy          // another process holds the local entry's lock (and we did not wait)
-};
-
-struct SecondaryResult {
-  SecondaryOutcome outcome = SecondaryOutcome::miss;
-  std::string detail; // why, for rejected and busy
-};
-
 // Looks `key` up in the secondary cache at `secondary_root` and, on a hit,
-// copies it into `local`. Waits up to `lock_wait` for the local entry's lock
-// (zero: does not wait). Throws nothing for problems of the secondary; a
-// failure to write the local cache is an npc::EnvironmentError.
-[[nodiscard]] SecondaryResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root,
-                                                   const CacheKey& key,
-                                                   std::chrono::milliseconds lock_wait);
+// copies it into `local` (tier_fetch.hpp; a cached failure there is not
+// taken). Waits up to `lock_wait` for the local entry's lock (zero: does not
+// wait). Throws nothing: what cannot be read or written is `rejected`, with
+// why (a local cache that cannot be written then fails the compile that
+// follows, with its own error).
+[[nodiscard]] FetchResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root, const CacheKey& key,
+                                               std::chrono::milliseconds lock_wait);
 
 } // namespace npc::cache

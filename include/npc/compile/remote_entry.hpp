@@ -32,7 +32,7 @@ inline constexpr auto kRemoteLockPoll = std::chrono::seconds(2);
 // The remote's result for `key` into the mirror (see cache/remote.hpp), for
 // a lookup before compiling: a rejected one is logged and reads as a miss;
 // an unreachable remote throws EnvironmentError.
-[[nodiscard]] cache::RemoteOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
+[[nodiscard]] cache::FetchOutcome fetch_remote_result(const cache::RemoteCache& remote, const cache::CacheKey& key,
                                                        std::chrono::milliseconds lock_wait);
 
 // Compiles the mirror entry of `key` (its graph and flags already there)
