@@ -88,13 +88,21 @@ TEST_F(SupportTest, DescendantsAndChildrenAreTheLiveTree) {
   const std::string marker = "npc-support-tree-" + std::to_string(::getpid());
   Child child = sleeper(marker, "sleep 30 & wait; exit 0");
   ASSERT_GT(child.pid(), 0);
-  ASSERT_TRUE(wait_until([&] { return descendants_of(child.pid()).size() == 1; }, 5s))
+  // The shell's fork shows below it before it has run sleep (its command
+  // line is still the shell's until the exec): wait for the exec.
+  pid_t sleep_pid = 0;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto below = descendants_of(child.pid());
+        if (below.size() != 1) return false;
+        sleep_pid = below[0];
+        return cmdline_of(sleep_pid) == "sleep 30";
+      },
+      5s))
       << "the shell's sleep was not found below it";
   EXPECT_EQ(children_of(::getpid()), std::vector<pid_t>{child.pid()});
   auto below = descendants_of(::getpid());
   EXPECT_EQ(below.size(), 2u);
-  pid_t sleep_pid = descendants_of(child.pid()).at(0);
-  EXPECT_EQ(cmdline_of(sleep_pid), "sleep 30");
   ::kill(sleep_pid, SIGKILL);
   EXPECT_EQ(child.wait(10s).exit_code, 0);
   EXPECT_TRUE(descendants_of(::getpid()).empty());
