@@ -1,11 +1,11 @@
-#include <npc/bundle/remote_bundle.hpp>
+#include <npc/bundle/shared_bundle.hpp>
 
 #include <algorithm>
 #include <optional>
 #include <variant>
 
 #include <npc/bundle/selection.hpp>
-#include <npc/cache/remote.hpp>
+#include <npc/cache/shared_tier.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/parallel.hpp>
@@ -14,12 +14,12 @@ namespace npc::bundle {
 
 namespace {
 
-std::vector<cache::RemoteCache> remotes_over(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+std::vector<cache::SharedTier> tiers_over(const std::vector<std::shared_ptr<storage::Storage>>& connections,
                                              const cache::Cache& mirror) {
-  if (connections.empty()) throw std::logic_error("a remote bundle needs at least one connection");
-  std::vector<cache::RemoteCache> remotes;
-  for (const auto& c : connections) remotes.emplace_back(c, mirror);
-  return remotes;
+  if (connections.empty()) throw std::logic_error("a shared tier's bundle needs at least one connection");
+  std::vector<cache::SharedTier> tiers;
+  for (const auto& c : connections) tiers.emplace_back(c, mirror);
+  return tiers;
 }
 
 void ensure_mirror(const cache::Cache& mirror) {
@@ -32,48 +32,48 @@ constexpr std::chrono::seconds kMirrorLockWait{60};
 
 // Brings one candidate's result into the mirror: nullopt when it is there
 // now, else why not.
-std::optional<std::string> bring(const cache::RemoteCache& remote, const cache::CacheKey& key) {
-  auto got = remote.fetch_result(key, kMirrorLockWait, cache::RecordUse::no);
+std::optional<std::string> bring(const cache::SharedTier& tier, const cache::CacheKey& key) {
+  auto got = tier.fetch_result(key, kMirrorLockWait, cache::RecordUse::no);
   if (!got) throw EnvironmentError(got.error());
   switch (got->outcome) {
   case cache::FetchOutcome::copied:
   case cache::FetchOutcome::failure_copied:
   case cache::FetchOutcome::already_done: return std::nullopt;
-  case cache::FetchOutcome::miss: return "no result in " + remote.describe(key);
+  case cache::FetchOutcome::miss: return "no result in " + tier.describe(key);
   case cache::FetchOutcome::rejected: return got->detail;
   case cache::FetchOutcome::busy: return "being compiled here (" + got->detail + ")";
   }
-  return "no result in " + remote.describe(key);
+  return "no result in " + tier.describe(key);
 }
 
 // Uploads one entry of the mirror, which the import left done or failed:
 // nullopt when uploaded, else why not.
-std::optional<std::string> upload(const cache::RemoteCache& remote, const cache::CacheKey& key) {
+std::optional<std::string> upload(const cache::SharedTier& tier, const cache::CacheKey& key) {
   // Renewed while held: a big NEFF on a slow link can take longer than the lock lives.
-  auto got = remote.try_lock(key);
+  auto got = tier.try_lock(key);
   if (!got) throw EnvironmentError(got.error());
   if (auto* held = std::get_if<storage::Lock::Held>(&*got))
-    return "held in " + remote.describe(key) + " by " + held->facts.holder() + "; left to its compile";
-  auto pushed = remote.push_unless_there(key);
-  if (!pushed) throw EnvironmentError("cannot upload " + remote.describe(key) + ": " + pushed.error());
-  if (!*pushed) return "has a result in " + remote.describe(key) + " already";
+    return "held in " + tier.describe(key) + " by " + held->facts.holder() + "; left to its compile";
+  auto pushed = tier.push_unless_there(key);
+  if (!pushed) throw EnvironmentError("cannot upload " + tier.describe(key) + ": " + pushed.error());
+  if (!*pushed) return "has a result in " + tier.describe(key) + " already";
   return std::nullopt;
 }
 
 } // namespace
 
-ExportReport export_remote_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+ExportReport export_shared_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
                                   const cache::Cache& mirror, const ExportSelection& selection,
                                   const fs::path& output, const ExportOptions& options) {
   ensure_mirror(mirror);
-  const auto remotes = remotes_over(connections, mirror);
-  const cache::Cache remote(connections);
+  const auto tiers = tiers_over(connections, mirror);
+  const cache::Cache shared(connections);
   ExportReport chosen;
-  auto candidates = select_candidates([&remote] { return remote.list(); }, mirror.clock().now(), selection, options,
+  auto candidates = select_candidates([&shared] { return shared.list(); }, mirror.clock().now(), selection, options,
                                       chosen);
   std::vector<std::optional<std::string>> problems(candidates.size());
-  util::for_each_shared_out(candidates.size(), remotes.size(), [&](std::size_t worker, std::size_t i) {
-    problems[i] = bring(remotes[worker], candidates[i].key);
+  util::for_each_shared_out(candidates.size(), tiers.size(), [&](std::size_t worker, std::size_t i) {
+    problems[i] = bring(tiers[worker], candidates[i].key);
   });
   ExportSelection brought;
   brought.kind = ExportSelection::Kind::keys;
@@ -90,11 +90,11 @@ ExportReport export_remote_bundle(const std::vector<std::shared_ptr<storage::Sto
   return report;
 }
 
-ImportReport import_remote_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
+ImportReport import_shared_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
                                   const cache::Cache& mirror, const fs::path& bundle, const ImportOptions& options) {
-  const auto remotes = remotes_over(connections, mirror);
+  const auto tiers = tiers_over(connections, mirror);
   ImportReport local = import_bundle(mirror, bundle, options);
-  // What reaches the remote: the entries now in the mirror from this bundle,
+  // What reaches the shared tier: the entries now in the mirror from this bundle,
   // or done (or failed) there already from before.
   std::vector<std::string> keys = local.imported;
   ImportReport report = local;
@@ -108,10 +108,10 @@ ImportReport import_remote_bundle(const std::vector<std::shared_ptr<storage::Sto
   }
   std::sort(keys.begin(), keys.end());
   std::vector<std::optional<std::string>> problems(keys.size());
-  util::for_each_shared_out(keys.size(), remotes.size(), [&](std::size_t worker, std::size_t i) {
+  util::for_each_shared_out(keys.size(), tiers.size(), [&](std::size_t worker, std::size_t i) {
     auto key = cache::parse_key(keys[i]);
     if (!key) throw std::logic_error("the importer reported a key that does not parse: " + keys[i]);
-    problems[i] = upload(remotes[worker], *key);
+    problems[i] = upload(tiers[worker], *key);
   });
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (problems[i]) report.skipped.push_back({keys[i], *problems[i]});

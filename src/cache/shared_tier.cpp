@@ -1,4 +1,4 @@
-#include <npc/cache/remote.hpp>
+#include <npc/cache/shared_tier.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -42,16 +42,16 @@ Result<fs::path> upload_copy(int fd, const fs::path& dir, std::string_view name)
 
 } // namespace
 
-std::string RemoteCache::key_of(const CacheKey& key, std::string_view file) const {
+std::string SharedTier::key_of(const CacheKey& key, std::string_view file) const {
   std::string k = key.relative_path().generic_string();
   if (!file.empty()) k += "/" + std::string(file);
   return k;
 }
 
-std::string RemoteCache::describe(const CacheKey& key) const { return remote_->describe(key_of(key, "")); }
+std::string SharedTier::describe(const CacheKey& key) const { return shared_->describe(key_of(key, "")); }
 
-Result<storage::Lock::TakenOrHeld> RemoteCache::try_lock(const CacheKey& key) const {
-  auto got = storage::Lock::try_acquire(remote_, key_of(key, kFrameworkLockFile),
+Result<storage::Lock::TakenOrHeld> SharedTier::try_lock(const CacheKey& key) const {
+  auto got = storage::Lock::try_acquire(shared_, key_of(key, kFrameworkLockFile),
                                         util::LockHolder::self(lock_tool_name()),
                                         {storage::kLockTtl, mirror_.stale_lock_age()}, std::chrono::system_clock::now());
   if (got)
@@ -59,14 +59,14 @@ Result<storage::Lock::TakenOrHeld> RemoteCache::try_lock(const CacheKey& key) co
   return got;
 }
 
-Result<storage::LockFacts> RemoteCache::judge_lock(const CacheKey& key) const {
-  return storage::judge_lock(*remote_, key_of(key, kFrameworkLockFile), mirror_.stale_lock_age(),
+Result<storage::LockFacts> SharedTier::judge_lock(const CacheKey& key) const {
+  return storage::judge_lock(*shared_, key_of(key, kFrameworkLockFile), mirror_.stale_lock_age(),
                              std::chrono::system_clock::now());
 }
 
-Result<FetchResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
+Result<FetchResult> SharedTier::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
                                               RecordUse record_it) const {
-  auto got = cache::fetch_result(*remote_, mirror_, key, {.lock_wait = lock_wait, .failures = true});
+  auto got = cache::fetch_result(*shared_, mirror_, key, {.lock_wait = lock_wait, .failures = true});
   if (!got) return got;
   if (got->outcome == FetchOutcome::rejected) rejected_.insert(key.str());
   const bool used = got->outcome == FetchOutcome::copied || got->outcome == FetchOutcome::already_done;
@@ -74,27 +74,113 @@ Result<FetchResult> RemoteCache::fetch_result(const CacheKey& key, std::chrono::
   return got;
 }
 
-void RemoteCache::record_use(const CacheKey& key) const {
-  // Eviction of the remote (neuron_cache prune) takes the least recently
+Result<Brought> SharedTier::bring(const CacheKey& key, const std::vector<std::string>& names) const {
+  Brought brought;
+  // fetch_result lists the folder again: only a result, which costs its
+  // download anyway, pays that listing twice.
+  const ListedEntry listed = read_listing(names);
+  if (listed.done || listed.failed) {
+    auto result = fetch_result(key, std::chrono::milliseconds(0));
+    if (!result) return fail(result.error());
+    switch (result->outcome) {
+    case FetchOutcome::copied:
+    case FetchOutcome::failure_copied: brought.downloaded = true; return brought;
+    case FetchOutcome::already_done: return brought;
+    case FetchOutcome::rejected:
+      spdlog::warn("not using {}: {}; compiling it again", describe(key), result->detail);
+      break;
+    case FetchOutcome::busy:
+    case FetchOutcome::miss: break;
+    }
+  }
+  const Entry entry = mirror_.entry(key);
+  if (entry.looks_done() || entry.looks_failed()) {
+    // Under the shared entry's lock, as a compile's upload: the lock of an
+    // upload that died with its process on this host is taken over at once.
+    auto got = try_lock(key);
+    if (!got) return fail(got.error());
+    // Held: another process is compiling or uploading it; the mirror's
+    // result serves this host meanwhile.
+    if (!std::holds_alternative<storage::Lock>(*got)) return brought;
+    if (auto pushed = push(key); !pushed)
+      spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", describe(key), pushed.error());
+    else
+      brought.uploaded = true;
+    return brought;
+  }
+  auto graph = fetch_graph(key);
+  if (!graph) return fail(graph.error());
+  brought.absent = !*graph;
+  if (brought.absent || !listed.has_lock) return brought;
+  auto facts = judge_lock(key);
+  if (!facts) {
+    // As the pool's own look does: a worker meets the same lock, or error.
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), facts.error());
+    return brought;
+  }
+  if (facts->blocks()) brought.held_by = facts->holder(); // else gone, or stale: ours to take
+  return brought;
+}
+
+SharedLook SharedTier::look(const CacheKey& key, bool retry_failed) const {
+  auto names = shared_->list(key_of(key, ""));
+  if (!names) {
+    spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
+                 names.error());
+    return SharedLook::pending;
+  }
+  const ListedEntry listed = read_listing(*names);
+  if (listed.done || (listed.failed && !retry_failed)) {
+    auto fetched = fetch_result(key, std::chrono::milliseconds(0));
+    if (!fetched) {
+      spdlog::warn("cannot download {}: {}; starting its compile, which reports it if it persists", describe(key),
+                   fetched.error());
+      return SharedLook::pending;
+    }
+    switch (fetched->outcome) {
+    case FetchOutcome::copied:
+    case FetchOutcome::already_done: return SharedLook::done;
+    case FetchOutcome::failure_copied: return SharedLook::failed;
+    case FetchOutcome::busy: return SharedLook::busy;
+    case FetchOutcome::rejected:
+      // As a wrapper's lookup: an unusable result is compiled again.
+      spdlog::warn("not using {}: {}", describe(key), fetched->detail);
+      return SharedLook::pending;
+    case FetchOutcome::miss: break; // removed since the listing: the lock decides
+    }
+  }
+  if (!listed.has_lock) return SharedLook::pending;
+  auto facts = judge_lock(key);
+  if (!facts) {
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), facts.error());
+    return SharedLook::pending;
+  }
+  if (!facts->blocks()) return SharedLook::pending;
+  spdlog::debug("{} is still held in {}: the lock {}", key.module_name(), shared_->describe(), facts->describe());
+  return SharedLook::held;
+}
+
+void SharedTier::record_use(const CacheKey& key) const {
+  // Eviction of the shared tier (neuron_cache prune) takes the least recently
   // used first; a use not recorded only makes an entry look older, so a
   // failure here is not the caller's.
-  if (auto s = remote_->set_last_use(key_of(key, ""), std::chrono::system_clock::now()); !s)
+  if (auto s = shared_->set_last_use(key_of(key, ""), std::chrono::system_clock::now()); !s)
     spdlog::debug("cannot record the use of {}: {}", describe(key), s.error());
 }
 
-Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {
+Result<bool> SharedTier::fetch_graph(const CacheKey& key) const {
   const Entry entry = mirror_.entry(key);
   if (auto s = entry.check_trust(); !s) return fail(s.error());
   if (exists_regular(entry.graph_path()) && exists_regular(entry.dir() / kFlagsFile)) return true;
   if (auto s = util::ensure_dir(entry.dir()); !s) return fail(s.error());
   auto fetched = [&]() -> Result<bool> {
-    util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "remote-");
+    util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "shared-");
     // Flags first, as Entry::store_graph writes them: the graph is what
     // makes an entry pending.
     IncomingEntry incoming;
     for (auto name : {kFlagsFile, kGraphFile}) {
       fs::path path = work.path() / name;
-      auto got = remote_->get_file(key_of(key, name), path);
+      auto got = shared_->get_file(key_of(key, name), path);
       if (!got) return fail(got.error());
       if (!*got) return false;
       (name == kGraphFile ? incoming.graph : incoming.flags) = path;
@@ -113,26 +199,26 @@ Result<bool> RemoteCache::fetch_graph(const CacheKey& key) const {
   return fetched;
 }
 
-Status RemoteCache::push(const CacheKey& key) const {
+Status SharedTier::push(const CacheKey& key) const {
   auto pushed = push_with(key, false);
   if (!pushed) return fail(pushed.error());
   return ok_status();
 }
 
-Result<bool> RemoteCache::push_unless_there(const CacheKey& key) const { return push_with(key, true); }
+Result<bool> SharedTier::push_unless_there(const CacheKey& key) const { return push_with(key, true); }
 
-Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const {
+Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs) const {
   const Entry entry = mirror_.entry(key);
   auto snapshot = Entry::open_snapshot(entry.dir());
   if (!snapshot) return fail(snapshot.error());
   if (!snapshot->done && !snapshot->failed) return false;
-  auto there = remote_->list(key_of(key, ""));
+  auto there = shared_->list(key_of(key, ""));
   if (!there) return fail(there.error());
   const ListedEntry theirs = read_listing(*there);
-  const bool remote_done = theirs.done || theirs.done_without_neff; // the marker is there
+  const bool shared_done = theirs.done || theirs.done_without_neff; // the marker is there
   // Someone else's success stands over our failure.
-  if (snapshot->failed && remote_done) return false;
-  if (keep_theirs && (remote_done || (snapshot->failed && util::contains(*there, kLogFile)))) return false;
+  if (snapshot->failed && shared_done) return false;
+  if (keep_theirs && (shared_done || (snapshot->failed && util::contains(*there, kLogFile)))) return false;
 
   util::TempDir work(entry.dir(), std::string(util::kTempPrefix) + "push-");
   auto staged = [&](std::string_view name) -> Result<std::optional<fs::path>> {
@@ -156,10 +242,10 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     result.record = std::move(*text);
   }
   if (snapshot->done) {
-    if (remote_done && util::contains(*there, kMetaFile) && !rejected(key)) {
+    if (shared_done && util::contains(*there, kMetaFile) && !rejected(key)) {
       // The same NEFF there already (another node pushed it): nothing to do,
       // unless its NEFF was found not to match that record (corrupted).
-      auto theirs = read_stored_record(*remote_, key_of(key, ""));
+      auto theirs = read_stored_record(*shared_, key_of(key, ""));
       auto ours = read_entry_meta(entry.dir());
       if (theirs && ours && theirs->neff_sha256 && theirs->neff_sha256 == ours->neff_sha256)
         return true;
@@ -173,16 +259,16 @@ Result<bool> RemoteCache::push_with(const CacheKey& key, bool keep_theirs) const
     result.log = *log;
   }
   // What the listing showed absent needs no removal (a request each).
-  const MayHold may_hold{.done = remote_done, .log = util::contains(*there, kLogFile), .killed_log = false};
-  if (auto s = publish_result(*remote_, key_of(key, ""), result, may_hold); !s) return fail(s.error());
+  const MayHold may_hold{.done = shared_done, .log = util::contains(*there, kLogFile), .killed_log = false};
+  if (auto s = publish_result(*shared_, key_of(key, ""), result, may_hold); !s) return fail(s.error());
   return true;
 }
 
-Status RemoteCache::store_graph(const CacheKey& key, std::string_view graph_bytes,
+Status SharedTier::store_graph(const CacheKey& key, std::string_view graph_bytes,
                                 const std::vector<std::string>& flags) const {
   const std::string flags_json = serialize_compile_flags(flags);
   for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
-    if (auto created = remote_->create_exclusive(key_of(key, name), bytes); !created) return fail(created.error());
+    if (auto created = shared_->create_exclusive(key_of(key, name), bytes); !created) return fail(created.error());
   return ok_status();
 }
 

@@ -6,7 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/bundle/bundle.hpp>
-#include <npc/bundle/remote_bundle.hpp>
+#include <npc/bundle/shared_bundle.hpp>
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/explain_target.hpp>
@@ -16,7 +16,6 @@
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
-#include <npc/compile/remote_entry.hpp>
 #include <npc/util/command_line.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -248,7 +247,7 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
 // --- bundles: export / import (see include/npc/bundle/bundle.hpp) ----------
 
 // The cache the bundles work on: a local one, or a remote one through its
-// mirror `cache` (bundle/remote_bundle.hpp).
+// mirror `cache` (bundle/shared_bundle.hpp).
 struct BundleCache {
   const cache::Cache& cache;
   const std::vector<std::shared_ptr<storage::Storage>>* remote = nullptr;
@@ -276,7 +275,7 @@ int cmd_export(const BundleCache& target, const std::string& output, const std::
   // A bundle written to our stdout (-o /dev/stdout) is not to be followed by the summary.
   std::ostream& out = util::same_file_as_stdout(output) ? std::cerr : std::cout;
   auto report = target.remote
-                    ? bundle::export_remote_bundle(*target.remote, target.cache, selection, output, {include_failed})
+                    ? bundle::export_shared_bundle(*target.remote, target.cache, selection, output, {include_failed})
                     : bundle::export_bundle(target.cache, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
@@ -305,7 +304,7 @@ int cmd_import(const BundleCache& target, const config::CacheSettings& settings,
                        std::string(util::kPositiveSecondsExpected));
     options.lock_wait = *timeout;
   }
-  auto report = target.remote ? bundle::import_remote_bundle(*target.remote, target.cache, bundle, options)
+  auto report = target.remote ? bundle::import_shared_bundle(*target.remote, target.cache, bundle, options)
                               : bundle::import_bundle(target.cache, bundle, options);
   // A remote's mirror keeps to its limit as any local cache; the remote
   // itself is evicted only by prune (cache/eviction.hpp).

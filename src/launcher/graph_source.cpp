@@ -2,15 +2,44 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/launcher/remote_look.hpp>
+#include <npc/cache/key.hpp>
 #include <npc/storage/open.hpp>
 
 namespace npc::launcher {
 
+namespace {
+
+// The pool's look at a graph another host holds (pool_runner.hpp), over one
+// connection of the shared tier (cache/shared_tier.hpp): not for several
+// threads at once.
+class SharedEntryLook final : public HeldEntryLook {
+public:
+  SharedEntryLook(std::shared_ptr<storage::Storage> connection, const cache::Cache& mirror, bool retry_failed)
+      : shared_(std::move(connection), mirror), retry_failed_(retry_failed) {}
+  [[nodiscard]] Pool::Found look(const fs::path& entry_dir) override {
+    auto key = cache::parse_key(entry_dir.string());
+    if (!key) return Pool::Found::pending; // not an entry the shared tier names: the worker says what is wrong
+    switch (shared_.look(*key, retry_failed_)) {
+    case cache::SharedLook::done: return Pool::Found::done;
+    case cache::SharedLook::failed: return Pool::Found::failed;
+    case cache::SharedLook::busy: return Pool::Found::locked;
+    case cache::SharedLook::held: return Pool::Found::held_elsewhere;
+    case cache::SharedLook::pending: break;
+    }
+    return Pool::Found::pending;
+  }
+
+private:
+  cache::SharedTier shared_;
+  bool retry_failed_;
+};
+
+} // namespace
+
 GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& settings,
                          const std::string& compiler_version)
     : cache_(cache), url_(settings.remote_cache) {
-  if (url_) shared_.emplace(storage::open(*url_, kRemoteGraphConnections), cache, *url_, compiler_version);
+  if (url_) shared_.emplace(storage::open(*url_, kSharedTierConnections), cache, *url_, compiler_version);
 }
 
 bool GraphSource::brings(const std::string& line) const { return shared_ && storage::is_url(line); }
@@ -20,7 +49,7 @@ void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& n
   if (shared_)
     for (const auto& one : named)
       if (storage::is_url(one.text)) urls.push_back(one.text);
-  std::vector<RemoteGraphs::Taken> taken = shared_ ? shared_->take_all(urls) : std::vector<RemoteGraphs::Taken>();
+  std::vector<SharedGraphs::Taken> taken = shared_ ? shared_->take_all(urls) : std::vector<SharedGraphs::Taken>();
   std::size_t next_url = 0;
   for (const auto& [text, source] : named) {
     if (!storage::is_url(text)) {
@@ -59,8 +88,7 @@ std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir
 std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed) const {
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
-  return std::make_shared<StorageEntryLook>(
-      shared_->connection(), cache_, retry_failed ? StorageEntryLook::RetryFailed::yes : StorageEntryLook::RetryFailed::no);
+  return std::make_shared<SharedEntryLook>(shared_->connection(), cache_, retry_failed);
 }
 
 } // namespace npc::launcher

@@ -8,10 +8,9 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/cache/maintenance.hpp>
-#include <npc/compile/remote_entry.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/launcher.hpp>
-#include <npc/launcher/remote_graphs.hpp>
+#include <npc/launcher/shared_graphs.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/storage/open.hpp>
@@ -59,10 +58,10 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   // On an S3 cache each mode works on S3's objects, the cache every node
   // shares. clean and clear-neffs also work on this node's mirror: a result
   // left there would be uploaded again by the next launcher run here
-  // (remote_graphs.hpp). Other nodes' mirrors are theirs to clean.
+  // (shared_graphs.hpp). Other nodes' mirrors are theirs to clean.
   std::optional<cache::Cache> remote;
   if (settings.remote_cache)
-    remote.emplace(storage::open(*settings.remote_cache, kRemoteGraphConnections));
+    remote.emplace(storage::open(*settings.remote_cache, kSharedTierConnections));
   std::vector<const cache::Cache*> targets;
   if (remote) targets.push_back(&*remote);
   targets.push_back(&cache);

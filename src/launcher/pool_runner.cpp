@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
-#include <npc/compile/remote_entry.hpp>
+#include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/worker_report.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
@@ -19,8 +19,8 @@
 namespace npc::launcher {
 
 static_assert(kHeldElsewhereFirstPollSeconds ==
-                  std::chrono::duration<double>(compile::kRemoteLockPoll).count(),
-              "the launcher's first look at a held remote lock follows the wrapper's poll");
+                  std::chrono::duration<double>(compile::kSharedLockPoll).count(),
+              "the launcher's first look at a held shared lock follows the wrapper's poll");
 
 namespace {
 

@@ -113,9 +113,9 @@ protected:
   }
   // Waits (up to 2 minutes) until node-b's launcher has looked at `module`
   // in S3 itself, after taking the graphs, and found it still held
-  // ("MODULE_... is still held in S3", at DEBUG).
+  // ("MODULE_... is still held in s3://...: the lock ...", at DEBUG).
   bool launcher_looked_and_found_it_held(const std::string& module) {
-    return node_b_said(module + " is still held in S3: the lock ");
+    return node_b_said(module + " is still held in s3://");
   }
   bool node_b_said(const std::string& line) {
     for (int i = 0; i < 1200; ++i) {
@@ -321,7 +321,7 @@ TEST_F(S3Launcher, TheGraphsOfAnotherS3CacheAreRefusedByName) {
                          "neuronxcc-"),
             std::string::npos)
       << run.err;
-  EXPECT_NE(run.err.find("): not in the S3 cache s3://test-bucket/team (the launcher "
+  EXPECT_NE(run.err.find("): not in the shared cache s3://test-bucket/team (the launcher "
                          "compiles into the cache NEURON_COMPILE_CACHE_URL or --cache_dir names)"),
             std::string::npos)
       << run.err;

@@ -329,7 +329,7 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   EXPECT_TRUE(pool.finished());
 }
 
-// A graph found held by another node as it was taken (remote_graphs.hpp):
+// A graph found held by another node as it was taken (shared_graphs.hpp):
 // never picked for a worker; looked at 2 s later, then on the same backoff
 // as one a worker found held (the taking's look was the first); the lock's
 // expiry makes it ours, its result settles it, with no attempt either way.

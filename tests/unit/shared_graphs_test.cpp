@@ -1,9 +1,9 @@
-// launcher/remote_graphs: the graphs a trial names by s3:// URL, brought
+// launcher/shared_graphs: the graphs a trial names by s3:// URL, brought
 // into the local mirror. The remote is a directory here (the Storage
 // contract is S3's; tests/e2e/s3_launcher_test.cpp runs the same over a real
 // S3 server), so every file can be looked at.
 
-#include <npc/launcher/remote_graphs.hpp>
+#include <npc/launcher/shared_graphs.hpp>
 
 #include <memory>
 #include <optional>
@@ -20,7 +20,7 @@
 #include <npc/util/file_lock.hpp>
 
 #include "files.hpp"
-#include "remote_dirs.hpp"
+#include "two_tiers.hpp"
 #include "test_support.hpp"
 
 namespace npc::launcher {
@@ -31,10 +31,10 @@ using namespace std::chrono_literals;
 const std::string kRoot = "s3://bucket/team";
 const std::vector<std::string> kGraphsFlags = {"-O2"};
 
-class RemoteGraphsTest : public test::RemoteDirsTest {
+class SharedGraphsTest : public test::TwoTiersTest {
 protected:
   void SetUp() override {
-    RemoteDirsTest::SetUp();
+    TwoTiersTest::SetUp();
     if (HasFatalFailure()) return;
     // Three connections, as the launcher's several: take_all and
     // take_pending share the graphs out over them, a thread each.
@@ -56,10 +56,10 @@ protected:
   }
   fs::path in_mirror(const cache::CacheKey& key) const { return mirror->entry_dir(key); }
 
-  std::optional<RemoteGraphs> graphs;
+  std::optional<SharedGraphs> graphs;
 };
 
-TEST_F(RemoteGraphsTest, APendingGraphComesIntoTheMirrorPending) {
+TEST_F(SharedGraphsTest, APendingGraphComesIntoTheMirrorPending) {
   auto key = pending("HloModule a\n");
   auto taken = graphs->take(url(key));
   ASSERT_TRUE(taken.graph) << taken.refused;
@@ -69,7 +69,7 @@ TEST_F(RemoteGraphsTest, APendingGraphComesIntoTheMirrorPending) {
   EXPECT_EQ(graphs->results_downloaded(), 0u);
 }
 
-TEST_F(RemoteGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
+TEST_F(SharedGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
   auto done = pending("HloModule done\n");
   finish(done, true);
   auto failed = pending("HloModule failed\n");
@@ -90,7 +90,7 @@ TEST_F(RemoteGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
 
 // An upload killed midway leaves the remote without the result the mirror
 // has: taken again, the graph's result goes up, under the remote lock.
-TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
+TEST_F(SharedGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   auto key = pending("HloModule a\n");
   cache::Entry in_the_mirror = mirror->entry(key);
   ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kGraphsFlags).ok());
@@ -109,7 +109,7 @@ TEST_F(RemoteGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   EXPECT_EQ(graphs->results_downloaded(), 0u);
 }
 
-TEST_F(RemoteGraphsTest, ManyAtOnceEachInItsPlace) {
+TEST_F(SharedGraphsTest, ManyAtOnceEachInItsPlace) {
   std::vector<std::string> urls;
   std::vector<cache::CacheKey> keys;
   for (int i = 0; i < 40; ++i) {
@@ -133,7 +133,7 @@ TEST_F(RemoteGraphsTest, ManyAtOnceEachInItsPlace) {
   EXPECT_EQ(graphs->results_downloaded(), 10u);
 }
 
-TEST_F(RemoteGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
+TEST_F(SharedGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
   std::vector<std::string> urls;
   for (int i = 0; i < 20; ++i) urls.push_back(url(pending("HloModule g" + std::to_string(i) + "\n")));
   // The mirror cannot take them: its version folder is a file.
@@ -142,14 +142,14 @@ TEST_F(RemoteGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
   EXPECT_THROW(std::ignore = graphs->take_all(urls), EnvironmentError);
 }
 
-TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {
+TEST_F(SharedGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {
   auto key = pending("HloModule a\n");
   for (const std::string& root : {kRoot, kRoot + "/"}) {
     auto taken = graphs->take(root);
     EXPECT_FALSE(taken.graph);
     EXPECT_EQ(taken.refused, "");
   }
-  const std::string not_ours = "not in the S3 cache s3://bucket/team (the launcher compiles into the cache "
+  const std::string not_ours = "not in the shared cache s3://bucket/team (the launcher compiles into the cache "
                                "NEURON_COMPILE_CACHE_URL or --cache_dir names)";
   EXPECT_EQ(graphs->take("s3://bucket/other/" + key.relative_path().generic_string() + "/model.hlo_module.pb").refused,
             not_ours);
@@ -164,7 +164,7 @@ TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) 
   auto other_version = pending("HloModule b\n", "2.0");
   EXPECT_EQ(graphs->take(url(other_version)).refused, "extracted for compiler version 2.0, but we compile with 1.0");
   auto absent = cache::make_key_for_graph("HloModule never stored\n", kGraphsFlags, "1.0");
-  EXPECT_EQ(graphs->take(url(absent)).refused, "no such graph in S3");
+  EXPECT_EQ(graphs->take(url(absent)).refused, "no such graph in s3://bucket/team");
   // Nothing of the refused ones came into the mirror, not even a folder.
   EXPECT_EQ(test::names_in(mirror->root() / "neuronxcc-1.0"), std::vector<std::string>{});
   EXPECT_FALSE(fs::exists(mirror->root() / "neuronxcc-2.0"));
@@ -173,7 +173,7 @@ TEST_F(RemoteGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) 
 // A lock object beside a pending graph: held elsewhere only while its
 // record is in force (another host's, unexpired). The graph comes into the
 // mirror pending either way, for a compile here once the lock expires.
-TEST_F(RemoteGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
+TEST_F(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
   auto hold = [&](const cache::CacheKey& key, std::int64_t expires_in) {
     util::LockHolder holder;
     holder.pid = 4242;
@@ -217,7 +217,7 @@ TEST_F(RemoteGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
   EXPECT_TRUE(graphs->held_elsewhere(in_mirror(other)));
 }
 
-TEST_F(RemoteGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
+TEST_F(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
   auto a = pending("HloModule a\n");
   auto b = pending("HloModule b\n");
   auto done = pending("HloModule done\n");

@@ -1,11 +1,12 @@
-// cache/remote: a remote cache used through a local mirror. Most tests use
-// a directory as the remote (the Storage contract is the same, and every
-// file can be looked at); the last ones go through a real S3 server.
+// cache/shared_tier: a cache's shared tier used through a local mirror. Most
+// tests use a directory as the shared tier (the Storage contract is S3's,
+// and every file can be looked at); the last ones go through a real S3
+// server.
 //
 //   printf 'neff-bytes-0123456789' | sha256sum
 //     -> 25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7
 
-#include <npc/cache/remote.hpp>
+#include <npc/cache/shared_tier.hpp>
 
 #include <memory>
 #include <optional>
@@ -21,7 +22,7 @@
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
-#include "remote_dirs.hpp"
+#include "two_tiers.hpp"
 #include "s3_server.hpp"
 #include "test_support.hpp"
 
@@ -46,13 +47,13 @@ AttemptRecord recorded_attempt(const std::string& outcome) {
   return r;
 }
 
-class RemoteCacheTest : public test::RemoteDirsTest {
+class SharedTierTest : public test::TwoTiersTest {
 protected:
   void SetUp() override {
-    RemoteDirsTest::SetUp();
+    TwoTiersTest::SetUp();
     if (HasFatalFailure()) return;
     key = make_key_for_graph(kRemoteGraph, kRemoteFlags, "1.0");
-    remote = std::make_unique<RemoteCache>(remote_storage(), *mirror);
+    remote = std::make_unique<SharedTier>(remote_storage(), *mirror);
   }
 
   // A done entry in `cache`, as our tools publish it (with its record).
@@ -72,10 +73,10 @@ protected:
   fs::path mirror_dir() const { return mirror->entry_dir(key); }
 
   CacheKey key;
-  std::unique_ptr<RemoteCache> remote;
+  std::unique_ptr<SharedTier> remote;
 };
 
-TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) {
+TEST_F(SharedTierTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
@@ -99,7 +100,7 @@ TEST_F(RemoteCacheTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror)
   EXPECT_EQ(again->outcome, FetchOutcome::already_done);
 }
 
-TEST_F(RemoteCacheTest, AMissLeavesNothingInTheMirror) {
+TEST_F(SharedTierTest, AMissLeavesNothingInTheMirror) {
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, FetchOutcome::miss);
@@ -112,7 +113,7 @@ TEST_F(RemoteCacheTest, AMissLeavesNothingInTheMirror) {
   EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
 }
 
-TEST_F(RemoteCacheTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
+TEST_F(SharedTierTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   test::write_text(remote_dir() / kNeffFile, "NEFF-bytes-0123456789"); // same size, other bytes
   auto result = remote->fetch_result(key, 0ms);
@@ -123,7 +124,7 @@ TEST_F(RemoteCacheTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) 
   EXPECT_EQ(test::names_in(mirror_dir()), std::vector<std::string>{});
 }
 
-TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
+TEST_F(SharedTierTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
   // libneuronxla's files only: no npc-entry.json.
   test::write_text(remote_dir() / kGraphFile, kRemoteGraph);
   test::write_text(remote_dir() / kFlagsFile, kFlagsJson);
@@ -139,7 +140,7 @@ TEST_F(RemoteCacheTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHa
   EXPECT_EQ(meta->neff_bytes, kRemoteNeff.size());
 }
 
-TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
+TEST_F(SharedTierTest, ACachedFailureIsCopiedAsOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
@@ -150,7 +151,7 @@ TEST_F(RemoteCacheTest, ACachedFailureIsCopiedAsOne) {
   EXPECT_TRUE(mirror->entry(key).looks_failed());
 }
 
-TEST_F(RemoteCacheTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
+TEST_F(SharedTierTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto held = mirror->entry(key).lock(0ms);
   ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
@@ -160,7 +161,39 @@ TEST_F(RemoteCacheTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   EXPECT_FALSE(mirror->entry(key).looks_done());
 }
 
-TEST_F(RemoteCacheTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
+TEST_F(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
+  // Pending there, no lock: a compile here takes it.
+  ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
+  EXPECT_EQ(remote->look(key, false), SharedLook::pending);
+  // Its lock held by a live process (this one): another host compiles it.
+  {
+    auto held = origin->entry(key).lock(0ms);
+    ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
+    EXPECT_EQ(remote->look(key, false), SharedLook::held);
+  }
+  EXPECT_EQ(remote->look(key, false), SharedLook::pending) << "the lock was let go";
+  // Done there: its result comes into the mirror.
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  EXPECT_EQ(remote->look(key, false), SharedLook::done);
+  EXPECT_EQ(test::read_text(mirror_dir() / "model.neff"), kRemoteNeff);
+}
+
+TEST_F(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
+  ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
+  EXPECT_EQ(remote->look(key, true), SharedLook::pending);
+  EXPECT_FALSE(fs::exists(mirror_dir() / "model.log")) << "nothing is copied when failures are retried";
+  EXPECT_EQ(remote->look(key, false), SharedLook::failed);
+  EXPECT_TRUE(mirror->entry(key).looks_failed());
+}
+
+TEST_F(SharedTierTest, TheLauncherLookReportsABusyMirrorEntry) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  auto held = mirror->entry(key).lock(0ms);
+  ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
+  EXPECT_EQ(remote->look(key, false), SharedLook::busy);
+}
+
+TEST_F(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
@@ -173,7 +206,7 @@ TEST_F(RemoteCacheTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
 }
 
-TEST_F(RemoteCacheTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
+TEST_F(SharedTierTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
@@ -186,7 +219,7 @@ TEST_F(RemoteCacheTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne)
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
-TEST_F(RemoteCacheTest, PushOfAFailureLeavesAnotherNodesSuccess) {
+TEST_F(SharedTierTest, PushOfAFailureLeavesAnotherNodesSuccess) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
@@ -194,7 +227,7 @@ TEST_F(RemoteCacheTest, PushOfAFailureLeavesAnotherNodesSuccess) {
   EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
 }
 
-TEST_F(RemoteCacheTest, PushOfAFailureWritesItsLog) {
+TEST_F(SharedTierTest, PushOfAFailureWritesItsLog) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(remote_dir()),
@@ -202,13 +235,13 @@ TEST_F(RemoteCacheTest, PushOfAFailureWritesItsLog) {
   EXPECT_EQ(test::read_text(remote_dir() / kLogFile), "error: out of cheese\n");
 }
 
-TEST_F(RemoteCacheTest, APendingEntryPushesNothing) {
+TEST_F(SharedTierTest, APendingEntryPushesNothing) {
   ASSERT_TRUE(mirror->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   ASSERT_TRUE(remote->push(key).ok());
   EXPECT_EQ(test::names_in(dir() / "remote"), std::vector<std::string>{".npc"});
 }
 
-TEST_F(RemoteCacheTest, PushUnlessThereKeepsTheRemotesResult) {
+TEST_F(SharedTierTest, PushUnlessThereKeepsTheRemotesResult) {
   // Another node's different NEFF stays, where push would replace it.
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
@@ -218,7 +251,7 @@ TEST_F(RemoteCacheTest, PushUnlessThereKeepsTheRemotesResult) {
   EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), "other-neff");
 }
 
-TEST_F(RemoteCacheTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess) {
+TEST_F(SharedTierTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   auto failure = remote->push_unless_there(key);
@@ -233,7 +266,7 @@ TEST_F(RemoteCacheTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess
   EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
 }
 
-TEST_F(RemoteCacheTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
+TEST_F(SharedTierTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   auto pushed = remote->push_unless_there(key);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
@@ -242,7 +275,7 @@ TEST_F(RemoteCacheTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
-TEST_F(RemoteCacheTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
+TEST_F(SharedTierTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
   auto none = remote->fetch_graph(key);
   ASSERT_TRUE(none) << none.error();
   EXPECT_FALSE(*none);
@@ -260,9 +293,9 @@ TEST_F(RemoteCacheTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
 }
 
 // Through a real S3 server: one node pushes, another's mirror fetches.
-class RemoteCacheS3Test : public test::S3ServerTest {};
+class SharedTierS3Test : public test::S3ServerTest {};
 
-TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
+TEST_F(SharedTierS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   auto open = [&] {
     auto client = storage::S3Client::create(server_.config());
     if (!client) throw std::runtime_error(client.error());
@@ -273,7 +306,7 @@ TEST_F(RemoteCacheS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   ASSERT_TRUE(node_a.ensure_root().ok());
   ASSERT_TRUE(node_b.ensure_root().ok());
   CacheKey key = make_key_for_graph(kRemoteGraph, kRemoteFlags, "1.0");
-  RemoteCache a(open(), node_a), b(open(), node_b);
+  SharedTier a(open(), node_a), b(open(), node_b);
 
   ASSERT_TRUE(a.store_graph(key, kRemoteGraph, kRemoteFlags).ok());
   auto graph = b.fetch_graph(key);

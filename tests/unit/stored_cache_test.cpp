@@ -26,7 +26,7 @@
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
-#include "remote_dirs.hpp"
+#include "two_tiers.hpp"
 
 namespace npc::cache {
 namespace {
@@ -35,10 +35,10 @@ using namespace std::chrono_literals;
 
 const std::vector<std::string> kMaintenanceFlags = {"-O2"};
 
-class StoredCacheTest : public test::RemoteDirsTest {
+class StoredCacheTest : public test::TwoTiersTest {
 protected:
   void SetUp() override {
-    RemoteDirsTest::SetUp();
+    TwoTiersTest::SetUp();
     if (HasFatalFailure()) return;
     // Two connections: verify and prune share entries out over them.
     cache.emplace(std::vector<std::shared_ptr<storage::Storage>>{remote_storage(), remote_storage()});

@@ -18,7 +18,7 @@
 
 namespace npc::test {
 
-class RemoteDirsTest : public TempDirTest {
+class TwoTiersTest : public TempDirTest {
 protected:
   void SetUp() override {
     TempDirTest::SetUp();

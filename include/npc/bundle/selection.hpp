@@ -26,7 +26,7 @@ struct ExportCandidate {
 [[nodiscard]] std::vector<ExportCandidate> select_candidates(const cache::Cache& cache,
                                                              const ExportSelection& selection,
                                                              const ExportOptions& options, ExportReport& report);
-// The same over any cache's listing (a remote's: remote_bundle.hpp), taken
+// The same over any cache's listing (a shared tier's: shared_bundle.hpp), taken
 // only when the selection needs it; "used since" counts back from `now`.
 using Listing = std::function<std::vector<cache::EntryInfo>()>;
 [[nodiscard]] std::vector<ExportCandidate> select_candidates(const Listing& listing, util::WallTime now,

@@ -1,7 +1,7 @@
 #pragma once
 // The cache a compile works in: a directory and, for a cache named by URL
 // (NEURON_COMPILE_CACHE_URL=s3://...), the shared store behind it, of which
-// the directory is this machine's mirror (cache/remote.hpp). The programs
+// the directory is this machine's mirror (cache/shared_tier.hpp). The programs
 // store, fetch and compile through this one face; it alone knows whether
 // there is a second tier.
 //
@@ -9,6 +9,18 @@
 // directory: a hit pays no client set-up and no credential lookup (which may
 // ask the instance metadata service). `before_open` runs first (the static
 // wrapper hands the command over to its S3 build there).
+//
+// A compile there runs in the directory under the shared entry's lock
+// (storage/lock.hpp), so that the hosts sharing the cache compile each graph
+// once, and its result is pushed there, model.done last. A process that
+// finds the shared lock held waits, as for a local lock, looking every few
+// seconds whether the holder's result has arrived; when it has, it is
+// brought into the directory instead of compiled again. A lock whose holder
+// stopped renewing it (a host that died) is taken over once it expires.
+// The result reaches the shared tier after the directory: when that upload
+// fails the compile still counts (the caller has its NEFF), with a warning
+// that the shared tier lacks it; the next launcher run uploads it
+// (launcher/graph_source.hpp).
 //
 // When the shared tier cannot be used (unreachable, denied), a compile for a
 // training run goes on in the directory alone, with one warning
@@ -25,13 +37,16 @@
 #include <string_view>
 #include <vector>
 
-#include <npc/cache/remote.hpp>
+#include <npc/cache/shared_tier.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/compile/entry_compile.hpp>
 
 namespace npc::compile {
 
 namespace fs = std::filesystem;
+
+// How often a waiter looks at a shared entry whose lock another host holds.
+inline constexpr auto kSharedLockPoll = std::chrono::seconds(2);
 
 class CacheTiers {
 public:
@@ -46,12 +61,12 @@ public:
   [[nodiscard]] std::optional<std::string> store_shared_graph(const cache::CacheKey& key, std::string_view graph,
                                                               const std::vector<std::string>& flags);
   // A miss in the directory: the shared tier's result brought into it
-  // (cache/remote.hpp's fetch_result, waiting up to `lock_wait` for the
+  // (cache/shared_tier.hpp's fetch_result, waiting up to `lock_wait` for the
   // directory entry's lock). True when the directory's entry is done now.
   [[nodiscard]] bool fetch(const cache::CacheKey& key, std::chrono::milliseconds lock_wait);
   // Compiles the directory's entry of `key` (at `entry_dir`, its graph and
   // flags there): under the shared tier's lock, and pushed there, when there
-  // is one (remote_entry.hpp).
+  // is one (see above).
   [[nodiscard]] EntryCompileResult compile(const cache::CacheKey& key, const fs::path& entry_dir,
                                            const EntryCompileOptions& options);
   // Whether compiles go through the shared tier (named, and usable so far).
@@ -69,7 +84,7 @@ private:
   std::optional<std::string> url_;
   Unusable unusable_;
   std::function<void()> before_open_;
-  std::optional<cache::RemoteCache> shared_;
+  std::optional<cache::SharedTier> shared_;
   bool dropped_ = false;
 };
 

@@ -30,7 +30,7 @@ inline constexpr const char* kDefaultCacheRoot = "/var/tmp/neuron-compile-cache"
 inline constexpr const char* kCacheDirName = "neuron-compile-cache";
 // Where the entries of a remote cache (s3://bucket/prefix) are compiled and
 // kept on this machine: <mirror>/s3/<bucket>/<prefix>, a local cache of its
-// own (see cache/remote.hpp). NEURON_COMPILE_CACHE_MIRROR moves it.
+// own (see cache/shared_tier.hpp). NEURON_COMPILE_CACHE_MIRROR moves it.
 inline constexpr const char* kDefaultMirrorRoot = "/var/tmp/neuron-compile-cache-mirror";
 inline constexpr const char* kMirrorEnv = "NEURON_COMPILE_CACHE_MIRROR";
 

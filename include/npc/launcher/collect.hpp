@@ -49,7 +49,7 @@ public:
   [[nodiscard]] std::vector<fs::path> take_entries();
   [[nodiscard]] const std::vector<std::string>& refused() const { return refused_; }
   // Refuses a graph the trial named, saying why (for the checks made before
-  // a graph reaches the collector: an S3 graph's, remote_graphs.hpp). The
+  // a graph reaches the collector: an S3 graph's, shared_graphs.hpp). The
   // first refusal of each source and reason is a warning; the rest are only
   // counted (a cache-path log full of garbage is one warning, not hundreds),
   // until say_repeated_refusals().

@@ -1,7 +1,7 @@
 #pragma once
 // Where the launcher's graphs come from, as one face for the run's phases
 // (run.cpp): the cache directory itself, or a cache named by URL (S3)
-// through its local mirror (remote_graphs.hpp), where each graph is brought
+// through its local mirror (shared_graphs.hpp), where each graph is brought
 // before it is collected. The phases never ask which: they hand this the
 // names the trial gave, ask it for the pending graphs, which graphs another
 // host holds, and how to look at one.
@@ -17,7 +17,7 @@
 #include <npc/config/settings.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/pool_runner.hpp>
-#include <npc/launcher/remote_graphs.hpp>
+#include <npc/launcher/shared_graphs.hpp>
 
 namespace npc::launcher {
 
@@ -58,7 +58,7 @@ public:
 private:
   const cache::Cache& cache_;
   std::optional<std::string> url_;
-  std::optional<RemoteGraphs> shared_;
+  std::optional<SharedGraphs> shared_;
 };
 
 } // namespace npc::launcher

@@ -121,7 +121,7 @@ inline constexpr double kRevisitSeconds = 1.0;
 // A graph whose lock another host holds is looked at in the shared cache by
 // the launcher itself (on S3 one LIST of its folder, and a GET of the lock
 // while the lock is there), first after the wrapper's own poll period
-// (compile::kRemoteLockPoll), then twice as long each time up to the
+// (compile::kSharedLockPoll), then twice as long each time up to the
 // ceiling. A compile takes minutes, so a result seen up to 10 s late costs
 // little of the node's time; at 10 s each held graph costs 0.1 LIST and 0.1
 // GET a second, so 500 graphs held by another node make 50 LISTs a second,
@@ -150,7 +150,7 @@ public:
   void mark_cached_failure(std::size_t i, const fs::path& log_path);
   void mark_locked_elsewhere(std::size_t i, double now);
   // Its lock held by another host, as found when its graph was taken
-  // (launcher/remote_graphs.hpp): deferred and looked at in the shared cache
+  // (launcher/shared_graphs.hpp): deferred and looked at in the shared cache
   // as after a first look that found it so (Found::held_elsewhere), so no
   // worker starts only to meet the lock.
   void mark_held_elsewhere(std::size_t i, double now);

@@ -26,7 +26,7 @@ namespace npc::launcher {
 namespace fs = std::filesystem;
 
 // A look at a deferred graph in the cache other hosts share, where a lock
-// this host cannot see may hold it (remote_look.hpp for an S3 cache): what
+// this host cannot see may hold it (cache::SharedTier::look for a shared tier): what
 // the shared cache holds for the entry `entry_dir` now. Found::held_elsewhere
 // when another host holds it, alive.
 class HeldEntryLook {

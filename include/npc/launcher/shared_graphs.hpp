@@ -1,37 +1,35 @@
 #pragma once
-// The launcher on an S3 cache (s3://bucket/prefix, cache/remote.hpp). The
-// trial extracts each graph into S3 and names it by URL: "Extracting graphs
+// The launcher on a cache with a shared tier (cache/shared_tier.hpp: an S3
+// cache, s3://bucket/prefix). The trial extracts each graph into the shared
+// tier and names it by URL: "Extracting graphs
 // (s3://bucket/prefix/neuronxcc-<v>/MODULE_<k>/model.hlo_module.pb)". The
 // cache-path log holds the root URL (current torch-neuronx) or the graph's
 // URL (neuron_cc_wrapper's extraction); both are taken.
 //
-// Each graph is brought into the local mirror before it is collected: the
-// remote's result when it has one (done, or a cached failure), otherwise the
-// graph and its flags, pending. A result the mirror has and the remote lacks
-// (an upload killed midway, a run while S3 was down) is uploaded then, under
-// the remote entry's lock: a wrapper's hit in the mirror never looks at S3,
-// so this is where a node repairs what it failed to upload. From there it is a graph of the mirror like
-// any other, and the workers compile it under the remote entry's lock and
+// Each graph is brought into the local mirror before it is collected
+// (SharedTier::bring: its result, or a result the mirror has uploaded, or
+// its graph and flags, pending). From there it is a graph of the mirror like
+// any other, and the workers compile it under the shared entry's lock and
 // push the result (neuron_cc_wrapper compile-entry --remote-cache URL).
 //
-// Only the graphs of the S3 cache the launcher was given
+// Only the graphs of the cache the launcher was given
 // (NEURON_COMPILE_CACHE_URL, or --cache_dir in NEURON_CC_FLAGS) are taken: a
 // graph of another bucket or prefix is refused by name, as a local path
 // outside the cache is.
 //
-// A graph whose lock object (model.hlo_module.pb.lock) the entry's LIST
-// shows is looked at once more: a GET of the lock's record. Held
-// (storage/lock.hpp) means another node compiles it now: held_elsewhere() says so,
-// and the launcher waits for it in S3 (remote_look.hpp) rather than starting
-// a worker only to meet the lock. Its graph is still brought, pending, so
-// that it is compiled here if the lock expires.
+// A graph whose lock object (model.hlo_module.pb.lock) the entry's listing
+// shows, held (storage/lock.hpp), is compiled by another host now:
+// held_elsewhere() says so, and the launcher waits for it there
+// (SharedTier::look) rather than starting a worker only to meet the lock.
+// Its graph is still brought, pending, so that it is compiled here if the
+// lock expires.
 //
-// Requests: per graph, 1 LIST for a miss and 2 GETs for its graph and flags,
-// + 1 GET of the lock when there is a lock object; a done entry's result is
-// downloaded (see RemoteCache::fetch_result, which lists it again). The
-// graphs are shared out over the connections given, a thread each: with 8,
-// 1,000 graphs at 20 ms a request should take about 8 s (not measured), and
-// the NEFFs of a cache another node filled come down 8 at a time.
+// Requests on S3: per graph, 1 LIST for a miss and 2 GETs for its graph and
+// flags, + 1 GET of the lock when there is a lock object; a done entry's
+// result is downloaded (SharedTier::fetch_result, which lists it again).
+// The graphs are shared out over the connections given, a thread each: with
+// 8, 1,000 graphs at 20 ms a request should take about 8 s (not measured),
+// and the NEFFs of a cache another host filled come down 8 at a time.
 
 #include <atomic>
 #include <cstddef>
@@ -45,36 +43,36 @@
 #include <string_view>
 #include <vector>
 
-#include <npc/cache/remote.hpp>
+#include <npc/cache/shared_tier.hpp>
 
 namespace npc::launcher {
 
 namespace fs = std::filesystem;
 
-// How many connections the launcher opens to S3 for this.
-inline constexpr std::size_t kRemoteGraphConnections = 8;
+// How many connections the launcher opens to the shared tier for this.
+inline constexpr std::size_t kSharedTierConnections = 8;
 
-class RemoteGraphs {
+class SharedGraphs {
 public:
-  // `connections`: storages of the one remote cache (at least one).
-  RemoteGraphs(std::vector<std::shared_ptr<storage::Storage>> connections, const cache::Cache& mirror,
+  // `connections`: storages of the one shared tier (at least one).
+  SharedGraphs(std::vector<std::shared_ptr<storage::Storage>> connections, const cache::Cache& mirror,
                std::string root_url, std::string compiler_version);
 
   struct Taken {
     std::optional<fs::path> graph; // the graph's path in the mirror
     std::string refused;           // otherwise why not; both empty: this cache's root, nothing to take
   };
-  // A URL the trial named. Throws EnvironmentError when S3 cannot be read.
+  // A URL the trial named. Throws EnvironmentError when the shared tier cannot be read.
   [[nodiscard]] Taken take(std::string_view url);
   // Each of `urls`, over all the connections at once; in their order.
   [[nodiscard]] std::vector<Taken> take_all(const std::vector<std::string>& urls);
-  // Every entry of our compiler version in S3 with a graph and no result
+  // Every entry of our compiler version in the shared tier with a graph and no result
   // (nor a cached failure, unless `with_failed`), brought into the mirror:
-  // --command compile. Throws EnvironmentError when S3 cannot be read.
+  // --command compile. Throws EnvironmentError when the shared tier cannot be read.
   [[nodiscard]] std::vector<fs::path> take_pending(bool with_failed);
 
-  // Results found in S3 and copied into the mirror so far, and results of
-  // the mirror that S3 lacked, uploaded.
+  // Results found in the shared tier and copied into the mirror so far, and results of
+  // the mirror that the shared tier lacked, uploaded.
   [[nodiscard]] std::size_t results_downloaded() const { return results_downloaded_; }
   [[nodiscard]] std::size_t results_uploaded() const { return results_uploaded_; }
   // Who holds the lock of the pending graph at `entry_dir` (its mirror
@@ -82,23 +80,19 @@ public:
   // its holder's description. Nothing for any other graph.
   [[nodiscard]] std::optional<std::string> held_elsewhere(const fs::path& entry_dir) const;
   // One of the connections, for use once the graphs are taken (the pool's
-  // looks at entries another node holds, remote_look.hpp): never while a
+  // looks at entries another host holds, SharedTier::look): never while a
   // take_* call runs.
-  [[nodiscard]] std::shared_ptr<storage::Storage> connection() const { return remotes_.front()->storage(); }
+  [[nodiscard]] std::shared_ptr<storage::Storage> connection() const { return tiers_.front()->storage(); }
 
 private:
-  [[nodiscard]] Taken take_with(const cache::RemoteCache& remote, std::string_view url);
-  // `names`: the LIST of the entry's folder in the remote.
-  [[nodiscard]] fs::path bring(const cache::RemoteCache& remote, const cache::CacheKey& key,
+  [[nodiscard]] Taken take_with(const cache::SharedTier& tier, std::string_view url);
+  // `names`: a listing of the entry's folder in the shared tier.
+  [[nodiscard]] fs::path bring(const cache::SharedTier& tier, const cache::CacheKey& key,
                                const std::vector<std::string>& names, bool& absent);
-  // Notes the graph as held elsewhere when its lock is in force.
-  void note_if_held(const cache::RemoteCache& remote, const cache::CacheKey& key);
-  // False when the mirror has no result for `key` either.
-  [[nodiscard]] bool upload_mirror_result(const cache::RemoteCache& remote, const cache::CacheKey& key);
-  // Calls work(remote, i) for each i in [0, count), over every connection.
-  void for_each_parallel(std::size_t count, const std::function<void(const cache::RemoteCache&, std::size_t)>& work);
+  // Calls work(tier, i) for each i in [0, count), over every connection.
+  void for_each_parallel(std::size_t count, const std::function<void(const cache::SharedTier&, std::size_t)>& work);
 
-  std::vector<std::unique_ptr<cache::RemoteCache>> remotes_; // one per connection
+  std::vector<std::unique_ptr<cache::SharedTier>> tiers_; // one per connection
   std::string root_url_;
   std::string version_;
   std::atomic<std::size_t> results_downloaded_ = 0;
