@@ -73,7 +73,11 @@ std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
   if (close == std::string::npos) return std::nullopt;
   std::istringstream in(text->substr(close + 1));
   std::string field;
-  for (int i = 0; i < 19 && (in >> field); ++i) {
+  // The state first: a zombie (Z, or X while it goes) has ended and only
+  // waits for its parent to collect its status. Its locks are a dead
+  // process's, however long the parent takes.
+  if (!(in >> field) || field == "Z" || field == "X") return std::nullopt;
+  for (int i = 1; i < 19 && (in >> field); ++i) {
   }
   std::uint64_t ticks = 0;
   if (!(in >> ticks)) return std::nullopt;

@@ -161,6 +161,35 @@ TEST(LockHolder, SelfIsThisProcess) {
   EXPECT_NEAR(static_cast<double>(me.start_unix), static_cast<double>(std::time(nullptr)), 5.0);
 }
 
+// A holder that has exited but is not reaped yet (a zombie: its parent is
+// slow, or was killed and the reaper has not come by) holds nothing: its
+// pid still answers kill(pid, 0), but its lock must not wait for the reap.
+TEST(LockHolder, AZombieHolderIsDead) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    LockHolder me = LockHolder::self("zombie");
+    _exit(me.process_start != 0 ? 0 : 1);
+  }
+  LockHolder holder;
+  holder.pid = child;
+  holder.host = this_host();
+  holder.boot_id = this_boot_id();
+  // Its start time, read while it may still run or already be a zombie.
+  auto zombie = [&] {
+    auto stat = read_file("/proc/" + std::to_string(child) + "/stat");
+    return stat && stat->find(") Z ") != std::string::npos;
+  };
+  ASSERT_TRUE(npc::test::wait_until(zombie, std::chrono::seconds(10))) << "the child never became a zombie";
+  EXPECT_EQ(::kill(child, 0), 0) << "a zombie answers kill(pid, 0)";
+  EXPECT_FALSE(process_start_ticks(child).has_value());
+  holder.process_start = 12345; // any: a zombie is dead whatever its start
+  EXPECT_EQ(liveness(holder), Liveness::dead);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 TEST(LockHolder, GarbageIsRejected) {
   for (const char* text : {"", "hello", "pid=abc", "pid=0", "pid=-5", "pid=12x", "host=x tool=y",
                            "pid=1 start=abc", "pid=1 start=5s", "pid=1 junk", "pid=99999999999",

@@ -53,7 +53,8 @@ enum class Liveness {
 [[nodiscard]] const std::string& this_host();
 [[nodiscard]] const std::string& this_boot_id();
 // A process's start time in clock ticks since boot (field 22 of
-// /proc/<pid>/stat); nullopt when there is no such process.
+// /proc/<pid>/stat); nullopt when there is no such process, or it has
+// ended and waits to be reaped (a zombie).
 [[nodiscard]] std::optional<std::uint64_t> process_start_ticks(pid_t pid);
 
 enum class LockState { absent, free, held };
