@@ -24,11 +24,6 @@ namespace npc::cache {
 
 namespace {
 
-bool is_regular(const fs::path& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 bool exists_no_follow(const fs::path& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
@@ -247,11 +242,9 @@ std::optional<std::string> Entry::describe_holder() const {
   return std::nullopt;
 }
 
-bool Entry::looks_done_at(const fs::path& entry_dir) {
-  return is_regular(entry_dir / kDoneFile) && is_regular(entry_dir / kNeffFile);
-}
+bool Entry::looks_done_at(const fs::path& entry_dir) { return cache::looks_done_at(entry_dir); }
 
-bool Entry::looks_failed() const { return exists_no_follow(log_path()) && !exists_no_follow(dir_ / kDoneFile); }
+bool Entry::looks_failed() const { return looks_failed_at(dir_); }
 
 Result<Integrity> Entry::verify_stored_neff() const {
   // What the store cannot tell is thrown, not returned: a remote that cannot
@@ -302,7 +295,7 @@ Result<Integrity> Entry::copy_neff(const fs::path& output) const {
 }
 
 Result<EntrySnapshot> Entry::open_snapshot(const fs::path& entry_dir) {
-  const fs::path done_path = entry_dir / kDoneFile;
+  const fs::path done_path = done_marker_at(entry_dir);
   for (int attempt = 0; attempt < 5; ++attempt) {
     struct stat done_before {}, done_after {};
     bool had_done = ::lstat(done_path.c_str(), &done_before) == 0;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 
 namespace npc::cache {
 
@@ -15,7 +16,7 @@ void note_entry_file(EntryInfo& info, std::string_view name, std::uint64_t size,
   } else if (name == kNeffFile) {
     info.has_neff = regular;
     if (regular) info.neff_bytes = size;
-  } else if (name == kDoneFile) info.has_done = true;
+  } else if (is_done_marker(name)) info.has_done = true;
   else if (name == kLogFile) info.has_log = true;
   else if (name == kKilledLogFile) info.has_killed_log = true;
   else if (name == kFlagsFile) info.has_flags = true;

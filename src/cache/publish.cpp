@@ -1,17 +1,43 @@
 #include <npc/cache/publish.hpp>
 
+#include <sys/stat.h>
+
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 
 namespace npc::cache {
 
+namespace fs = std::filesystem;
+
 namespace {
+
+bool is_regular_at(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool exists_at(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
 
 std::string key_in_entry(std::string_view entry_key, std::string_view file) {
   return std::string(entry_key) + "/" + std::string(file);
 }
 
 } // namespace
+
+bool is_done_marker(std::string_view name) { return name == kDoneFile; }
+
+bool looks_done_at(const fs::path& entry_dir) {
+  return is_regular_at(entry_dir / kDoneFile) && is_regular_at(entry_dir / kNeffFile);
+}
+
+bool looks_failed_at(const fs::path& entry_dir) {
+  return exists_at(entry_dir / kLogFile) && !exists_at(entry_dir / kDoneFile);
+}
+
+fs::path done_marker_at(const fs::path& entry_dir) { return entry_dir / kDoneFile; }
 
 Status publish_result(storage::Storage& storage, std::string_view entry_key, const EntryResult& result,
                       MayHold may_hold) {

@@ -14,6 +14,7 @@
 
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/util/fs.hpp>
 
 #include "test_support.hpp"

@@ -10,6 +10,7 @@
 #include <npc/cache/explain.hpp>
 #include <npc/cache/explain_target.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/cache/same_graph.hpp>
 #include <npc/cache/store.hpp>
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/util/file_lock.hpp>
 

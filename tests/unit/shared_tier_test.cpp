@@ -17,6 +17,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/storage/s3.hpp>
 #include <npc/util/fs.hpp>

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/util/fs.hpp>
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/summary.hpp>
 #include <npc/util/file_lock.hpp>

@@ -18,10 +18,10 @@ namespace fs = std::filesystem;
 
 struct AttemptRecord {
   int attempt = 0;              // 1-based, counted over the entry's life
-  std::string outcome;          // "success", "failed", "timeout", "interrupted"
-  std::string exit;             // "exit code 0", "killed by signal SIGKILL"
+  std::string outcome{};        // "success", "failed", "timeout", "interrupted"
+  std::string exit{};           // "exit code 0", "killed by signal SIGKILL"
   int exit_code = 0;
-  std::string signal;           // "SIGKILL" when killed by a signal, else ""
+  std::string signal{};         // "SIGKILL" when killed by a signal, else ""
   double wall_seconds = 0;
   std::uint64_t peak_rss_bytes = 0;
   std::int64_t started_unix = 0;

@@ -14,7 +14,8 @@ inline constexpr std::string_view kModulePrefix = "MODULE_";
 inline constexpr std::string_view kGraphFile = "model.hlo_module.pb";
 inline constexpr std::string_view kFlagsFile = "compile_flags.json";
 inline constexpr std::string_view kNeffFile = "model.neff";
-inline constexpr std::string_view kDoneFile = "model.done";
+// model.done, the marker a result is trusted by, belongs to the protocol
+// that writes it last and removes it first: publish.hpp.
 inline constexpr std::string_view kLogFile = "model.log";
 // torch-neuronx's existence lock: created while a process compiles the entry,
 // removed after; a process that finds it waits (see storage/lock.hpp).

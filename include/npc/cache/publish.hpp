@@ -26,13 +26,34 @@
 
 namespace npc::cache {
 
+// The marker a result is trusted by: written last, removed first. No other
+// file names it; the rest of the code asks the functions below.
+inline constexpr std::string_view kDoneFile = "model.done";
+
+// --- what the marker says ------------------------------------------------------
+// Whether a file name in an entry's folder is the marker (a listing).
+[[nodiscard]] bool is_done_marker(std::string_view name);
+// The hot path's look at an entry in a directory: the marker and the NEFF
+// are regular files (two stats, no lock, no read).
+[[nodiscard]] bool looks_done_at(const std::filesystem::path& entry_dir);
+// A cached failure in a directory: model.log and no marker (neither followed
+// through a symlink).
+[[nodiscard]] bool looks_failed_at(const std::filesystem::path& entry_dir);
+// The marker's path in an entry directory, for a reader that checks it did
+// not change while it read the entry's other files (Entry::open_snapshot).
+[[nodiscard]] std::filesystem::path done_marker_at(const std::filesystem::path& entry_dir);
+
+// --- writing -------------------------------------------------------------------
+
 // Local files to move into an entry (each is gone afterwards), and its record.
+// (Each member has an initialiser, so that a designated initialiser may
+// name only some: g++ warns otherwise.)
 struct EntryResult {
-  std::optional<std::filesystem::path> graph;
-  std::optional<std::filesystem::path> flags;
-  std::optional<std::filesystem::path> neff; // a success
-  std::optional<std::filesystem::path> log;  // a failure (ignored with a NEFF)
-  std::optional<std::string> record;         // npc-entry.json's text; absent: left as it is
+  std::optional<std::filesystem::path> graph{};
+  std::optional<std::filesystem::path> flags{};
+  std::optional<std::filesystem::path> neff{}; // a success
+  std::optional<std::filesystem::path> log{};  // a failure (ignored with a NEFF)
+  std::optional<std::string> record{};         // npc-entry.json's text; absent: left as it is
 };
 
 // What the entry may hold that a success removes. A caller that has just
