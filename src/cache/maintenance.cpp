@@ -95,12 +95,18 @@ VerifyReport verify_cache(const Cache& cache, Repair repair) {
     if (again->has_neff && check_done_entry(entry, *again, ignored).empty()) continue;
     VerifyReport::Problem item{done[i], problems[i], false};
     if (repair == Repair::yes) {
-      auto lock = entry.try_lock();
-      if (lock && lock->has_value()) {
+      // A lock that cannot be taken for want of the storage (S3 unreachable,
+      // a cache that cannot be written) is the run's error, not an entry
+      // left unrepaired: said as one line, with the exit status for it.
+      auto lock = checked(entry.try_lock());
+      if (lock) {
         // Checked again under the lock: a compile may have just fixed it.
         auto held = entry.inspect();
         bool still_bad = held && held->has_done && !check_done_entry(entry, *held, ignored).empty();
-        item.repaired = !still_bad || static_cast<bool>(entry.demote());
+        if (still_bad)
+          if (auto demoted = entry.demote(); !demoted)
+            throw EnvironmentError("cannot demote " + cache.describe(*held) + ": " + demoted.error());
+        item.repaired = true;
       }
     }
     report.problems.push_back(std::move(item));

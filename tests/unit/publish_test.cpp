@@ -13,6 +13,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/storage/local.hpp>
 
+#include "forwarding_storage.hpp"
 #include "files.hpp"
 #include "test_support.hpp"
 
@@ -25,66 +26,51 @@ using storage::Time;
 const std::string kPublishedEntry = "neuronxcc-1.0/MODULE_1+abcdef01";
 
 // A directory storage that records each change as "<what> <file>".
-class RecordingStorage final : public storage::Storage {
+class RecordingStorage final : public test::ForwardingStorage {
 public:
-  explicit RecordingStorage(fs::path root) : inner_(root, root.parent_path() / "trash") {}
+  explicit RecordingStorage(const fs::path& root)
+      : ForwardingStorage(std::make_shared<storage::LocalStorage>(root, root.parent_path() / "trash")) {}
   std::vector<std::string> changes;
 
-  std::string describe() const override { return inner_.describe(); }
-  std::string describe(std::string_view key) const override { return inner_.describe(key); }
-  Result<std::vector<std::string>> list(std::string_view dir) const override { return inner_.list(dir); }
-  Result<std::vector<storage::TreeFile>> list_tree(std::string_view dir) const override {
-    return inner_.list_tree(dir);
-  }
-  Result<std::optional<storage::ObjectInfo>> stat(std::string_view key) const override { return inner_.stat(key); }
-  Result<std::string> read(std::string_view key, std::uint64_t max) const override { return inner_.read(key, max); }
-  Result<bool> get_file(std::string_view key, const fs::path& local) const override {
-    return inner_.get_file(key, local);
-  }
   Status write_atomic(std::string_view key, std::string_view bytes) override {
     note("write", key);
-    return inner_.write_atomic(key, bytes);
+    return ForwardingStorage::write_atomic(key, bytes);
   }
   Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
     note("create", key);
-    return inner_.create_exclusive(key, bytes);
+    return ForwardingStorage::create_exclusive(key, bytes);
   }
   Status put_file(const fs::path& local, std::string_view key) override {
     note("put", key);
-    return inner_.put_file(local, key);
+    return ForwardingStorage::put_file(local, key);
   }
   Result<bool> put_file_if_absent(const fs::path& local, std::string_view key) override {
     note("put-if-absent", key);
-    return inner_.put_file_if_absent(local, key);
+    return ForwardingStorage::put_file_if_absent(local, key);
   }
-  bool exclusive_create_is_exact() const override { return true; }
   Status remove(std::string_view key) override {
     note("remove", key);
-    return inner_.remove(key);
+    return ForwardingStorage::remove(key);
   }
   Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
                                    std::optional<Time> modified) override {
     note("remove-if-unchanged", key);
-    return inner_.remove_if_unchanged(key, bytes, modified);
+    return ForwardingStorage::remove_if_unchanged(key, bytes, modified);
   }
   Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
                                     std::string_view replacement) override {
     note("replace-if-unchanged", key);
-    return inner_.replace_if_unchanged(key, bytes, replacement);
+    return ForwardingStorage::replace_if_unchanged(key, bytes, replacement);
   }
   Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
     changes.push_back("remove-tree " + std::string(dir) + " " + std::string(first_file) + " first");
-    return inner_.remove_tree(dir, first_file);
+    return ForwardingStorage::remove_tree(dir, first_file);
   }
-  Result<Time> last_use(std::string_view dir) const override { return inner_.last_use(dir); }
-  Status set_last_use(std::string_view dir, Time when) override { return inner_.set_last_use(dir, when); }
-  std::string_view last_use_file() const override { return inner_.last_use_file(); }
 
 private:
   void note(std::string_view what, std::string_view key) {
     changes.push_back(std::string(what) + " " + std::string(key.substr(key.rfind('/') + 1)));
   }
-  storage::LocalStorage inner_;
 };
 
 class PublishTest : public test::TempDirTest {

@@ -20,12 +20,14 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/publish.hpp>
 #include <npc/storage/lock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
+#include "forwarding_storage.hpp"
 #include "two_tiers.hpp"
 
 namespace npc::cache {
@@ -222,6 +224,36 @@ TEST_F(StoredCacheTest, ExplainDownloadsTheTargetAndOnlyTheEntriesOfItsGraphSize
   for (const auto& m : x->matches)
     EXPECT_EQ(m.entry.dir, dir() / "remote" / m.entry.key.relative_path()) << m.entry.key.str();
   EXPECT_FALSE(fs::exists(scratch / "entries" / bigger.relative_path())); // another size: never downloaded
+}
+
+// A storage whose lock objects cannot be created (a bucket policy that
+// denies them, say): every other call goes through.
+class LockRefusingStorage final : public test::ForwardingStorage {
+public:
+  using ForwardingStorage::ForwardingStorage;
+  Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
+    if (key.ends_with(".lock")) return fail("PUT " + std::string(key) + ": 403 AccessDenied");
+    return ForwardingStorage::create_exclusive(key, bytes);
+  }
+};
+
+TEST_F(StoredCacheTest, ARepairThatCannotTakeTheLockFailsAndChangesNothing) {
+  auto bad = done("HloModule bad\n", "neff-bytes");
+  test::write_text(origin->entry_dir(bad) / kNeffFile, "tampered!!");
+  const Cache refusing(std::vector<std::shared_ptr<storage::Storage>>{
+      std::make_shared<LockRefusingStorage>(remote_storage())});
+  // Looking needs no lock: the problem is found.
+  auto report = verify_cache(refusing, Repair::no);
+  ASSERT_EQ(report.problems.size(), 1u);
+  // Repairing does: an error naming the refusal, not an entry "left bad".
+  try {
+    std::ignore = verify_cache(refusing, Repair::yes);
+    ADD_FAILURE() << "a repair without its lock did not fail";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("403 AccessDenied"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(has(bad, kDoneFile));
+  EXPECT_EQ(test::read_text(origin->entry_dir(bad) / kNeffFile), "tampered!!");
 }
 
 TEST_F(StoredCacheTest, VerifyFindsACorruptNeffAndRepairDemotesIt) {

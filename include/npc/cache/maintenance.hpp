@@ -35,7 +35,9 @@ struct VerifyReport {
 
 // Hashes every done entry's NEFF against its record. With Repair::yes a bad
 // entry is demoted to pending (under its lock) so the next run recompiles it,
-// and dead temps are removed.
+// and dead temps are removed; one whose lock another process holds is left
+// (repaired false). A storage that cannot be read, locked or written throws
+// EnvironmentError: nothing about an entry is concluded from it.
 [[nodiscard]] VerifyReport verify_cache(const Cache& cache, Repair repair);
 
 struct ClearLocksReport {
