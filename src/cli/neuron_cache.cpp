@@ -246,11 +246,11 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
 
 // --- bundles: export / import (see include/npc/bundle/bundle.hpp) ----------
 
-// The cache the bundles work on: a local one, or a remote one through its
-// mirror `cache` (bundle/shared_bundle.hpp).
+// The cache the bundles work on: a directory, or a shared tier (its
+// connections) through its mirror `cache` (bundle/shared_bundle.hpp).
 struct BundleCache {
   const cache::Cache& cache;
-  const std::vector<std::shared_ptr<storage::Storage>>* remote = nullptr;
+  const std::vector<std::shared_ptr<storage::Storage>>* shared = nullptr;
 };
 
 int cmd_export(const BundleCache& target, const std::string& output, const std::string& report_file,
@@ -274,8 +274,8 @@ int cmd_export(const BundleCache& target, const std::string& output, const std::
   if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
   // A bundle written to our stdout (-o /dev/stdout) is not to be followed by the summary.
   std::ostream& out = util::same_file_as_stdout(output) ? std::cerr : std::cout;
-  auto report = target.remote
-                    ? bundle::export_shared_bundle(*target.remote, target.cache, selection, output, {include_failed})
+  auto report = target.shared
+                    ? bundle::export_shared_bundle(*target.shared, target.cache, selection, output, {include_failed})
                     : bundle::export_bundle(target.cache, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
@@ -304,10 +304,10 @@ int cmd_import(const BundleCache& target, const config::CacheSettings& settings,
                        std::string(util::kPositiveSecondsExpected));
     options.lock_wait = *timeout;
   }
-  auto report = target.remote ? bundle::import_shared_bundle(*target.remote, target.cache, bundle, options)
+  auto report = target.shared ? bundle::import_shared_bundle(*target.shared, target.cache, bundle, options)
                               : bundle::import_bundle(target.cache, bundle, options);
-  // A remote's mirror keeps to its limit as any local cache; the remote
-  // itself is evicted only by prune (cache/eviction.hpp).
+  // A mirror keeps to its limit as any local cache; the shared tier itself
+  // is evicted only by prune (cache/eviction.hpp).
   if (!report.imported.empty()) cache::evict_after_write(target.cache, {settings.size_limit(), settings.ttl()});
   if (as_json) {
     print_json(bundle::to_json(report));
@@ -472,9 +472,9 @@ int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Sett
 
 } // namespace
 
-// Connections to an S3 cache: verify downloads and prune deletes this many
+// Connections to a shared cache (S3): verify downloads and prune deletes this many
 // entries at once.
-constexpr std::size_t kRemoteConnections = 8;
+constexpr std::size_t kSharedConnections = 8;
 
 int neuron_cache_main(int argc, char** argv) {
   return run_program("neuron_cache", [&]() -> int {
@@ -555,20 +555,20 @@ int neuron_cache_main(int argc, char** argv) {
     cache::Cache cache(settings.cache_root);
     // On an S3 cache the commands work on its objects, every node's shared
     // copy, not on this node's mirror (the bundles pass through the mirror).
-    std::optional<cache::Cache> remote;
+    std::optional<cache::Cache> shared;
     std::vector<std::shared_ptr<storage::Storage>> connections;
-    if (settings.remote_cache) {
-      connections = storage::open(*settings.remote_cache, kRemoteConnections);
-      remote.emplace(connections);
+    if (settings.shared_cache_url) {
+      connections = storage::open(*settings.shared_cache_url, kSharedConnections);
+      shared.emplace(connections);
     }
-    const cache::Cache& target = remote ? *remote : cache;
-    const BundleCache bundles{cache, remote ? &connections : nullptr};
+    const cache::Cache& target = shared ? *shared : cache;
+    const BundleCache bundles{cache, shared ? &connections : nullptr};
     // A cache that is not there looks empty: say so, or an `entries 0`
     // would pass for a look at the cache the user meant. (rm and export name
     // the cache in their own errors.)
     std::error_code missing;
     const bool looks_at_all = *ls || *stats || *prune || *verify || *clear_locks || *clear_failed;
-    if (!remote && looks_at_all && !fs::exists(cache.root(), missing))
+    if (!shared && looks_at_all && !fs::exists(cache.root(), missing))
       spdlog::warn("the cache {} does not exist: nothing in it (name the cache with --cache_dir in NEURON_CC_FLAGS, "
                    "NEURON_COMPILE_CACHE_URL or --cache_dir)",
                    cache.root().string());

@@ -486,7 +486,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   const fs::path& entry_dir = entry.dir();
   // An S3 cache: `cache` is its local mirror, the shared tier behind it
   // opened only when needed (compile/cache_tiers.hpp).
-  compile::CacheTiers tiers(cache, context.settings.remote_cache, compile::CacheTiers::Unusable::compile_here,
+  compile::CacheTiers tiers(cache, context.settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
   if (extract_only) {
     // The graph goes where the framework's would: the shared tier.
@@ -602,19 +602,19 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   CommonOptions common;
   std::optional<fs::path> entry_dir;
   bool no_evict = false, no_wait = false;
-  std::optional<std::string> remote_url;
+  std::optional<std::string> shared_url;
   std::vector<std::string> cache_words;
   while (!args.done()) {
     if (take_common(args, common)) continue;
     if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
-    else if (auto url = args.take_value("--remote-cache")) remote_url = *url;
+    else if (auto url = args.take_value("--remote-cache")) shared_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) no_wait = true;
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
     else if (!entry_dir) entry_dir = fs::path(args.next());
     else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
   }
-  if (remote_url) continue_in_s3_build();
+  if (shared_url) continue_in_s3_build();
   // Whatever its place: --lock-timeout also sets the stale age, which the
   // launcher passes with --no-wait, and must not bring the wait back.
   if (no_wait) common.lock_wait = std::chrono::milliseconds(0);
@@ -651,8 +651,8 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   // locked (unreadable flags are compile_entry's to report).
   if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
   // The mirror's entry of an S3 cache (what the launcher's workers compile
-  // there): the remote's lock, result and upload too.
-  compile::CacheTiers tiers(cache, remote_url, compile::CacheTiers::Unusable::fail);
+  // there): the shared entry's lock, result and upload too.
+  compile::CacheTiers tiers(cache, shared_url, compile::CacheTiers::Unusable::fail);
   auto result = tiers.compile(*key, dir, options);
   report = compile::make_worker_report(result);
   switch (result.outcome) {

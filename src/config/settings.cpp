@@ -15,7 +15,7 @@ Settings settings_from_environment(const CacheSettings& overrides) {
   auto location = resolve_cache_location(settings.cache, util::env("NEURON_COMPILE_CACHE_URL"),
                                          mirror && !mirror->empty() ? fs::path(*mirror) : fs::path(kDefaultMirrorRoot));
   settings.cache_root = std::filesystem::absolute(location.root).lexically_normal();
-  settings.remote_cache = std::move(location.remote);
+  settings.shared_cache_url = std::move(location.remote);
   if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
   return settings;
 }

@@ -38,7 +38,7 @@ private:
 
 GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& settings,
                          const std::string& compiler_version)
-    : cache_(cache), url_(settings.remote_cache) {
+    : cache_(cache), url_(settings.shared_cache_url) {
   if (url_) shared_.emplace(storage::open(*url_, kSharedTierConnections), cache, *url_, compiler_version);
 }
 

@@ -27,9 +27,9 @@ std::string current_version(const Options& options, const cache::Cache& cache) {
   return compile::compiler_version(compiler, memo);
 }
 
-// Counts of the version's entries by state; `where` ends the line for a
-// remote cache (its URL: the counts are of the cache every node shares, not
-// of this node's mirror).
+// Counts of the version's entries by state; a cache that is no directory
+// (S3) is named at the end of the line (the counts are of the cache every
+// host shares, not of this host's mirror).
 int scan(const cache::Cache& target, const std::string& version, bool failed_apart) {
   std::size_t done = 0, failed = 0, pending = 0, locked = 0;
   for (const auto& e : target.list_version(version)) {
@@ -59,11 +59,11 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   // shares. clean and clear-neffs also work on this node's mirror: a result
   // left there would be uploaded again by the next launcher run here
   // (shared_graphs.hpp). Other nodes' mirrors are theirs to clean.
-  std::optional<cache::Cache> remote;
-  if (settings.remote_cache)
-    remote.emplace(storage::open(*settings.remote_cache, kSharedTierConnections));
+  std::optional<cache::Cache> shared_tier;
+  if (settings.shared_cache_url)
+    shared_tier.emplace(storage::open(*settings.shared_cache_url, kSharedTierConnections));
   std::vector<const cache::Cache*> targets;
-  if (remote) targets.push_back(&*remote);
+  if (shared_tier) targets.push_back(&*shared_tier);
   targets.push_back(&cache);
   const cache::Cache& shared = *targets.front();
   auto version = [&] { return current_version(options, cache); };
@@ -74,7 +74,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
     std::cout << report.removed.size() << " stale lock files removed";
     if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
     if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
-    if (remote) std::cout << " (" << shared.describe() << ")";
+    if (shared_tier) std::cout << " (" << shared.describe() << ")";
     std::cout << '\n';
     return 0;
   }
@@ -92,7 +92,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
       for (const auto& e : target->list_version(v)) ++(cache::remove_unless_locked(*target, e) ? removed : busy);
       std::cout << "removed " << removed << " entries of neuronxcc-" << v;
       if (busy > 0) std::cout << "; " << busy << " being compiled were kept";
-      if (remote) std::cout << " (" << target->describe() << ")";
+      if (shared_tier) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
     }
     if (options.workdir) {
@@ -110,7 +110,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
       }
       std::cout << "cleared the results of " << cleared << " entries of neuronxcc-" << v
                 << "; their graphs stay pending";
-      if (remote) std::cout << " (" << target->describe() << ")";
+      if (shared_tier) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
     }
     return 0;

@@ -39,9 +39,9 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (attempt.retry) argv.emplace_back("--retry_failed_compilation");
-  if (config.remote_cache) {
+  if (config.shared_cache_url) {
     argv.emplace_back("--remote-cache");
-    argv.push_back(*config.remote_cache);
+    argv.push_back(*config.shared_cache_url);
   }
   return argv;
 }

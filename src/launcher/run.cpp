@@ -442,7 +442,7 @@ int run(const Options& options, const config::Settings& settings) {
                pool.count(ItemState::cached), to_compile, parallel);
 
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.remote_cache, source.held_look(retry_failed)};
+                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url, source.held_look(retry_failed)};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -20,6 +20,12 @@
 
 namespace npc::storage {
 
+// Where a response's body goes, and what the request timeout bounds: types
+// of S3Client::Request's members, so outside the anonymous namespace (a
+// class with linkage may not hold them, g++ -Wsubobject-linkage).
+enum class SinkKind { memory, file, none };
+enum class AttemptBound { whole_attempt, stall_only };
+
 namespace {
 
 // SHA-256 of no bytes: the payload hash of a request without a body.
@@ -29,8 +35,6 @@ constexpr std::size_t kMaxErrorBody = 64 * 1024;
 // A copy answers with a short XML document (which may hold an error).
 constexpr std::uint64_t kMaxCopyResponse = 1024 * 1024;
 
-enum class SinkKind { memory, file, none };
-
 // IMDS hands out a fresh set of an instance role's keys 5 minutes before the
 // old ones expire: renewing within that window gets the new set.
 constexpr auto kRenewBefore = std::chrono::minutes(5);
@@ -38,7 +42,6 @@ constexpr auto kRenewBefore = std::chrono::minutes(5);
 // this long: each costs up to a few seconds, and the old keys still work
 // until their expiry.
 constexpr auto kRenewalRetryAfter = std::chrono::seconds(30);
-enum class AttemptBound { whole_attempt, stall_only };
 
 // One request's moving parts, shared with the libcurl callbacks.
 struct Transfer {

@@ -16,7 +16,7 @@ struct Settings {
   CacheSettings cache;                     // NEURON_CC_FLAGS, then the command line
   std::vector<std::string> compiler_flags; // NEURON_CC_FLAGS minus cache options
   std::filesystem::path cache_root;        // absolute, normalised (a remote cache's mirror)
-  std::optional<std::string> remote_cache; // s3://bucket/prefix (see resolve_cache_location)
+  std::optional<std::string> shared_cache_url; // s3://bucket/prefix (see resolve_cache_location)
 };
 
 // Reads NEURON_CC_FLAGS, NEURON_COMPILE_CACHE_URL and NEURON_COMPILE_CACHE_MIRROR, applies `overrides`

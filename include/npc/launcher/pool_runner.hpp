@@ -42,9 +42,9 @@ struct RunnerConfig {
   fs::path log_dir;  // one log per attempt
   bool retry_cached_failures = false;
   std::chrono::seconds stale_lock_age{6 * 3600}; // passed to the workers as --lock-timeout
-  // s3://bucket/prefix when the entries are a remote cache's mirror: the
-  // workers compile under the remote lock and push the result there.
-  std::optional<std::string> remote_cache;
+  // The shared tier's URL (s3://bucket/prefix) when the entries are its
+  // mirror's: the workers compile under the shared lock and push there.
+  std::optional<std::string> shared_cache_url;
   // How a deferred graph is looked at where other hosts hold it, instead of
   // a worker started to look. Null: every revisit looks at the entry only.
   std::shared_ptr<HeldEntryLook> held_look;
