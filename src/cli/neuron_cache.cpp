@@ -446,7 +446,7 @@ int print_explanation(const cache::Explanation& x, bool as_json) {
 }
 
 // `cache` is where the entries are; `local` the directory whose private
-// folder remembers compiler versions (an S3 cache's mirror).
+// folder remembers compiler versions (a shared cache's mirror).
 int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Settings& settings,
                 const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
   std::error_code ec;
@@ -472,7 +472,7 @@ int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Sett
 
 } // namespace
 
-// Connections to a shared cache (S3): verify downloads and prune deletes this many
+// Connections to a shared cache: verify downloads and prune deletes this many
 // entries at once.
 constexpr std::size_t kSharedConnections = 8;
 
@@ -553,7 +553,7 @@ int neuron_cache_main(int argc, char** argv) {
     Settings settings = load_settings(overrides);
     cache::set_lock_tool_name("neuron_cache");
     cache::Cache cache(settings.cache_root);
-    // On an S3 cache the commands work on its objects, every node's shared
+    // On a shared cache the commands work on its objects, every node's shared
     // copy, not on this node's mirror (the bundles pass through the mirror).
     std::optional<cache::Cache> shared;
     std::vector<std::shared_ptr<storage::Storage>> connections;

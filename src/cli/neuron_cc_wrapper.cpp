@@ -42,7 +42,7 @@ constexpr int kRemovedRetries = 3;
 constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
-                                  [--result-file FILE] [--remote-cache s3://BUCKET/PREFIX]
+                                  [--result-file FILE] [--shared-cache URL]
   neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
 
 Serves a graph's NEFF from the Neuron persistent cache, or compiles it with
@@ -73,9 +73,9 @@ options:
                          into the local cache, verified, and served
   --result-file FILE     compile-entry: write how it ended to FILE as JSON (what the
                          parallel compile's workers tell it)
-  --remote-cache URL     compile-entry: DIR is an entry of the local mirror of the
-                         S3 cache URL; it is compiled under the lock of the entry
-                         in S3 (or its result there downloaded) and pushed there
+  --shared-cache URL     compile-entry: DIR is an entry of the local mirror of the
+                         shared cache URL; it is compiled under the lock of the
+                         entry there (or its result there downloaded) and pushed there
   --                     every word after it is a compiler flag
 
 environment:
@@ -607,7 +607,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   while (!args.done()) {
     if (take_common(args, common)) continue;
     if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
-    else if (auto url = args.take_value("--remote-cache")) shared_url = *url;
+    else if (auto url = args.take_value("--shared-cache")) shared_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) no_wait = true;
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());

@@ -132,7 +132,7 @@ bool CacheTiers::open() {
 
 void CacheTiers::unusable(const std::exception& e) {
   if (unusable_ == Unusable::fail) throw;
-  spdlog::warn("the S3 cache {} cannot be used ({}); compiling without it, into {} only", *url_, e.what(),
+  spdlog::warn("the shared cache {} cannot be used ({}); compiling without it, into {} only", *url_, e.what(),
                directory_.describe());
   shared_.reset();
   dropped_ = true;

@@ -71,7 +71,7 @@ bool Collector::add_root(const std::string& text, const std::string& source) {
   if (url.find("://") != std::string::npos || !root.is_absolute()) {
     refuse(text, source,
            url.find("://") != std::string::npos
-               ? "a remote cache root other than the launcher's (set NEURON_COMPILE_CACHE_URL to it, and the "
+               ? "a cache URL other than the launcher's (set NEURON_COMPILE_CACHE_URL to it, and the "
                  "launcher compiles into it)"
                : "not an absolute path");
     return false;

@@ -56,7 +56,7 @@ void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& n
       collector.add_graph_path(text, source);
     } else if (!shared_) {
       collector.refuse(text, source,
-                       "a graph in a remote cache, but the launcher's cache is " + cache_.describe() +
+                       "a graph in a shared cache, but the launcher's cache is " + cache_.describe() +
                            " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
     } else {
       const auto& one = taken[next_url++];
@@ -69,7 +69,7 @@ void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& n
 void GraphSource::collect_shared_pending(Collector& collector, bool with_failed) {
   if (!shared_) return;
   for (const auto& graph : shared_->take_pending(with_failed))
-    collector.add_graph_path(graph.string(), "the S3 cache");
+    collector.add_graph_path(graph.string(), "the shared cache");
 }
 
 void GraphSource::log_transfers() const {

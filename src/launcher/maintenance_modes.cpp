@@ -28,7 +28,7 @@ std::string current_version(const Options& options, const cache::Cache& cache) {
 }
 
 // Counts of the version's entries by state; a cache that is no directory
-// (S3) is named at the end of the line (the counts are of the cache every
+// (a shared cache behind a mirror) is named at the end of the line (the counts are of the cache every
 // host shares, not of this host's mirror).
 int scan(const cache::Cache& target, const std::string& version, bool failed_apart) {
   std::size_t done = 0, failed = 0, pending = 0, locked = 0;
@@ -55,10 +55,11 @@ int scan(const cache::Cache& target, const std::string& version, bool failed_apa
 int run_maintenance(const Options& options, const config::Settings& settings) {
   cache::Cache cache(settings.cache_root);
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
-  // On an S3 cache each mode works on S3's objects, the cache every node
-  // shares. clean and clear-neffs also work on this node's mirror: a result
-  // left there would be uploaded again by the next launcher run here
-  // (shared_graphs.hpp). Other nodes' mirrors are theirs to clean.
+  // On a shared cache behind a mirror each mode works on the shared
+  // objects, the cache every node sees. clean and clear-neffs also work on
+  // this node's mirror: a result left there would be uploaded again by the
+  // next launcher run here (shared_graphs.hpp). Other nodes' mirrors are
+  // theirs to clean.
   std::optional<cache::Cache> shared_tier;
   if (settings.shared_cache_url)
     shared_tier.emplace(storage::open(*settings.shared_cache_url, kSharedTierConnections));

@@ -40,7 +40,7 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (attempt.retry) argv.emplace_back("--retry_failed_compilation");
   if (config.shared_cache_url) {
-    argv.emplace_back("--remote-cache");
+    argv.emplace_back("--shared-cache");
     argv.push_back(*config.shared_cache_url);
   }
   return argv;

@@ -149,7 +149,7 @@ TEST_F(S3Cache, AnUnreachableEndpointIsOneWarningAndALocalCompile) {
   EXPECT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_EQ(compiles(), 1u);
   EXPECT_TRUE(fs::exists(dir() / "a.neff"));
-  EXPECT_NE(run.err.find("warning: the S3 cache s3://"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("warning: the shared cache s3://"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("cannot reach S3 endpoint " + endpoint), std::string::npos) << run.err;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
 

@@ -451,7 +451,7 @@ TEST_F(S3Kill, TheKilledNodesNextLauncherRunUploadsTheResultItsMirrorHas) {
 TEST_F(S3Kill, ARetryOfAWorkerKilledDuringItsUploadUploadsTheMirrorsResult) {
   std::ignore = kill_during_put_of("model.neff");
   ASSERT_EQ(objects(), entry_keys({"compile_flags.json", "model.hlo_module.pb", "model.hlo_module.pb.lock"}));
-  auto retry = run_tool("neuron_cc_wrapper", {"compile-entry", mirror_entry("node-a").string(), "--remote-cache",
+  auto retry = run_tool("neuron_cc_wrapper", {"compile-entry", mirror_entry("node-a").string(), "--shared-cache",
                                               "s3://test-bucket/team", "--lock-timeout", "20"});
   ASSERT_EQ(retry.exit_code, 0) << retry.describe();
   EXPECT_NE(retry.err.find("by an earlier attempt that did not finish its upload"), std::string::npos) << retry.err;
