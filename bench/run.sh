@@ -11,7 +11,10 @@
 #
 # Environment: BUILD_DIR (default: build); NPC_BENCH_SCRATCH (scratch space,
 # about 3 GB of small files at the peak, removed at exit; default /dev/shm
-# when it is a big enough tmpfs, else TMPDIR or /tmp).
+# when it is a big enough tmpfs, else TMPDIR or /tmp); NPC_BENCH_BEFORE (the
+# revision the before-after scenario compares with, default 2f19d6f: the tree
+# before the cache was rebuilt over one storage interface; built once into
+# BUILD_DIR/bench-before-REV from `git archive`).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -56,6 +59,34 @@ cmake --build "$build" --target npc_bench neuron_parallel_compile neuron_cc_wrap
   standin_neuronx_cc standin_train
 build_seconds=$(awk -v a="$build_start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
 
+# The before-after scenario runs the programs of an older revision beside
+# ours: build them (once per revision) from the repository's own history.
+before_args=()
+wants_before=1
+for ((i = 0; i < ${#driver_args[@]}; i++)); do
+  if [ "${driver_args[$i]}" = --only ]; then
+    case ",${driver_args[$((i + 1))]}," in *,before-after,*) ;; *) wants_before=0 ;; esac
+  fi
+done
+if [ "$wants_before" = 1 ]; then
+  before_rev=${NPC_BENCH_BEFORE:-2f19d6f}
+  before_sha=$(git -C "$root" rev-parse --verify --short "$before_rev^{commit}" 2>/dev/null) || {
+    echo "bench/run.sh: the before-after scenario needs revision '$before_rev' (NPC_BENCH_BEFORE) in this repository's history: fetch it, or leave the scenario out with --only" >&2
+    exit 2
+  }
+  before_root=$build/bench-before-$before_sha
+  if [ ! -f "$before_root/build/CMakeCache.txt" ]; then
+    rm -rf "$before_root"
+    mkdir -p "$before_root/src"
+    git -C "$root" archive "$before_sha" | tar -x -C "$before_root/src"
+    generator=()
+    command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+    cmake -S "$before_root/src" -B "$before_root/build" "${generator[@]}" >/dev/null
+  fi
+  cmake --build "$before_root/build" --target neuron_parallel_compile neuron_cc_wrapper neuron_cache
+  before_args=(--before-build "$before_root/build" --before-revision "$before_sha")
+fi
+
 revision=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ "$revision" != unknown ] && [ -n "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
   revision="$revision + uncommitted changes"
@@ -81,5 +112,5 @@ shown="bench/run.sh"
 [ ${#driver_args[@]} -gt 0 ] && shown="$shown ${driver_args[*]}"
 "$build/bench/npc_bench" --build-dir "$build" --scratch "$scratch" \
   --json "$out_json" --md "$out_md" --build-seconds "$build_seconds" \
-  --revision "$revision" --command-line "$shown" "${driver_args[@]}"
+  --revision "$revision" --command-line "$shown" "${before_args[@]}" "${driver_args[@]}"
 echo "bench/run.sh: wrote $out_md and $out_json"

@@ -17,7 +17,7 @@
 
 namespace bench {
 
-Programs find_programs(const fs::path& build_dir) {
+Programs find_programs(const fs::path& build_dir, bool with_standins) {
   Programs p;
   p.build_dir = fs::absolute(build_dir).lexically_normal();
   p.launcher = p.build_dir / "bin" / "neuron_parallel_compile";
@@ -27,7 +27,9 @@ Programs find_programs(const fs::path& build_dir) {
   p.compiler = p.standin_dir / "neuronx-cc";
   p.train = p.standin_dir / "standin_train";
   p.peak_rss = p.build_dir / "bench" / "npc_peak_rss";
-  for (const auto& program : {p.launcher, p.wrapper, p.cache_tool, p.compiler, p.train, p.peak_rss})
+  std::vector<fs::path> needed = {p.launcher, p.wrapper, p.cache_tool};
+  if (with_standins) needed.insert(needed.end(), {p.compiler, p.train, p.peak_rss});
+  for (const auto& program : needed)
     if (::access(program.c_str(), X_OK) != 0)
       throw std::runtime_error(program.string() + " is missing: build the project first (cmake --build " +
                                p.build_dir.string() + ")");

@@ -33,13 +33,17 @@ struct Programs {
   fs::path peak_rss;      // bench/npc_peak_rss
 };
 
-[[nodiscard]] Programs find_programs(const fs::path& build_dir);
+// Throws when one is missing; `with_standins` false looks only for the
+// product's three programs (an older revision's build).
+[[nodiscard]] Programs find_programs(const fs::path& build_dir, bool with_standins = true);
 
 struct Options {
   int runs = 5;
   bool quick = false; // smaller workloads, for trying the harness out
   fs::path scratch;
   bool keep = false; // leave what the scenarios wrote in the scratch directory
+  fs::path before_build;       // an older revision's build tree (the before-after scenario)
+  std::string before_revision; // which revision that is
 };
 
 struct Context {

@@ -35,7 +35,7 @@ const std::vector<Entry> kScenarios = {
     {"launcher-overhead", run_overhead},    {"cache-scale", run_cache_scale},
     {"cache-scale-disk", run_cache_scale_disk},
     {"hashing", run_hashing},               {"launcher-memory", run_launcher_memory},
-    {"s3-transfer", run_s3_transfer},
+    {"s3-transfer", run_s3_transfer},       {"before-after", run_before_after},
 };
 
 std::string utc_now() {
@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
   app.add_option("--revision", revision, "Source revision to show in the report");
   app.add_option("--command-line", command, "The command to show in the report");
   app.add_option("--render", render_only, "Only re-render --md from this results file");
+  app.add_option("--before-build", options.before_build,
+                 "An older revision's build tree, for the before-after scenario (bench/run.sh builds it)");
+  app.add_option("--before-revision", options.before_revision, "Which revision --before-build holds");
   bool keep = false;
   app.add_flag("--keep", keep, "Keep the scratch directory (to look at what the runs left)");
   CLI11_PARSE(app, argc, argv);

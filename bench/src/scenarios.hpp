@@ -30,6 +30,9 @@ Scenario run_hashing(const Context& context);
 Scenario run_launcher_memory(const Context& context);
 // 8. Many NEFFs to S3 and back: ours against rclone copy, on one s3rver.
 Scenario run_s3_transfer(const Context& context);
+// 9. Before and after one cache over storage: an older revision's programs
+//    against ours on hits, the launcher on S3 and bundles to and from S3.
+Scenario run_before_after(const Context& context);
 
 // Contenders shared by scenarios 1 and 2.
 
