@@ -1,7 +1,7 @@
-// launcher/shared_graphs: the graphs a trial names by s3:// URL, brought
-// into the local mirror. The remote is a directory here (the Storage
-// contract is S3's; tests/e2e/s3_launcher_test.cpp runs the same over a real
-// S3 server), so every file can be looked at.
+// launcher/shared_graphs: the graphs a trial names by URL, brought into the
+// local mirror. Each test runs with a directory and with a real S3 server as
+// the shared tier (two_tiers.hpp); tests/e2e/s3_launcher_test.cpp runs the
+// launcher itself over S3.
 
 #include <npc/launcher/shared_graphs.hpp>
 
@@ -31,15 +31,15 @@ using namespace std::chrono_literals;
 const std::string kRoot = "s3://bucket/team";
 const std::vector<std::string> kGraphsFlags = {"-O2"};
 
-class SharedGraphsTest : public test::TwoTiersTest {
+class SharedGraphsTest : public test::MirrorAndSharedTest {
 protected:
   void SetUp() override {
-    TwoTiersTest::SetUp();
+    MirrorAndSharedTest::SetUp();
     if (HasFatalFailure()) return;
     // Three connections, as the launcher's several: take_all and
     // take_pending share the graphs out over them, a thread each.
     std::vector<std::shared_ptr<storage::Storage>> connections;
-    for (int i = 0; i < 3; ++i) connections.push_back(remote_storage());
+    for (int i = 0; i < 3; ++i) connections.push_back(shared_storage());
     graphs.emplace(connections, *mirror, kRoot + "/", "1.0"); // a trailing slash, as users write it sometimes
   }
   // A pending entry in the remote, as extraction leaves it.
@@ -59,7 +59,11 @@ protected:
   std::optional<SharedGraphs> graphs;
 };
 
-TEST_F(SharedGraphsTest, APendingGraphComesIntoTheMirrorPending) {
+INSTANTIATE_TEST_SUITE_P(DirectoryAndS3, SharedGraphsTest,
+                         ::testing::Values(test::SharedBackend::directory, test::SharedBackend::s3),
+                         test::shared_backend_name);
+
+TEST_P(SharedGraphsTest, APendingGraphComesIntoTheMirrorPending) {
   auto key = pending("HloModule a\n");
   auto taken = graphs->take(url(key));
   ASSERT_TRUE(taken.graph) << taken.refused;
@@ -69,7 +73,7 @@ TEST_F(SharedGraphsTest, APendingGraphComesIntoTheMirrorPending) {
   EXPECT_EQ(graphs->results_downloaded(), 0u);
 }
 
-TEST_F(SharedGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
+TEST_P(SharedGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
   auto done = pending("HloModule done\n");
   finish(done, true);
   auto failed = pending("HloModule failed\n");
@@ -90,7 +94,7 @@ TEST_F(SharedGraphsTest, ADoneOrFailedEntryComesWithItsResult) {
 
 // An upload killed midway leaves the remote without the result the mirror
 // has: taken again, the graph's result goes up, under the remote lock.
-TEST_F(SharedGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
+TEST_P(SharedGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   auto key = pending("HloModule a\n");
   cache::Entry in_the_mirror = mirror->entry(key);
   ASSERT_TRUE(in_the_mirror.store_graph("HloModule a\n", kGraphsFlags).ok());
@@ -99,17 +103,17 @@ TEST_F(SharedGraphsTest, AResultOfTheMirrorThatTheRemoteLacksIsUploaded) {
   ASSERT_TRUE(taken.graph) << taken.refused;
   EXPECT_EQ(graphs->results_uploaded(), 1u);
   EXPECT_EQ(graphs->results_downloaded(), 0u);
-  EXPECT_EQ(test::names_in(dir() / "remote" / key.relative_path()),
+  EXPECT_EQ(shared_names(key.relative_path()),
             (std::vector<std::string>{"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
                                       "npc-entry.json"}));
-  EXPECT_EQ(test::read_text(dir() / "remote" / key.relative_path() / "model.neff"), "neff-bytes");
+  EXPECT_EQ(shared_text(key.relative_path() / "model.neff"), "neff-bytes");
   // Now the remote has it: the next look downloads nothing, uploads nothing.
   ASSERT_TRUE(graphs->take(url(key)).graph);
   EXPECT_EQ(graphs->results_uploaded(), 1u);
   EXPECT_EQ(graphs->results_downloaded(), 0u);
 }
 
-TEST_F(SharedGraphsTest, ManyAtOnceEachInItsPlace) {
+TEST_P(SharedGraphsTest, ManyAtOnceEachInItsPlace) {
   std::vector<std::string> urls;
   std::vector<cache::CacheKey> keys;
   for (int i = 0; i < 40; ++i) {
@@ -133,7 +137,7 @@ TEST_F(SharedGraphsTest, ManyAtOnceEachInItsPlace) {
   EXPECT_EQ(graphs->results_downloaded(), 10u);
 }
 
-TEST_F(SharedGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
+TEST_P(SharedGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
   std::vector<std::string> urls;
   for (int i = 0; i < 20; ++i) urls.push_back(url(pending("HloModule g" + std::to_string(i) + "\n")));
   // The mirror cannot take them: its version folder is a file.
@@ -142,7 +146,7 @@ TEST_F(SharedGraphsTest, TheFirstErrorOfManyIsThrownAndStopsTheRest) {
   EXPECT_THROW(std::ignore = graphs->take_all(urls), EnvironmentError);
 }
 
-TEST_F(SharedGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {
+TEST_P(SharedGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) {
   auto key = pending("HloModule a\n");
   for (const std::string& root : {kRoot, kRoot + "/"}) {
     auto taken = graphs->take(root);
@@ -173,7 +177,7 @@ TEST_F(SharedGraphsTest, TheRootIsNothingToTakeAndOtherUrlsAreRefusedSayingWhy) 
 // A lock object beside a pending graph: held elsewhere only while its
 // record is in force (another host's, unexpired). The graph comes into the
 // mirror pending either way, for a compile here once the lock expires.
-TEST_F(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
+TEST_P(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
   auto hold = [&](const cache::CacheKey& key, std::int64_t expires_in) {
     util::LockHolder holder;
     holder.pid = 4242;
@@ -185,7 +189,7 @@ TEST_F(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
                          .count();
     holder.start_unix = now;
     storage::LockRecord record{holder.serialize(), "token", now + expires_in};
-    test::write_text(dir() / "remote" / key.relative_path() / "model.hlo_module.pb.lock", record.serialize());
+    write_shared(key.relative_path() / "model.hlo_module.pb.lock", record.serialize());
   };
   auto held = pending("HloModule held\n");
   hold(held, 600);
@@ -217,7 +221,7 @@ TEST_F(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
   EXPECT_TRUE(graphs->held_elsewhere(in_mirror(other)));
 }
 
-TEST_F(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
+TEST_P(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
   auto a = pending("HloModule a\n");
   auto b = pending("HloModule b\n");
   auto done = pending("HloModule done\n");
@@ -225,7 +229,7 @@ TEST_F(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
   auto failed = pending("HloModule failed\n");
   finish(failed, false);
   std::ignore = pending("HloModule other\n", "2.0");
-  test::write_text(dir() / "remote" / "neuronxcc-1.0" / "not-an-entry" / "x", "x");
+  write_shared(fs::path("neuronxcc-1.0") / "not-an-entry" / "x", "x");
   auto sorted = [](std::vector<fs::path> paths) {
     std::sort(paths.begin(), paths.end());
     return paths;

@@ -1,16 +1,20 @@
-// cache/shared_tier: a cache's shared tier used through a local mirror. Most
-// tests use a directory as the shared tier (the Storage contract is S3's,
-// and every file can be looked at); the last ones go through a real S3
-// server.
+// cache/shared_tier: a cache's shared tier used through a local mirror. Each
+// test runs twice: with a directory as the shared tier, and with a real S3
+// server (the run's RADOS Gateway, which verifies signatures and honours
+// conditional writes). What the shared tier holds is looked at through its
+// storage, as another host would; the mirror is a directory.
 //
 //   printf 'neff-bytes-0123456789' | sha256sum
 //     -> 25600cf2a6729dc251b36588ae87d6f0d1017e7b3412178eddbeabbb12f8d9a7
 
 #include <npc/cache/shared_tier.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -20,11 +24,12 @@
 #include <npc/cache/publish.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/storage/s3.hpp>
+#include <npc/storage/s3_client.hpp>
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
-#include "two_tiers.hpp"
 #include "s3_server.hpp"
+#include "two_tiers.hpp"
 #include "test_support.hpp"
 
 namespace npc::cache {
@@ -48,13 +53,13 @@ AttemptRecord recorded_attempt(const std::string& outcome) {
   return r;
 }
 
-class SharedTierTest : public test::TwoTiersTest {
+class SharedTierTest : public test::MirrorAndSharedTest {
 protected:
   void SetUp() override {
-    TwoTiersTest::SetUp();
+    MirrorAndSharedTest::SetUp();
     if (HasFatalFailure()) return;
     key = make_key_for_graph(kRemoteGraph, kRemoteFlags, "1.0");
-    remote = std::make_unique<SharedTier>(remote_storage(), *mirror);
+    remote = std::make_unique<SharedTier>(shared_storage(), *mirror);
   }
 
   // A done entry in `cache`, as our tools publish it (with its record).
@@ -70,14 +75,25 @@ protected:
     publish_result(entry, false, "error: out of cheese\n");
   }
 
-  fs::path remote_dir() const { return origin->entry_dir(key); }
+  // The shared entry's files.
+  std::vector<std::string> shared_names() const { return MirrorAndSharedTest::shared_names(key.relative_path()); }
+  std::string shared_text(std::string_view name) const {
+    return MirrorAndSharedTest::shared_text(key.relative_path() / name);
+  }
+  void write_shared(std::string_view name, const std::string& text) const {
+    MirrorAndSharedTest::write_shared(key.relative_path() / name, text);
+  }
   fs::path mirror_dir() const { return mirror->entry_dir(key); }
 
   CacheKey key;
   std::unique_ptr<SharedTier> remote;
 };
 
-TEST_F(SharedTierTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) {
+INSTANTIATE_TEST_SUITE_P(DirectoryAndS3, SharedTierTest,
+                         ::testing::Values(test::SharedBackend::directory, test::SharedBackend::s3),
+                         test::shared_backend_name);
+
+TEST_P(SharedTierTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
@@ -101,7 +117,7 @@ TEST_F(SharedTierTest, ADoneEntryIsDownloadedVerifiedAndPublishedIntoTheMirror) 
   EXPECT_EQ(again->outcome, FetchOutcome::already_done);
 }
 
-TEST_F(SharedTierTest, AMissLeavesNothingInTheMirror) {
+TEST_P(SharedTierTest, AMissLeavesNothingInTheMirror) {
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, FetchOutcome::miss);
@@ -114,9 +130,9 @@ TEST_F(SharedTierTest, AMissLeavesNothingInTheMirror) {
   EXPECT_EQ(test::names_in(dir() / "mirror"), std::vector<std::string>{".npc"});
 }
 
-TEST_F(SharedTierTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
+TEST_P(SharedTierTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
-  test::write_text(remote_dir() / kNeffFile, "NEFF-bytes-0123456789"); // same size, other bytes
+  write_shared(kNeffFile, "NEFF-bytes-0123456789"); // same size, other bytes
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, FetchOutcome::rejected);
@@ -125,12 +141,12 @@ TEST_F(SharedTierTest, ANeffThatFailsItsRecordIsRejectedAndTheMirrorIsNotDone) {
   EXPECT_EQ(test::names_in(mirror_dir()), std::vector<std::string>{});
 }
 
-TEST_F(SharedTierTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
+TEST_P(SharedTierTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHash) {
   // libneuronxla's files only: no npc-entry.json.
-  test::write_text(remote_dir() / kGraphFile, kRemoteGraph);
-  test::write_text(remote_dir() / kFlagsFile, kFlagsJson);
-  test::write_text(remote_dir() / kNeffFile, kRemoteNeff);
-  test::write_text(remote_dir() / kDoneFile, "");
+  ASSERT_NO_FATAL_FAILURE(write_shared(kGraphFile, kRemoteGraph));
+  ASSERT_NO_FATAL_FAILURE(write_shared(kFlagsFile, kFlagsJson));
+  ASSERT_NO_FATAL_FAILURE(write_shared(kNeffFile, kRemoteNeff));
+  ASSERT_NO_FATAL_FAILURE(write_shared(kDoneFile, ""));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, FetchOutcome::copied) << result->detail;
@@ -141,7 +157,7 @@ TEST_F(SharedTierTest, AnEntryWrittenByTheFrameworkIsAcceptedAndRecordedByItsHas
   EXPECT_EQ(meta->neff_bytes, kRemoteNeff.size());
 }
 
-TEST_F(SharedTierTest, ACachedFailureIsCopiedAsOne) {
+TEST_P(SharedTierTest, ACachedFailureIsCopiedAsOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   auto result = remote->fetch_result(key, 0ms);
   ASSERT_TRUE(result) << result.error();
@@ -152,7 +168,7 @@ TEST_F(SharedTierTest, ACachedFailureIsCopiedAsOne) {
   EXPECT_TRUE(mirror->entry(key).looks_failed());
 }
 
-TEST_F(SharedTierTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
+TEST_P(SharedTierTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto held = mirror->entry(key).lock(0ms);
   ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
@@ -162,7 +178,7 @@ TEST_F(SharedTierTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
   EXPECT_FALSE(mirror->entry(key).looks_done());
 }
 
-TEST_F(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
+TEST_P(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
   // Pending there, no lock: a compile here takes it.
   ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   EXPECT_EQ(remote->look(key, false), SharedLook::pending);
@@ -179,7 +195,7 @@ TEST_F(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
   EXPECT_EQ(test::read_text(mirror_dir() / "model.neff"), kRemoteNeff);
 }
 
-TEST_F(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
+TEST_P(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   EXPECT_EQ(remote->look(key, true), SharedLook::pending);
   EXPECT_FALSE(fs::exists(mirror_dir() / "model.log")) << "nothing is copied when failures are retried";
@@ -187,18 +203,18 @@ TEST_F(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures)
   EXPECT_TRUE(mirror->entry(key).looks_failed());
 }
 
-TEST_F(SharedTierTest, TheLauncherLookReportsABusyMirrorEntry) {
+TEST_P(SharedTierTest, TheLauncherLookReportsABusyMirrorEntry) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto held = mirror->entry(key).lock(0ms);
   ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
   EXPECT_EQ(remote->look(key, false), SharedLook::busy);
 }
 
-TEST_F(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
+TEST_P(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
+  EXPECT_EQ(shared_names(), kDoneFiles);
+  EXPECT_EQ(shared_text(kNeffFile), kRemoteNeff);
   auto integrity = origin->entry(key).verify_neff();
   ASSERT_TRUE(integrity);
   EXPECT_EQ(*integrity, Integrity::ok);
@@ -207,52 +223,52 @@ TEST_F(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
 }
 
-TEST_F(SharedTierTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
+TEST_P(SharedTierTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles); // model.log gone
+  EXPECT_EQ(shared_names(), kDoneFiles); // model.log gone
   // Another node's different NEFF: replaced by ours.
   ASSERT_TRUE(origin->entry(key).demote().ok());
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
+  EXPECT_EQ(shared_text(kNeffFile), kRemoteNeff);
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
-TEST_F(SharedTierTest, PushOfAFailureLeavesAnotherNodesSuccess) {
+TEST_P(SharedTierTest, PushOfAFailureLeavesAnotherNodesSuccess) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), kRemoteNeff);
+  EXPECT_EQ(shared_names(), kDoneFiles);
+  EXPECT_EQ(shared_text(kNeffFile), kRemoteNeff);
 }
 
-TEST_F(SharedTierTest, PushOfAFailureWritesItsLog) {
+TEST_P(SharedTierTest, PushOfAFailureWritesItsLog) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::names_in(remote_dir()),
+  EXPECT_EQ(shared_names(),
             (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb", "model.log", "npc-entry.json"}));
-  EXPECT_EQ(test::read_text(remote_dir() / kLogFile), "error: out of cheese\n");
+  EXPECT_EQ(shared_text(kLogFile), "error: out of cheese\n");
 }
 
-TEST_F(SharedTierTest, APendingEntryPushesNothing) {
+TEST_P(SharedTierTest, APendingEntryPushesNothing) {
   ASSERT_TRUE(mirror->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
   ASSERT_TRUE(remote->push(key).ok());
-  EXPECT_EQ(test::names_in(dir() / "remote"), std::vector<std::string>{".npc"});
+  EXPECT_EQ(shared_names(), std::vector<std::string>{});
 }
 
-TEST_F(SharedTierTest, PushUnlessThereKeepsTheRemotesResult) {
+TEST_P(SharedTierTest, PushUnlessThereKeepsTheRemotesResult) {
   // Another node's different NEFF stays, where push would replace it.
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin, "other-neff"));
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   auto pushed = remote->push_unless_there(key);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_FALSE(*pushed);
-  EXPECT_EQ(test::read_text(remote_dir() / kNeffFile), "other-neff");
+  EXPECT_EQ(shared_text(kNeffFile), "other-neff");
 }
 
-TEST_F(SharedTierTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess) {
+TEST_P(SharedTierTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_failed(*mirror));
   auto failure = remote->push_unless_there(key);
@@ -264,24 +280,24 @@ TEST_F(SharedTierTest, PushUnlessThereKeepsAFailureForAFailureButNotForASuccess)
   auto success = remote->push_unless_there(key);
   ASSERT_TRUE(success.ok()) << success.error();
   EXPECT_TRUE(*success);
-  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+  EXPECT_EQ(shared_names(), kDoneFiles);
 }
 
-TEST_F(SharedTierTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
+TEST_P(SharedTierTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
   auto pushed = remote->push_unless_there(key);
   ASSERT_TRUE(pushed.ok()) << pushed.error();
   EXPECT_TRUE(*pushed);
-  EXPECT_EQ(test::names_in(remote_dir()), kDoneFiles);
+  EXPECT_EQ(shared_names(), kDoneFiles);
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
-TEST_F(SharedTierTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
+TEST_P(SharedTierTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
   auto none = remote->fetch_graph(key);
   ASSERT_TRUE(none) << none.error();
   EXPECT_FALSE(*none);
   ASSERT_TRUE(remote->store_graph(key, kRemoteGraph, kRemoteFlags).ok());
-  EXPECT_EQ(test::names_in(remote_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_EQ(shared_names(), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
   auto got = remote->fetch_graph(key);
   ASSERT_TRUE(got) << got.error();
   EXPECT_TRUE(*got);
