@@ -14,6 +14,8 @@ int neuron_parallel_compile_main(int argc, char** argv) {
   return run_program("neuron_parallel_compile", [&]() -> int {
     cache::set_lock_tool_name("neuron_parallel_compile");
     launcher::Options options = launcher::parse_options(argc, argv);
+    // Many tasks of a Slurm step write into one log: each line says whose it is.
+    if (options.step) util::set_log_context(options.step->label());
     Settings settings = load_settings({});
     if (options.log_level) {
       util::LogLevel level{};

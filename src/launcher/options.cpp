@@ -3,6 +3,7 @@
 #include <map>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include <npc/util/bash_completion.hpp>
 #include <npc/util/command_line.hpp>
@@ -148,6 +149,17 @@ Options parse_options(int argc, char** argv) {
   if (options.mode == Mode::analyze)
     throw UsageError("--command analyze needs torch-neuronx's graph analyser, which is not part of this tool; "
                      "run it with the neuron_parallel_compile of torch-neuronx");
+  // Under srun, the step says which launcher of how many this is, unless
+  // the command line does.
+  std::string not_a_task;
+  options.step = current_step_task(&not_a_task);
+  if (!not_a_task.empty())
+    spdlog::warn("{}; this launcher does not tell itself apart from the step's other tasks", not_a_task);
+  if (options.step && app.count("--node_id") == 0 && app.count("--world_size") == 0) {
+    options.node_id = options.step->index;
+    options.world_size = options.step->count;
+    options.share_from_step = true;
+  }
   if (options.node_id >= options.world_size)
     throw UsageError("--node_id " + std::to_string(options.node_id) + " must be below --world_size " +
                      std::to_string(options.world_size));

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
@@ -61,7 +62,7 @@ void ProgressDisplay::update(const ProgressSnapshot& snapshot) {
     return;
   }
   if (snapshot.elapsed - last_plain_ >= kPlainStatusInterval) {
-    std::fprintf(out_, "neuron_parallel_compile: %s\n", text.c_str());
+    std::fprintf(out_, "neuron_parallel_compile: %s%s\n", util::log_context().c_str(), text.c_str());
     std::fflush(out_);
     last_plain_ = snapshot.elapsed;
   }
@@ -74,7 +75,7 @@ void ProgressDisplay::event(const std::string& line) {
 void ProgressDisplay::failure(const std::string& line) {
   bool was_shown = line_shown_;
   clear_line();
-  std::fprintf(out_, "neuron_parallel_compile: %s\n", line.c_str());
+  std::fprintf(out_, "neuron_parallel_compile: %s%s\n", util::log_context().c_str(), line.c_str());
   if (terminal_ && was_shown) update(last_);
   std::fflush(out_);
 }

@@ -268,7 +268,8 @@ std::string python_float_text(double value) {
 
 Result<OriginalResults> write_original_results(const Pool& pool, double start_epoch_seconds,
                                                double compilation_seconds, double total_seconds,
-                                               const fs::path& directory, double now_epoch_seconds) {
+                                               const fs::path& directory, double now_epoch_seconds,
+                                               const std::string& tag) {
   using ordered = nlohmann::ordered_json;
   auto graphs = outcomes(pool);
   std::size_t ok = 0, failed = 0;
@@ -288,7 +289,7 @@ Result<OriginalResults> write_original_results(const Pool& pool, double start_ep
                      {"compilation_time", compilation_seconds}};
   ordered total = {{"total_neuron_parallel_compile_time", total_seconds}};
 
-  std::string time = python_float_text(now_epoch_seconds);
+  std::string time = (tag.empty() ? "" : tag + "_") + python_float_text(now_epoch_seconds);
   OriginalResults written{directory / ("neuron_parallel_compile_results_" + time + ".json"),
                           directory / ("total_neuron_parallel_compile_results_" + time + ".json")};
   if (auto s = util::write_output_file(written.results, python_json(results)); !s)

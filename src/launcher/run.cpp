@@ -367,7 +367,8 @@ void report_run(const Options& options, const Pool& pool, const cache::Cache& ca
   }
   if (dump_results_requested()) {
     auto written = write_original_results(pool, compile_start_epoch, ran.wall_seconds, ran.wall_seconds,
-                                          fs::current_path(), epoch_seconds());
+                                          fs::current_path(), epoch_seconds(),
+                                          options.step ? options.step->file_tag() : std::string());
     if (!written) throw EnvironmentError("cannot write the results: " + written.error());
     spdlog::info("results written to {} and {}", written->results.string(), written->total.string());
   }
@@ -398,6 +399,12 @@ int run(const Options& options, const config::Settings& settings) {
   std::string version = compile::compiler_version(compiler, cache.private_dir() / cache::kCompilerVersionsDir);
   facts.compiler_version = version;
   RunFiles files = prepare_workdir(options);
+  if (options.step)
+    spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
+                 options.share_from_step ? "; its share of the graphs comes first, as with --node_id " +
+                                               std::to_string(options.node_id) + " --world_size " +
+                                               std::to_string(options.world_size)
+                                         : std::string());
   util::become_subreaper(); // so no process of the run outlives an interrupt
 
   Collector collector(cache.root(), version);

@@ -62,11 +62,29 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
   return spdlog::level::info;
 }
 
+LogLevel& current_level() {
+  static LogLevel level = LogLevel::info;
+  return level;
+}
+
+// Who is speaking, after the program's name ("task 2/4 node-a: "): as
+// text, and as spdlog pattern text.
+std::string& context_text() {
+  static std::string text;
+  return text;
+}
+std::string& context_pattern() {
+  static std::string pattern;
+  return pattern;
+}
+
 void apply_pattern(LogLevel level) {
   auto formatter = std::make_unique<spdlog::pattern_formatter>();
   formatter->add_flag<SeverityPrefix>('*');
   formatter->add_flag<PrintablePayload>('&');
-  formatter->set_pattern(level == LogLevel::debug ? "%n [%H:%M:%S.%e pid %P] %*%&" : "%n: %*%&");
+  const std::string& context = context_pattern();
+  formatter->set_pattern(level == LogLevel::debug ? "%n [%H:%M:%S.%e pid %P] " + context + "%*%&"
+                                                  : "%n: " + context + "%*%&");
   spdlog::set_formatter(std::move(formatter));
 }
 
@@ -90,9 +108,24 @@ void setup_logging(const std::string& program, LogLevel level) {
 }
 
 void set_log_level(LogLevel level) {
+  current_level() = level;
   spdlog::set_level(to_spdlog(level));
   apply_pattern(level);
 }
+
+void set_log_context(std::string_view context) {
+  std::string text = printable_text(context, LineBreaks::escape);
+  std::string pattern;
+  for (char c : text) {
+    if (c == '%') pattern += '%'; // spdlog's pattern: "%%" is a percent sign
+    pattern += c;
+  }
+  context_text() = text.empty() ? std::string() : text + ": ";
+  context_pattern() = pattern.empty() ? std::string() : pattern + ": ";
+  apply_pattern(current_level());
+}
+
+const std::string& log_context() { return context_text(); }
 
 void log_always(std::string_view line) {
   auto logger = spdlog::default_logger();

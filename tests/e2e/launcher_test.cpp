@@ -400,6 +400,64 @@ TEST_F(Launcher, ResultsFromTheDumpVariableInTheCurrentDirectory) {
   EXPECT_EQ(j["compilation_summary"], nlohmann::json({{"true", 4}}));
 }
 
+// A task of a Slurm step (srun): every line of ours in the job's merged log
+// names the task, the results file carries node and task, and the task's
+// share comes from the step. Each launcher still compiles every graph it
+// found that nobody else holds: here it is alone.
+TEST_F(Launcher, UnderSrunEveryLineNamesTheTaskAndTheResultsFileCarriesIt) {
+  const std::map<std::string, std::string> step = {
+      {"SLURM_JOB_ID", "4711"},      {"SLURM_STEP_ID", "0"},
+      {"SLURM_PROCID", "1"},         {"SLURM_STEP_NUM_TASKS", "2"},
+      {"SLURMD_NODENAME", "node-b"}, {"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}};
+  auto r = launch({}, train(10), step);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  std::size_t ours = 0;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("neuron_parallel_compile")) continue;
+    ++ours;
+    EXPECT_EQ(line.rfind("neuron_parallel_compile: task 1/2 node-b: ", 0), 0u) << line;
+  }
+  EXPECT_GE(ours, 3u) << r.describe();
+  EXPECT_NE(r.err.find("neuron_parallel_compile: task 1/2 node-b: Total graphs: 4\n"), std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.err.find("a task of Slurm step 4711.0 (2 tasks); its share of the graphs comes first, as with "
+                       "--node_id 1 --world_size 2"),
+            std::string::npos)
+      << r.describe();
+  std::vector<std::string> results;
+  for (const auto& f : fs::directory_iterator(dir())) {
+    std::string name = f.path().filename().string();
+    if (name.find("neuron_parallel_compile_results_") != std::string::npos) results.push_back(name);
+  }
+  std::sort(results.begin(), results.end());
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].rfind("neuron_parallel_compile_results_node-b.task1_", 0), 0u) << results[0];
+  EXPECT_EQ(results[1].rfind("total_neuron_parallel_compile_results_node-b.task1_", 0), 0u) << results[1];
+  auto j = nlohmann::json::parse(read_text(dir() / results[0]));
+  EXPECT_EQ(j["compilation_summary"], nlohmann::json({{"true", 4}}));
+  EXPECT_EQ(done_entries(), 4u);
+}
+
+// sbatch's batch script is one process: SLURM_PROCID=0 and SLURM_NTASKS=4
+// there name no task of a step, and the options given win over a step's.
+TEST_F(Launcher, ABatchScriptIsNoTaskAndGivenOptionsWinOverTheStep) {
+  auto batch = launch({}, train(10),
+                      {{"SLURM_JOB_ID", "4711"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"},
+                       {"SLURMD_NODENAME", "node-a"}});
+  ASSERT_EQ(batch.exit_code, 0) << batch.describe();
+  EXPECT_EQ(batch.err.find("task 0/4"), std::string::npos) << batch.describe();
+  EXPECT_NE(batch.err.find("neuron_parallel_compile: Total graphs: 4\n"), std::string::npos) << batch.describe();
+
+  auto given = launch({"--command", "compile", "--node_id", "0", "--world_size", "1"}, {},
+                      {{"SLURM_JOB_ID", "4711"}, {"SLURM_STEP_ID", "1"}, {"SLURM_PROCID", "3"},
+                       {"SLURM_STEP_NUM_TASKS", "4"}, {"SLURMD_NODENAME", "node-a"}});
+  ASSERT_EQ(given.exit_code, 0) << given.describe();
+  EXPECT_NE(given.err.find("neuron_parallel_compile: task 3/4 node-a: a task of Slurm step 4711.1 (4 tasks)\n"),
+            std::string::npos)
+      << given.describe();
+}
+
 TEST_F(Launcher, BadOptionsAreUsageErrors) {
   struct Case { std::vector<std::string> args; std::string message; };
   std::vector<Case> cases = {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <npc/launcher/slurm_step.hpp>
+
 namespace npc::launcher {
 
 namespace fs = std::filesystem;
@@ -44,6 +46,10 @@ struct Options {
   bool static_schedule = false; // contiguous shares of the sorted entries, stealing from 8 before
   std::optional<std::chrono::seconds> lock_timeout; // stale-lock age (storage::kDefaultStaleLockAge)
   std::vector<std::string> command; // the user's command, untouched
+  // The task of a Slurm step this launcher is (srun), if any; node_id and
+  // world_size come from it when neither option is given (share_from_step).
+  std::optional<StepTask> step;
+  bool share_from_step = false;
 };
 
 // Parses argv. Throws UsageError on a bad option or value; --help and

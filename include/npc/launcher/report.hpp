@@ -80,10 +80,14 @@ struct OriginalResults {
 //    "start_time": <start_epoch_seconds>, "compilation_time": <compilation_seconds>}
 // and {"total_neuron_parallel_compile_time": <total_seconds>}, with no final
 // newline, non-ASCII escaped as \uXXXX. Graphs are listed sorted by path.
+// A launcher that is a task of a Slurm step puts its `tag` (node and task,
+// StepTask::file_tag) before the time: the step's tasks may end within the
+// same microsecond and share one directory.
 [[nodiscard]] Result<OriginalResults> write_original_results(const Pool& pool, double start_epoch_seconds,
                                                              double compilation_seconds, double total_seconds,
                                                              const fs::path& directory,
-                                                             double now_epoch_seconds);
+                                                             double now_epoch_seconds,
+                                                             const std::string& tag = "");
 
 // The original's closing lines: "Total graphs: N" (every graph found, also
 // those left to another process, which are neither of the next two),
