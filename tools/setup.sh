@@ -26,9 +26,11 @@ packages=(
 )
 # The S3 tests run real S3 servers: Ceph's RADOS Gateway (one monitor, one
 # OSD, radosgw, on loopback: tests/support/rgw.sh), and s3rver from npm for
-# a server a test stops; the S3 benchmark compares with rclone. None is
-# needed by the programs themselves.
-test_packages=(rclone radosgw ceph-mon ceph-osd curl)
+# a server a test stops; the S3 benchmark compares with rclone. The launcher
+# runs as the tasks of a real Slurm job step: slurmctld, slurmd and munged
+# on loopback (tests/support/slurm.sh). None is needed by the programs
+# themselves.
+test_packages=(rclone radosgw ceph-mon ceph-osd curl slurmctld slurmd slurm-client munge)
 if ! command -v npm >/dev/null 2>&1; then test_packages+=(nodejs npm); fi
 packages+=("${test_packages[@]}")
 build=1

@@ -28,8 +28,10 @@ namespace {
 constexpr std::chrono::milliseconds kPollInterval{2};
 
 bool is_isolated_variable(const std::string& name) {
-  return name.starts_with("STANDIN_") || name.starts_with("NEURON_") || name == "RANK" || name == "LOCAL_RANK" ||
-         name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE";
+  // SLURM_*: a suite run inside a job step must not make every launcher a
+  // task of it.
+  return name.starts_with("STANDIN_") || name.starts_with("NEURON_") || name.starts_with("SLURM") ||
+         name == "RANK" || name == "LOCAL_RANK" || name == "WORLD_SIZE" || name == "LOCAL_WORLD_SIZE";
 }
 
 util::Environment environment_for(const RunOptions& options) {

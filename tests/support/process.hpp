@@ -45,9 +45,9 @@ struct RunOptions {
 };
 
 // The environment every program a test runs starts from: this process's,
-// less every STANDIN_* and NEURON_* variable and torchrun's RANK,
+// less every STANDIN_*, NEURON_* and SLURM* variable and torchrun's RANK,
 // LOCAL_RANK, WORLD_SIZE and LOCAL_WORLD_SIZE, so that nothing set in the
-// developer's shell changes what a test sees.
+// developer's shell (or a job step the suite runs in) changes what a test sees.
 [[nodiscard]] std::map<std::string, std::string> test_environment();
 
 // Runs argv (no shell) in its own process group, stdin from /dev/null,

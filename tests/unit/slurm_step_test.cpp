@@ -30,7 +30,7 @@ const Vars kTaskOfAStep = {{"SLURM_JOB_ID", "4711"},         {"SLURM_STEP_ID", "
                            {"SLURM_NTASKS", "4"},            {"SLURMD_NODENAME", "trn1-node-b"},
                            {"SLURM_LOCALID", "0"},           {"SLURM_NODEID", "1"}};
 
-TEST(SlurmStep, ATaskOfAStepKnowsItsIndexCountNodeAndStep) {
+TEST(StepTask, ATaskOfAStepKnowsItsIndexCountNodeAndStep) {
   auto task = task_of(kTaskOfAStep);
   ASSERT_TRUE(task);
   EXPECT_EQ(task->index, 2);
@@ -41,7 +41,7 @@ TEST(SlurmStep, ATaskOfAStepKnowsItsIndexCountNodeAndStep) {
   EXPECT_EQ(task->file_tag(), "trn1-node-b.task2");
 }
 
-TEST(SlurmStep, ABatchScriptIsNoTask) {
+TEST(StepTask, ABatchScriptIsNoTask) {
   // sbatch -n 4: the script runs once, with SLURM_PROCID=0 and SLURM_NTASKS=4
   // but no step id. Taking it for task 0 of 4 would leave three quarters of
   // the graphs to launchers that never start.
@@ -54,7 +54,7 @@ TEST(SlurmStep, ABatchScriptIsNoTask) {
   EXPECT_FALSE(task_of({}));
 }
 
-TEST(SlurmStep, OlderNamesAndTheJobsTaskCountAreUnderstood) {
+TEST(StepTask, OlderNamesAndTheJobsTaskCountAreUnderstood) {
   Vars older = {{"SLURM_JOBID", "12"}, {"SLURM_STEPID", "3"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
                 {"SLURMD_NODENAME", "n1"}};
   auto task = task_of(older);
@@ -64,7 +64,7 @@ TEST(SlurmStep, OlderNamesAndTheJobsTaskCountAreUnderstood) {
   EXPECT_EQ(task->step, "12.3");
 }
 
-TEST(SlurmStep, WithoutANodeNameTheHostsNameIsUsed) {
+TEST(StepTask, WithoutANodeNameTheHostsNameIsUsed) {
   Vars vars = kTaskOfAStep;
   vars.erase("SLURMD_NODENAME");
   char host[256] = {};
@@ -74,7 +74,7 @@ TEST(SlurmStep, WithoutANodeNameTheHostsNameIsUsed) {
   EXPECT_EQ(task->node, host);
 }
 
-TEST(SlurmStep, ValuesThatNameNoTaskAreNoTaskAndSayWhy) {
+TEST(StepTask, ValuesThatNameNoTaskAreNoTaskAndSayWhy) {
   for (const auto& [procid, tasks] : std::map<std::string, std::string>{
            {"4", "4"}, {"-1", "4"}, {"x", "4"}, {"1", "0"}, {"1", ""}, {"1 ", "4"}}) {
     Vars vars = kTaskOfAStep;
@@ -87,7 +87,7 @@ TEST(SlurmStep, ValuesThatNameNoTaskAreNoTaskAndSayWhy) {
   }
 }
 
-TEST(SlurmStep, AFileTagKeepsOnlyPlainCharacters) {
+TEST(StepTask, AFileTagKeepsOnlyPlainCharacters) {
   StepTask task;
   task.index = 7;
   task.count = 8;

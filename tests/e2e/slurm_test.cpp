@@ -1,0 +1,133 @@
+// neuron_parallel_compile as the tasks of a real Slurm job step: slurmctld,
+// slurmd and munged from Debian on loopback (tests/support/slurm.sh, ctest's
+// fixture "slurm"), `srun -O` for more tasks than cores, one cache.
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class SlurmJobStep : public CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    if (HasFatalFailure()) return;
+    const char* from_env = std::getenv("NPC_TEST_SLURM_DIR");
+    fs::path slurm_dir = from_env && *from_env ? fs::path(from_env) : fs::path(NPC_TEST_SLURM_DIR);
+    conf_ = slurm_dir / "slurm.conf";
+    ASSERT_TRUE(fs::exists(conf_)) << "the test run's Slurm is not running (no " << conf_
+                                   << "): run the tests through ctest, whose fixture \"slurm\" starts it, or "
+                                   << "start it with 'tests/support/slurm.sh start " << slurm_dir.string() << "'";
+  }
+  // 8 pending graphs in the cache, as a trial leaves them.
+  void collect() {
+    std::vector<std::string> trial = {(standin_dir() / "standin_train").string(), "--nproc_per_node", "2",
+                                      "--steps_this_run", "10", "--graphs_per_step", "6", "--eval_every", "5",
+                                      "--late_graph_step", "20", "--layers", "2", "--hidden", "64", "--workdir",
+                                      (dir() / "train").string()};
+    std::vector<std::string> args = {"--command", "collect", "--parallel_compile_workdir", (dir() / "wd").string()};
+    args.insert(args.end(), trial.begin(), trial.end());
+    auto r = run_tool("neuron_parallel_compile", args);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    ASSERT_EQ(entries().size(), 8u);
+  }
+  // A Slurm client command (srun, sbatch) with the test's environment.
+  RunResult slurm(std::vector<std::string> argv, std::map<std::string, std::string> env = {}) {
+    env["SLURM_CONF"] = conf_.string();
+    RunOptions o = options(env);
+    o.cwd = dir();
+    o.timeout = std::chrono::milliseconds(120000);
+    return run(argv, o);
+  }
+  std::vector<std::string> compile_command() const {
+    return {tool_path("neuron_parallel_compile").string(), "--command", "compile", "--num_parallel", "2",
+            "--parallel_compile_workdir", (dir() / "wd").string()};
+  }
+  std::size_t done_entries() const {
+    std::size_t n = 0;
+    for (const auto& e : entries()) n += fs::exists(e / "model.done");
+    return n;
+  }
+  std::vector<std::string> results_files() const {
+    std::vector<std::string> names;
+    for (const auto& f : fs::directory_iterator(dir()))
+      if (f.path().filename().string().starts_with("neuron_parallel_compile_results_"))
+        names.push_back(f.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  fs::path conf_;
+};
+
+TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
+  ASSERT_NO_FATAL_FAILURE(collect());
+  std::vector<std::string> argv = {"srun", "-O", "-n", "4", "--"};
+  auto command = compile_command();
+  argv.insert(argv.end(), command.begin(), command.end());
+  auto r = slurm(argv, {{"STANDIN_CC_BASE_MS", "300"}, {"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(distinct_graphs_compiled(), 8u);
+  EXPECT_EQ(compiles(), 8u) << "a graph was compiled twice";
+  EXPECT_EQ(done_entries(), 8u);
+
+  // srun merges the tasks' output: each of our lines says whose it is.
+  static const std::regex ours(R"(^neuron_parallel_compile: task ([0-3])/4 ([^ :]+): (.*)$)");
+  std::set<std::string> tasks, steps;
+  std::istringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("neuron_parallel_compile")) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, ours)) << line;
+    tasks.insert(m[1]);
+    static const std::regex step(R"(a task of Slurm step ([0-9]+\.[0-9]+) \(4 tasks\); its share of the graphs )"
+                                 R"(comes first, as with --node_id ([0-3]) --world_size 4)");
+    std::smatch s;
+    std::string said = m[3];
+    if (std::regex_match(said, s, step)) {
+      steps.insert(s[1]);
+      EXPECT_EQ(s[2], m[1]) << line;
+    }
+  }
+  EXPECT_EQ(tasks, (std::set<std::string>{"0", "1", "2", "3"})) << r.describe();
+  EXPECT_EQ(steps.size(), 1u) << "every task names one step\n" << r.describe();
+
+  // One results file per task, named by node and task; each task saw every
+  // graph end well (compiled by it or by another task).
+  auto results = results_files();
+  ASSERT_EQ(results.size(), 4u) << r.describe();
+  for (int task = 0; task < 4; ++task) {
+    std::regex named("neuron_parallel_compile_results_[^ ]+\\.task" + std::to_string(task) + "_[0-9.]+\\.json");
+    EXPECT_TRUE(std::regex_match(results[static_cast<std::size_t>(task)], named)) << results[task];
+    auto j = nlohmann::json::parse(read_text(dir() / results[static_cast<std::size_t>(task)]));
+    EXPECT_EQ(j["compilation_summary"], nlohmann::json({{"true", 8}})) << results[task];
+  }
+}
+
+// sbatch's batch script is one process, not a task: a launcher there
+// compiles everything and names no task, though SLURM_PROCID and
+// SLURM_NTASKS are set.
+TEST_F(SlurmJobStep, ALauncherInABatchScriptIsNoTask) {
+  ASSERT_NO_FATAL_FAILURE(collect());
+  std::string command;
+  for (const auto& word : compile_command()) command += "'" + word + "' ";
+  auto r = slurm({"sbatch", "--wait", "-O", "-n", "4", "-o", (dir() / "batch.out").string(), "--wrap",
+                  "echo \"procid=$SLURM_PROCID ntasks=$SLURM_NTASKS\"; " + command});
+  ASSERT_EQ(r.exit_code, 0) << r.describe() << read_text(dir() / "batch.out");
+  std::string out = read_text(dir() / "batch.out");
+  EXPECT_NE(out.find("procid=0 ntasks=4\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find(" task "), std::string::npos) << out;
+  EXPECT_NE(out.find("neuron_parallel_compile: Total graphs: 8\n"), std::string::npos) << out;
+  EXPECT_EQ(compiles(), 8u);
+  EXPECT_EQ(done_entries(), 8u);
+}
+
+} // namespace
+} // namespace npc::test
