@@ -20,6 +20,7 @@
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/launcher/report.hpp>
+#include <npc/launcher/step_meeting.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
 #include <npc/util/clock.hpp>
@@ -374,6 +375,39 @@ void report_run(const Options& options, const Pool& pool, const cache::Cache& ca
   }
 }
 
+// A task of a Slurm step that compiles meets the step's other tasks in the
+// cache they share, for one line of the step's totals at the end. Without
+// it (the storage refuses) the task still compiles; the step has no totals.
+std::optional<StepMeeting> join_step(const Options& options, const cache::Cache& cache,
+                                     const config::Settings& settings) {
+  if (!options.step || options.mode == Mode::collect || options.dry_run) return std::nullopt;
+  try {
+    auto storage = settings.shared_cache_url ? storage::open(*settings.shared_cache_url).front() : cache.storage();
+    auto joined = StepMeeting::join(std::move(storage), *options.step);
+    if (joined) return std::move(*joined);
+    spdlog::warn("the step's totals will not be printed: {}", joined.error());
+  } catch (const std::exception& e) {
+    spdlog::warn("the step's totals will not be printed: {}", e.what());
+  }
+  return std::nullopt;
+}
+
+// This task's record for the step; task 0 then waits for the others and
+// prints the step's totals.
+void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options) {
+  if (auto s = meeting.report(task_totals(pool)); !s) {
+    spdlog::warn("this task's totals are not in the step's: {}", s.error());
+    return;
+  }
+  if (options.step->index != 0) return;
+  auto totals = meeting.gather(std::chrono::seconds(1));
+  if (!totals) {
+    spdlog::warn("no totals for the step: {}", totals.error());
+    return;
+  }
+  util::log_always(totals->line());
+}
+
 } // namespace
 
 int run(const Options& options, const config::Settings& settings) {
@@ -399,6 +433,7 @@ int run(const Options& options, const config::Settings& settings) {
   std::string version = compile::compiler_version(compiler, cache.private_dir() / cache::kCompilerVersionsDir);
   facts.compiler_version = version;
   RunFiles files = prepare_workdir(options);
+  std::optional<StepMeeting> step_meeting = join_step(options, cache, settings);
   if (options.step)
     spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
                  options.share_from_step ? "; its share of the graphs comes first, as with --node_id " +
@@ -463,6 +498,7 @@ int run(const Options& options, const config::Settings& settings) {
   }
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
+  if (step_meeting) finish_step(*step_meeting, pool, options);
   return exit_status_for_failed_graphs(count(pool).failed);
 }
 

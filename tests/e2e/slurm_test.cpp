@@ -81,6 +81,7 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
   // srun merges the tasks' output: each of our lines says whose it is.
   static const std::regex ours(R"(^neuron_parallel_compile: task ([0-3])/4 ([^ :]+): (.*)$)");
   std::set<std::string> tasks, steps;
+  std::vector<std::string> step_totals;
   std::istringstream lines(r.err);
   for (std::string line; std::getline(lines, line);) {
     if (!line.starts_with("neuron_parallel_compile")) continue;
@@ -91,6 +92,7 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
                                  R"(comes first, as with --node_id ([0-3]) --world_size 4)");
     std::smatch s;
     std::string said = m[3];
+    if (said.starts_with("Slurm step ")) step_totals.push_back(line);
     if (std::regex_match(said, s, step)) {
       steps.insert(s[1]);
       EXPECT_EQ(s[2], m[1]) << line;
@@ -98,6 +100,12 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
   }
   EXPECT_EQ(tasks, (std::set<std::string>{"0", "1", "2", "3"})) << r.describe();
   EXPECT_EQ(steps.size(), 1u) << "every task names one step\n" << r.describe();
+  // Task 0 waits for the others and says what the step did, once.
+  ASSERT_EQ(step_totals.size(), 1u) << r.describe();
+  static const std::regex totals(R"(neuron_parallel_compile: task 0/4 [^ ]+: Slurm step [0-9]+\.[0-9]+: 8 graphs: )"
+                                 R"(8 compiled by [1-4] tasks?, 0 already done, 0 failed, 0 left )"
+                                 R"(\(4 of 4 tasks reported\))");
+  EXPECT_TRUE(std::regex_match(step_totals.front(), totals)) << step_totals.front();
 
   // One results file per task, named by node and task; each task saw every
   // graph end well (compiled by it or by another task).

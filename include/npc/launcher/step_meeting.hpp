@@ -1,0 +1,80 @@
+#pragma once
+// Where the tasks of one Slurm step meet to add up what they did, so that
+// one line of the step's merged log says it: a folder of the cache every
+// task sees (the shared tier of a cache behind a mirror, else the cache
+// itself), .npc/steps/<job>.<step>/. Each task holds task-<i>.lock there
+// from its start (a storage::Lock: owner facts and an expiry it renews
+// while it runs) and writes task-<i>.json at its end. Task 0, after its own
+// run, waits until every other task has written its record or is gone (its
+// lock absent, or stale by the one rule of storage/lock.hpp: a dead pid on
+// this host at once, another host's once it stops renewing), then adds the
+// records up and removes the folder.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <npc/launcher/slurm_step.hpp>
+#include <npc/storage/lock.hpp>
+#include <npc/storage/storage.hpp>
+#include <npc/util/result.hpp>
+
+namespace npc::launcher {
+
+class Pool;
+
+// What one task did, by graph (cache keys).
+struct TaskTotals {
+  std::vector<std::string> graphs;   // every graph it found
+  std::vector<std::string> compiled; // compiled by this task
+  std::vector<std::string> done;     // done without it: cached before, or finished by another process
+  std::vector<std::string> failed;
+};
+[[nodiscard]] TaskTotals task_totals(const Pool& pool);
+
+struct StepTotals {
+  std::string step;
+  int tasks = 0;
+  std::vector<int> reported;       // the tasks whose records were read
+  std::size_t graphs = 0;          // every graph any task found
+  std::size_t compiled = 0;        // compiled by a task of the step
+  std::size_t compiling_tasks = 0; // how many tasks compiled at least one
+  std::size_t already_done = 0;    // done without the step: cached before, or by another process
+  std::size_t failed = 0;
+  std::size_t left = 0;            // none of those: pending or held at the end
+  // "Slurm step 4711.0: 21 graphs: 21 compiled by 4 tasks, 0 already done,
+  //  0 failed, 0 left (4 of 4 tasks reported)"
+  [[nodiscard]] std::string line() const;
+};
+
+class StepMeeting {
+public:
+  // Takes this task's lock (renewed from a thread until report() or the
+  // end) after removing a record an earlier run of the same job step left.
+  static Result<StepMeeting> join(std::shared_ptr<storage::Storage> storage, const StepTask& task);
+
+  StepMeeting(StepMeeting&&) noexcept = default;
+  StepMeeting& operator=(StepMeeting&&) noexcept = default;
+
+  // Writes this task's record and lets its lock go.
+  Status report(const TaskTotals& mine);
+
+  // Task 0, after report(): waits (looking every `poll`) until every other
+  // task has reported or is gone, adds the records up and removes the
+  // folder. `now` is the clock the locks are judged by.
+  Result<StepTotals> gather(std::chrono::milliseconds poll,
+                            const std::function<storage::Time()>& now = [] { return std::chrono::system_clock::now(); });
+
+  [[nodiscard]] const std::string& folder() const { return folder_; }
+
+private:
+  StepMeeting(std::shared_ptr<storage::Storage> storage, StepTask task, std::string folder);
+  std::shared_ptr<storage::Storage> storage_;
+  StepTask task_;
+  std::string folder_; // ".npc/steps/<job>.<step>"
+  storage::Lock lock_;
+};
+
+} // namespace npc::launcher

@@ -1,0 +1,174 @@
+#include <npc/launcher/step_meeting.hpp>
+
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/layout.hpp>
+#include <npc/cache/store.hpp>
+#include <npc/launcher/pool.hpp>
+
+namespace npc::launcher {
+
+namespace {
+
+// A record is a few keys a graph: even 100,000 graphs stay below this.
+constexpr std::uint64_t kMaxRecordBytes = 64ull << 20;
+
+std::string record_key(const std::string& folder, int task) {
+  return folder + "/task-" + std::to_string(task) + ".json";
+}
+std::string lock_key(const std::string& folder, int task) {
+  return folder + "/task-" + std::to_string(task) + ".lock";
+}
+
+// A step id as a folder name: digits, '.', and anything else as '_'.
+std::string folder_of(const StepTask& task) {
+  std::string name = task.step;
+  for (char& c : name)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_'))
+      c = '_';
+  return std::string(cache::kPrivateDir) + "/steps/" + name;
+}
+
+} // namespace
+
+TaskTotals task_totals(const Pool& pool) {
+  TaskTotals totals;
+  for (std::size_t i = 0; i < pool.items().size(); ++i) {
+    const std::string& key = pool.items()[i].key;
+    totals.graphs.push_back(key);
+    switch (pool.progress()[i].state) {
+    case ItemState::compiled: totals.compiled.push_back(key); break;
+    case ItemState::cached:
+    case ItemState::compiled_elsewhere: totals.done.push_back(key); break;
+    case ItemState::failed: totals.failed.push_back(key); break;
+    default: break; // left: pending, held elsewhere, removed
+    }
+  }
+  return totals;
+}
+
+std::string StepTotals::line() const {
+  return "Slurm step " + step + ": " + std::to_string(graphs) + " graphs: " + std::to_string(compiled) +
+         " compiled by " + std::to_string(compiling_tasks) + " task" + (compiling_tasks == 1 ? "" : "s") + ", " +
+         std::to_string(already_done) + " already done, " + std::to_string(failed) + " failed, " +
+         std::to_string(left) + " left (" + std::to_string(reported.size()) + " of " + std::to_string(tasks) +
+         " tasks reported)";
+}
+
+StepMeeting::StepMeeting(std::shared_ptr<storage::Storage> storage, StepTask task, std::string folder)
+    : storage_(std::move(storage)), task_(std::move(task)), folder_(std::move(folder)) {}
+
+Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage, const StepTask& task) {
+  StepMeeting meeting(std::move(storage), task, folder_of(task));
+  // A requeued job keeps its id: what its earlier run left is not this run's.
+  if (auto s = meeting.storage_->remove(record_key(meeting.folder_, task.index)); !s) return fail(s.error());
+  auto taken = storage::Lock::try_acquire(meeting.storage_, lock_key(meeting.folder_, task.index),
+                                          util::LockHolder::self(cache::lock_tool_name()), storage::LockTimes{},
+                                          std::chrono::system_clock::now());
+  if (!taken) return fail(taken.error());
+  if (auto* held = std::get_if<storage::Lock::Held>(&*taken))
+    return fail("task " + std::to_string(task.index) + " of Slurm step " + task.step + " is already running: " +
+                held->facts.describe());
+  meeting.lock_ = std::move(std::get<storage::Lock>(*taken));
+  meeting.lock_.keep_renewed();
+  return meeting;
+}
+
+Status StepMeeting::report(const TaskTotals& mine) {
+  nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
+                           {"graphs", mine.graphs}, {"compiled", mine.compiled},
+                           {"done", mine.done},     {"failed", mine.failed}};
+  auto written = storage_->write_atomic(record_key(folder_, task_.index), record.dump());
+  std::ignore = lock_.release();
+  return written;
+}
+
+Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std::function<storage::Time()>& now) {
+  StepTotals totals;
+  totals.step = task_.step;
+  totals.tasks = task_.count;
+  std::vector<nlohmann::json> records(static_cast<std::size_t>(task_.count));
+  std::vector<bool> settled(static_cast<std::size_t>(task_.count), false);
+  bool said_waiting = false;
+  for (;;) {
+    std::vector<int> waiting_for;
+    for (int t = 0; t < task_.count; ++t) {
+      auto i = static_cast<std::size_t>(t);
+      if (settled[i]) continue;
+      auto text = storage_->read(record_key(folder_, t), kMaxRecordBytes);
+      if (text) {
+        auto parsed = nlohmann::json::parse(*text, nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object()) {
+          records[i] = std::move(parsed);
+          totals.reported.push_back(t);
+        } else {
+          spdlog::warn("the record of task {} of Slurm step {} ({}) is not JSON; its graphs are not counted", t,
+                       task_.step, storage_->describe(record_key(folder_, t)));
+        }
+        settled[i] = true;
+        continue;
+      }
+      // No record (yet): is the task still at work?
+      auto lock = storage::judge_lock(*storage_, lock_key(folder_, t), storage::kDefaultStaleLockAge, now());
+      if (!lock) return fail(lock.error());
+      if (lock->blocks()) {
+        waiting_for.push_back(t);
+        continue;
+      }
+      // Gone without a word: its lock let go or stale. A last look at the
+      // record, which a task writes before it lets its lock go.
+      if (auto late = storage_->read(record_key(folder_, t), kMaxRecordBytes)) {
+        auto parsed = nlohmann::json::parse(*late, nullptr, false);
+        if (!parsed.is_discarded() && parsed.is_object()) {
+          records[i] = std::move(parsed);
+          totals.reported.push_back(t);
+        }
+      }
+      settled[i] = true;
+    }
+    if (waiting_for.empty()) break;
+    if (!said_waiting) {
+      std::string which;
+      for (int t : waiting_for) which += (which.empty() ? "" : ", ") + std::to_string(t);
+      spdlog::info("waiting for task(s) {} of Slurm step {} to end, for the step's totals", which, task_.step);
+      said_waiting = true;
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  std::sort(totals.reported.begin(), totals.reported.end());
+
+  std::set<std::string> graphs, compiled, done, failed;
+  for (const auto& r : records) {
+    if (!r.is_object()) continue;
+    auto add = [&](const char* field, std::set<std::string>& into) {
+      if (auto it = r.find(field); it != r.end() && it->is_array())
+        for (const auto& key : *it)
+          if (key.is_string()) into.insert(key.get<std::string>());
+    };
+    add("graphs", graphs);
+    std::set<std::string> mine;
+    add("compiled", mine);
+    if (!mine.empty()) ++totals.compiling_tasks;
+    compiled.insert(mine.begin(), mine.end());
+    add("done", done);
+    add("failed", failed);
+  }
+  totals.graphs = graphs.size();
+  totals.compiled = compiled.size();
+  for (const auto& key : graphs) {
+    if (compiled.contains(key)) continue;
+    // Done in some task's view but compiled by none of them: cached
+    // before the step, or finished by a process outside it.
+    if (done.contains(key)) ++totals.already_done;
+    else if (failed.contains(key)) ++totals.failed;
+    else ++totals.left;
+  }
+  for (int t = 0; t < task_.count; ++t) std::ignore = storage_->remove(record_key(folder_, t));
+  return totals;
+}
+
+} // namespace npc::launcher

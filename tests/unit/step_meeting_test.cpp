@@ -1,0 +1,121 @@
+// launcher/step_meeting: the tasks of a Slurm step add up what they did in
+// the cache they share; task 0 waits for the others, or finds them gone.
+// Over a directory storage; the Slurm tests run it across real tasks.
+
+#include <npc/launcher/step_meeting.hpp>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <npc/storage/local.hpp>
+
+#include "files.hpp"
+#include "temp_dir.hpp"
+
+namespace npc::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+
+class StepMeetingTest : public test::TempDirTest {
+protected:
+  std::shared_ptr<storage::Storage> cache_storage() const {
+    return std::make_shared<storage::LocalStorage>(dir() / "cache", dir() / "trash");
+  }
+  static StepTask task(int index, int count = 3) {
+    StepTask t;
+    t.index = index;
+    t.count = count;
+    t.node = "node-" + std::to_string(index);
+    t.step = "4711.0";
+    return t;
+  }
+  StepMeeting join(int index, int count = 3) {
+    auto joined = StepMeeting::join(cache_storage(), task(index, count));
+    if (!joined) throw std::runtime_error(joined.error());
+    return std::move(*joined);
+  }
+};
+
+TEST_F(StepMeetingTest, TaskZeroAddsUpEveryTasksRecord) {
+  StepMeeting zero = join(0), one = join(1), two = join(2);
+  EXPECT_TRUE(fs::exists(dir() / "cache/.npc/steps/4711.0/task-1.lock"));
+  // a and b compiled by tasks; c cached before the step (done for everyone);
+  // d failed for task 2, compiled by task 1 on a retry; e failed; f left.
+  ASSERT_TRUE(one.report({{"a", "c", "d"}, {"a", "d"}, {"c"}, {}}).ok());
+  ASSERT_TRUE(two.report({{"b", "c", "d", "e", "f"}, {"b"}, {"c"}, {"d", "e"}}).ok());
+  EXPECT_FALSE(fs::exists(dir() / "cache/.npc/steps/4711.0/task-1.lock")) << "reporting lets the lock go";
+  ASSERT_TRUE(zero.report({{"a", "b", "c"}, {}, {"a", "b", "c"}, {}}).ok());
+  auto totals = zero.gather(10ms);
+  ASSERT_TRUE(totals) << totals.error();
+  EXPECT_EQ(totals->reported, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(totals->line(),
+            "Slurm step 4711.0: 6 graphs: 3 compiled by 2 tasks, 1 already done, 1 failed, 1 left "
+            "(3 of 3 tasks reported)");
+  // The records are gone with the gathering.
+  EXPECT_EQ(test::names_in(dir() / "cache/.npc/steps/4711.0"), std::vector<std::string>{});
+}
+
+TEST_F(StepMeetingTest, TaskZeroWaitsForATaskStillAtWork) {
+  StepMeeting zero = join(0, 2);
+  StepMeeting one = join(1, 2);
+  ASSERT_TRUE(zero.report({{"a"}, {"a"}, {}, {}}).ok());
+  std::thread later([&] {
+    std::this_thread::sleep_for(300ms);
+    ASSERT_TRUE(one.report({{"b"}, {"b"}, {}, {}}).ok());
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto totals = zero.gather(20ms);
+  later.join();
+  ASSERT_TRUE(totals) << totals.error();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+  EXPECT_EQ(totals->line(),
+            "Slurm step 4711.0: 2 graphs: 2 compiled by 2 tasks, 0 already done, 0 failed, 0 left "
+            "(2 of 2 tasks reported)");
+}
+
+TEST_F(StepMeetingTest, ATaskGoneWithoutAWordIsNotWaitedFor) {
+  StepMeeting zero = join(0);
+  { StepMeeting one = join(1); } // ended before reporting: its lock let go
+  // Task 2 died: its lock names a pid of this host that runs no more.
+  util::LockHolder dead = util::LockHolder::self("neuron_parallel_compile");
+  dead.pid = 999999;
+  storage::LockRecord record{dead.serialize(), "token", 0};
+  test::write_text(dir() / "cache/.npc/steps/4711.0/task-2.lock", record.serialize());
+  ASSERT_TRUE(zero.report({{"a", "b"}, {"a"}, {}, {}}).ok());
+  auto totals = zero.gather(10ms);
+  ASSERT_TRUE(totals) << totals.error();
+  EXPECT_EQ(totals->line(),
+            "Slurm step 4711.0: 2 graphs: 1 compiled by 1 task, 0 already done, 0 failed, 1 left "
+            "(1 of 3 tasks reported)");
+}
+
+TEST_F(StepMeetingTest, AnEarlierRunsRecordIsNotThisRuns) {
+  // A requeued job keeps its id: task 1's record of the first run is removed
+  // when task 1 of this run joins.
+  test::write_text(dir() / "cache/.npc/steps/4711.0/task-1.json",
+                   R"({"task":1,"graphs":["old"],"compiled":["old"],"done":[],"failed":[]})");
+  StepMeeting zero = join(0, 2);
+  StepMeeting one = join(1, 2);
+  EXPECT_FALSE(fs::exists(dir() / "cache/.npc/steps/4711.0/task-1.json"));
+  ASSERT_TRUE(one.report({{"new"}, {"new"}, {}, {}}).ok());
+  ASSERT_TRUE(zero.report({{}, {}, {}, {}}).ok());
+  auto totals = zero.gather(10ms);
+  ASSERT_TRUE(totals) << totals.error();
+  EXPECT_EQ(totals->graphs, 1u);
+  EXPECT_EQ(totals->compiled, 1u);
+}
+
+TEST_F(StepMeetingTest, ATaskAlreadyRunningIsRefused) {
+  StepMeeting one = join(1);
+  auto again = StepMeeting::join(cache_storage(), task(1));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().rfind("task 1 of Slurm step 4711.0 is already running: held by pid ", 0), 0u)
+      << again.error();
+}
+
+} // namespace
+} // namespace npc::launcher
