@@ -40,4 +40,19 @@ std::size_t S3rver::responses_logged() const {
   return n;
 }
 
+npc::util::Environment rclone_environment(const S3rver& server) {
+  npc::util::Environment env = npc::util::Environment::current();
+  // Set for AWS's tools on some machines; rclone then fails over plain http
+  // ("unable to load custom CA bundle").
+  env.unset("AWS_CA_BUNDLE");
+  env.set("RCLONE_CONFIG_S3BENCH_TYPE", "s3");
+  env.set("RCLONE_CONFIG_S3BENCH_PROVIDER", "Other");
+  env.set("RCLONE_CONFIG_S3BENCH_ACCESS_KEY_ID", "S3RVER");
+  env.set("RCLONE_CONFIG_S3BENCH_SECRET_ACCESS_KEY", "S3RVER");
+  env.set("RCLONE_CONFIG_S3BENCH_ENDPOINT", server.endpoint());
+  env.set("RCLONE_CONFIG_S3BENCH_REGION", "us-east-1");
+  env.set("RCLONE_CONFIG_S3BENCH_FORCE_PATH_STYLE", "true");
+  return env;
+}
+
 } // namespace bench

@@ -14,6 +14,7 @@
 #include <string>
 
 #include <npc/storage/s3_config.hpp>
+#include <npc/util/process.hpp>
 
 #include "s3rver_process.hpp" // tests/support: starting and stopping it, shared with the tests
 
@@ -40,5 +41,9 @@ private:
   std::filesystem::path log_;
   npc::test::S3rverProcess process_;
 };
+
+// Our environment with rclone's remote "s3bench" configured for the server
+// through RCLONE_CONFIG_* variables only (run rclone with --config /dev/null).
+[[nodiscard]] npc::util::Environment rclone_environment(const S3rver& server);
 
 } // namespace bench

@@ -67,19 +67,6 @@ Environment local_environment(const Side& side, const fs::path& cache) {
   return env;
 }
 
-Environment rclone_reference_environment(const S3rver& server) {
-  Environment env = Environment::current();
-  env.unset("AWS_CA_BUNDLE");
-  env.set("RCLONE_CONFIG_S3BENCH_TYPE", "s3");
-  env.set("RCLONE_CONFIG_S3BENCH_PROVIDER", "Other");
-  env.set("RCLONE_CONFIG_S3BENCH_ACCESS_KEY_ID", "S3RVER");
-  env.set("RCLONE_CONFIG_S3BENCH_SECRET_ACCESS_KEY", "S3RVER");
-  env.set("RCLONE_CONFIG_S3BENCH_ENDPOINT", server.endpoint());
-  env.set("RCLONE_CONFIG_S3BENCH_REGION", "us-east-1");
-  env.set("RCLONE_CONFIG_S3BENCH_FORCE_PATH_STYLE", "true");
-  return env;
-}
-
 // Median of `count` spawns, in milliseconds; `before_each` (untimed) runs
 // ahead of every spawn.
 double median_ms(const RunSpec& spec, int count, const std::function<void()>& before_each = nullptr) {
@@ -304,7 +291,7 @@ Scenario run_before_after(const Context& context) {
 
   // The reference for the bundle's transfers: rclone copying the same cache's
   // files (every object of the filled prefix) down, and the files back up.
-  Environment rclone_env = rclone_reference_environment(server);
+  Environment rclone_env = rclone_environment(server);
   auto rclone_copy = [&](const std::string& from, const std::string& to, const std::string& what) {
     // --fast-list: one listing of the whole prefix. Listing folder by folder
     // sends the folder as the prefix, and s3rver reads the '+' in

@@ -81,21 +81,6 @@ void delete_prefix(const npc::storage::S3Config& config, const std::string& pref
     if (auto s = (*client)->delete_object(kBucket, object.key); !s) throw std::runtime_error(s.error());
 }
 
-Environment rclone_environment(const S3rver& server) {
-  Environment env = Environment::current();
-  // Set for AWS's tools on some machines; rclone then fails over plain http
-  // ("unable to load custom CA bundle").
-  env.unset("AWS_CA_BUNDLE");
-  env.set("RCLONE_CONFIG_S3BENCH_TYPE", "s3");
-  env.set("RCLONE_CONFIG_S3BENCH_PROVIDER", "Other");
-  env.set("RCLONE_CONFIG_S3BENCH_ACCESS_KEY_ID", "S3RVER");
-  env.set("RCLONE_CONFIG_S3BENCH_SECRET_ACCESS_KEY", "S3RVER");
-  env.set("RCLONE_CONFIG_S3BENCH_ENDPOINT", server.endpoint());
-  env.set("RCLONE_CONFIG_S3BENCH_REGION", "us-east-1");
-  env.set("RCLONE_CONFIG_S3BENCH_FORCE_PATH_STYLE", "true");
-  return env;
-}
-
 struct Phase {
   double seconds = 0;
   std::size_t requests = 0;

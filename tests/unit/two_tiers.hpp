@@ -26,6 +26,21 @@
 
 namespace npc::test {
 
+// Publishes `content` (written to `scratch` first) as the entry's NEFF
+// (success) or log (failure), as our tools do, with its record, under the
+// entry's lock; the entry's graph must be stored.
+inline void publish_test_result(const cache::Entry& entry, bool success, const std::string& content,
+                                const fs::path& scratch) {
+  test::write_text(scratch, content);
+  auto taken = entry.lock(std::chrono::milliseconds(0));
+  ASSERT_TRUE(taken && std::holds_alternative<storage::Lock>(*taken));
+  cache::AttemptRecord record;
+  record.attempt = 1;
+  record.outcome = success ? "success" : "failed";
+  record.exit = success ? "exit code 0" : "exit code 70";
+  ASSERT_TRUE((success ? entry.publish_success(scratch, record) : entry.publish_failure(scratch, record)).ok());
+}
+
 class TwoTiersTest : public TempDirTest {
 protected:
   void SetUp() override {
@@ -42,16 +57,7 @@ protected:
   // Publishes `content` as the entry's NEFF (success) or log (failure), as
   // our tools do, with its record; the entry's graph must be stored.
   void publish_result(const cache::Entry& entry, bool success, const std::string& content) {
-    test::write_text(dir() / "result", content);
-    auto taken = entry.lock(std::chrono::milliseconds(0));
-    ASSERT_TRUE(taken && std::holds_alternative<storage::Lock>(*taken));
-    cache::AttemptRecord record;
-    record.attempt = 1;
-    record.outcome = success ? "success" : "failed";
-    record.exit = success ? "exit code 0" : "exit code 70";
-    ASSERT_TRUE((success ? entry.publish_success(dir() / "result", record)
-                         : entry.publish_failure(dir() / "result", record))
-                    .ok());
+    publish_test_result(entry, success, content, dir() / "result");
   }
 
   std::optional<cache::Cache> origin;
@@ -102,16 +108,7 @@ protected:
   // Publishes `content` as the entry's NEFF (success) or log (failure), as
   // our tools do, with its record; the entry's graph must be stored.
   void publish_result(const cache::Entry& entry, bool success, const std::string& content) {
-    test::write_text(dir() / "result", content);
-    auto taken = entry.lock(std::chrono::milliseconds(0));
-    ASSERT_TRUE(taken && std::holds_alternative<storage::Lock>(*taken));
-    cache::AttemptRecord record;
-    record.attempt = 1;
-    record.outcome = success ? "success" : "failed";
-    record.exit = success ? "exit code 0" : "exit code 70";
-    ASSERT_TRUE((success ? entry.publish_success(dir() / "result", record)
-                         : entry.publish_failure(dir() / "result", record))
-                    .ok());
+    publish_test_result(entry, success, content, dir() / "result");
   }
 
   // The files of a folder of the shared tier, by name, sorted; without the
