@@ -42,6 +42,10 @@ GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& sett
   if (url_) shared_.emplace(storage::open(*url_, kSharedTierConnections), cache, *url_, compiler_version);
 }
 
+std::shared_ptr<storage::Storage> GraphSource::open_common_storage() const {
+  return url_ ? storage::open(*url_).front() : cache_.storage();
+}
+
 bool GraphSource::brings(const std::string& line) const { return shared_ && storage::is_url(line); }
 
 void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& named) {

@@ -378,12 +378,10 @@ void report_run(const Options& options, const Pool& pool, const cache::Cache& ca
 // A task of a Slurm step that compiles meets the step's other tasks in the
 // cache they share, for one line of the step's totals at the end. Without
 // it (the storage refuses) the task still compiles; the step has no totals.
-std::optional<StepMeeting> join_step(const Options& options, const cache::Cache& cache,
-                                     const config::Settings& settings) {
+std::optional<StepMeeting> join_step(const Options& options, const GraphSource& source) {
   if (!options.step || options.mode == Mode::collect || options.dry_run) return std::nullopt;
   try {
-    auto storage = settings.shared_cache_url ? storage::open(*settings.shared_cache_url).front() : cache.storage();
-    auto joined = StepMeeting::join(std::move(storage), *options.step);
+    auto joined = StepMeeting::join(source.open_common_storage(), *options.step);
     if (joined) return std::move(*joined);
     spdlog::warn("the step's totals will not be printed: {}", joined.error());
   } catch (const std::exception& e) {
@@ -433,7 +431,6 @@ int run(const Options& options, const config::Settings& settings) {
   std::string version = compile::compiler_version(compiler, cache.private_dir() / cache::kCompilerVersionsDir);
   facts.compiler_version = version;
   RunFiles files = prepare_workdir(options);
-  std::optional<StepMeeting> step_meeting = join_step(options, cache, settings);
   if (options.step)
     spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
                  options.share_from_step ? "; its share of the graphs comes first, as with --node_id " +
@@ -444,6 +441,7 @@ int run(const Options& options, const config::Settings& settings) {
 
   Collector collector(cache.root(), version);
   GraphSource source(cache, settings, version);
+  std::optional<StepMeeting> step_meeting = join_step(options, source);
   const bool retry_failed = settings.cache.retry_failed_compilation;
   if (mode_runs_trial(options.mode)) {
     if (auto ended = collect_from_trial(options, files, source, collector, facts, compile_despite_trial_failure))

@@ -54,6 +54,10 @@ public:
   // The pool's look at such a graph, or nullptr when no graph can be held
   // elsewhere in a way the directory does not show.
   [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed) const;
+  // A connection of its own to the storage every host of the cache sees
+  // (the shared tier, else the directory), for what the launchers of a
+  // cluster leave for each other there.
+  [[nodiscard]] std::shared_ptr<storage::Storage> open_common_storage() const;
 
 private:
   const cache::Cache& cache_;
