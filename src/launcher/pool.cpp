@@ -108,8 +108,20 @@ void Pool::mark_cached_failure(std::size_t i, const fs::path& log_path) {
   progress_[i].last_exit = "failure cached by an earlier compile";
 }
 
+namespace {
+
+// The next look at a graph held since `since`: a tenth of the hold so far
+// later, within the floor and the ceiling (pool.hpp).
+double next_look(double since, double now) {
+  return now + std::clamp(kHeldElsewherePollShare * (now - since), kHeldElsewhereMinPollSeconds,
+                          kHeldElsewhereMaxPollSeconds);
+}
+
+} // namespace
+
 void Pool::mark_locked_elsewhere(std::size_t i, double now) {
   progress_[i].state = ItemState::deferred;
+  progress_[i].deferred_since = now;
   progress_[i].eligible_at = now + kRevisitSeconds;
 }
 
@@ -118,10 +130,11 @@ void Pool::mark_held_elsewhere(std::size_t i, double now) {
   p.state = ItemState::deferred;
   p.held_elsewhere = true;
   p.held_elsewhere_since = now;
-  // The taking's GET of the lock was the first look: the next is the
-  // second of the backoff (2 s, then 4, 8, 10).
+  p.deferred_since = now;
+  // The taking's GET of the lock (or a look before a worker's start) was
+  // the first look.
   p.held_looks = 1;
-  p.eligible_at = now + kHeldElsewhereFirstPollSeconds;
+  p.eligible_at = now + kHeldElsewhereMinPollSeconds;
 }
 
 void Pool::mark_removed_elsewhere(std::size_t i) {
@@ -209,9 +222,7 @@ void Pool::finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info
     return settle(i, ItemState::compiled_elsewhere);
   case AttemptEnd::locked_elsewhere:
     undo_start(i);
-    p.state = ItemState::deferred;
-    p.eligible_at = now + kRevisitSeconds;
-    return;
+    return mark_locked_elsewhere(i, now);
   case AttemptEnd::cached_failure:
     p.cached_failure = true;
     return settle(i, ItemState::failed);
@@ -275,8 +286,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
       p.held_elsewhere = true;
       p.held_elsewhere_since = now;
     }
-    p.eligible_at = now + std::min(kHeldElsewhereMaxPollSeconds,
-                                   kHeldElsewhereFirstPollSeconds * std::pow(2.0, std::min(p.held_looks, 16)));
+    p.eligible_at = next_look(p.held_elsewhere_since, now);
     ++p.held_looks;
     return;
   }
@@ -294,7 +304,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
     p.state = ItemState::queued;
     return give_up_waiting_items();
   case Found::locked:
-    p.eligible_at = now + kRevisitSeconds;
+    p.eligible_at = next_look(p.deferred_since, now);
     return;
   case Found::removed: return mark_removed_elsewhere(i);
   }

@@ -18,10 +18,6 @@
 
 namespace npc::launcher {
 
-static_assert(kHeldElsewhereFirstPollSeconds ==
-                  std::chrono::duration<double>(compile::kSharedLockPoll).count(),
-              "the launcher's first look at a held shared lock follows the wrapper's poll");
-
 namespace {
 
 struct Worker {
@@ -109,6 +105,12 @@ bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry
   auto info = cache.entry(entry_dir).inspect();
   if (!info || info->state != cache::EntryState::locked) return false;
   return info->framework_lock.state != storage::LockState::held;
+}
+
+// Whether another process holds the entry's lock now (not stale).
+bool lock_blocks(const cache::Cache& cache, const fs::path& entry_dir) {
+  auto info = cache.entry(entry_dir).inspect();
+  return info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
 }
 
 bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
@@ -327,6 +329,39 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       std::size_t i = *next;
       const WorkItem& item = pool.items()[i];
       const ItemProgress& p = pool.progress()[i];
+      // Launchers sharing a cache all walk the graphs in the same order, so
+      // by the time one reaches a graph another has often compiled it or
+      // holds it: a look settles that without a worker's start (a process,
+      // the key, the lock; on S3 the same listing and download as here). The
+      // look is a stat of the entry; in a shared tier, one LIST (and the
+      // result's download when it is done) while the tick's budget for
+      // looks lasts, and once another launcher has shown itself (a graph
+      // found done or held): alone, the worker's LIST would only repeat it.
+      // Anything else is the worker's to handle (a stale lock to break, a
+      // cached failure to report).
+      if (p.attempts == 0) {
+        Pool::Found found = look_at(cache, item.entry_dir);
+        bool downloaded = false;
+        bool others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
+        if (found == Pool::Found::pending && config.held_look && others_seen && runner.now() < looks_until) {
+          found = config.held_look->look(item.entry_dir);
+          downloaded = found == Pool::Found::done;
+        }
+        if (found == Pool::Found::done) {
+          pool.revisit(i, Pool::Found::done, now);
+          progress.event((downloaded ? "compiled by another node, downloaded: " : "compiled by another process: ") +
+                         short_name(item));
+          continue;
+        }
+        if (found == Pool::Found::held_elsewhere) {
+          pool.mark_held_elsewhere(i, now);
+          continue;
+        }
+        if (found == Pool::Found::locked && lock_blocks(cache, item.entry_dir)) {
+          pool.mark_locked_elsewhere(i, now);
+          continue;
+        }
+      }
       std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts + 1);
       AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
                           config.log_dir / (attempt_name + ".result.json"),

@@ -19,6 +19,7 @@
 #include <npc/cache/store.hpp>
 
 #include "test_support.hpp"
+#include "two_tiers.hpp"
 
 namespace npc::launcher {
 namespace {
@@ -230,9 +231,9 @@ TEST_F(PoolRunnerTest, AnInterruptStopsTheRunningAttemptsAndStartsNoMore) {
   EXPECT_EQ(pool.count(ItemState::compiled), 0u);
 }
 
-// A graph another host holds: looked at in the shared cache after the
-// wrapper's poll, then twice as long each time up to the ceiling, and
-// never with a worker started for it.
+// A graph another host holds: looked at in the shared cache each time after
+// a tenth of how long it has been held, at least 0.5 s and at most 10 s
+// apart, and never with a worker started for it.
 TEST_F(PoolRunnerTest, AGraphHeldElsewhereIsLookedAtWithABackoffUntilItsResultLands) {
   Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
@@ -241,12 +242,76 @@ TEST_F(PoolRunnerTest, AGraphHeldElsewhereIsLookedAtWithABackoffUntilItsResultLa
   auto ran = run(pool);
   EXPECT_EQ(ran.interrupted_by, 0);
   EXPECT_TRUE(runner.starts.empty());
-  const std::vector<double> expected = {kHeldElsewhereFirstPollSeconds, 6, 14, 24};
+  const std::vector<double> expected = {0.5, 1.0, 1.5, 2.0};
   ASSERT_EQ(look->times.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(look->times[i], expected[i], 0.01) << "look " << i;
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: compiled by another node, downloaded: " +
                                                kModuleA});
+}
+
+// A long hold: each look comes a tenth of the time held so far after the
+// last, never sooner than 0.5 s nor later than 10 s.
+TEST_F(PoolRunnerTest, TheLooksAtAGraphHeldElsewhereSpreadOutAsItStaysHeld) {
+  Pool pool({pending_item(kModuleA, 600)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  auto look = std::make_shared<FakeLook>(runner, 60, Pool::Found::done);
+  config.held_look = look;
+  std::ignore = run(pool);
+  ASSERT_EQ(look->times.size(), 61u);
+  EXPECT_NEAR(look->times[0], 0.5, 0.01);
+  for (std::size_t i = 1; i < look->times.size(); ++i) {
+    double since = look->times[i - 1];
+    EXPECT_NEAR(look->times[i] - since, std::clamp(since / 10, 0.5, 10.0), 0.01) << "look " << i << " at " << since;
+  }
+  EXPECT_GT(look->times.back(), 200) << "the gaps reached the 10 s ceiling";
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+}
+
+// Launchers sharing a cache walk the graphs in the same order: a graph
+// another one finished before this one's turn came gets no worker.
+TEST_F(PoolRunnerTest, AGraphAnotherProcessFinishedBeforeItsTurnGetsNoWorker) {
+  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 5)}, {1, 0, 0});
+  test::publish_test_result(cache->entry(pool.items()[1].entry_dir), true, "NEFF", dir() / "result");
+  runner.script[0] = {{10, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_EQ(runner.starts[0].second.item, 0u);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled_elsewhere);
+  EXPECT_EQ(pool.progress()[1].attempts, 0);
+  // B is looked at when a slot is free for it: once A has ended.
+  EXPECT_EQ(events(), (std::vector<std::string>{"neuron_parallel_compile: compiled " + kModuleA + " in 10.0s",
+                                                "neuron_parallel_compile: compiled by another process: " + kModuleB}));
+}
+
+// On a shared tier, once another launcher has shown itself (here a graph it
+// holds), a graph is looked at there before a worker starts for it.
+TEST_F(PoolRunnerTest, WithAnotherLauncherSeenAGraphIsLookedAtInTheSharedTierBeforeAWorkerStarts) {
+  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 5), pending_item(kModuleC, 5)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  auto look = std::make_shared<FakeLook>(runner, 1, Pool::Found::done);
+  config.held_look = look;
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  // B: held at its look, then found done; C: found done at once, no worker either.
+  ASSERT_EQ(look->times.size(), 4u);
+  EXPECT_TRUE(runner.starts.empty());
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(pool.progress()[i].state, ItemState::compiled_elsewhere) << i;
+}
+
+// Alone on a shared tier, a look before each worker would only repeat the
+// worker's own: none is made.
+TEST_F(PoolRunnerTest, AloneOnASharedTierEveryGraphGoesStraightToAWorker) {
+  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 5)}, {4, 0, 0});
+  auto look = std::make_shared<FakeLook>(runner, 0, Pool::Found::done);
+  config.held_look = look;
+  runner.script[0] = {{10, AttemptEnd::compiled}};
+  runner.script[1] = {{5, AttemptEnd::compiled}};
+  std::ignore = run(pool);
+  EXPECT_TRUE(look->times.empty());
+  EXPECT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(pool.count(ItemState::compiled), 2u);
 }
 
 // A holder that keeps its lock past --lock-timeout is left to itself, as a
@@ -295,9 +360,9 @@ TEST_F(PoolRunnerTest, AGraphLetGoElsewhereIsCompiledHere) {
   runner.script[0] = {{5, AttemptEnd::compiled}};
   auto ran = run(pool);
   ASSERT_EQ(runner.starts.size(), 1u);
-  EXPECT_NEAR(runner.starts[0].first, 6, 0.01) << "the second look found it free";
+  EXPECT_NEAR(runner.starts[0].first, 2 * kHeldElsewhereMinPollSeconds, 0.01) << "the second look found it free";
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
-  EXPECT_NEAR(ran.wall_seconds, 11, 0.01);
+  EXPECT_NEAR(ran.wall_seconds, 2 * kHeldElsewhereMinPollSeconds + 5, 0.01);
 }
 
 // What cannot start is a failed attempt blamed on its surroundings, and the

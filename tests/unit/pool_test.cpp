@@ -272,29 +272,33 @@ TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
   }
   EXPECT_EQ(pool.running(), 0);
   EXPECT_EQ(pool.pick(5), std::nullopt);
-  EXPECT_TRUE(pool.due_revisits(5.5).empty());
-  EXPECT_EQ(pool.due_revisits(6), (std::vector<std::size_t>{0, 1, 2, 3}));
-  EXPECT_EQ(pool.next_due(), std::optional<double>(6));
+  const double first_look = 5 + kRevisitSeconds;
+  EXPECT_TRUE(pool.due_revisits(first_look - 0.01).empty());
+  EXPECT_EQ(pool.due_revisits(first_look), (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(pool.next_due(), std::optional<double>(first_look));
 
-  pool.revisit(0, Pool::Found::pending, 6); // its holder is gone
+  pool.revisit(0, Pool::Found::pending, first_look); // its holder is gone
   EXPECT_EQ(pool.progress()[0].state, ItemState::queued);
-  pool.revisit(1, Pool::Found::done, 6);
+  pool.revisit(1, Pool::Found::done, first_look);
   EXPECT_EQ(pool.progress()[1].state, ItemState::compiled_elsewhere);
-  pool.revisit(2, Pool::Found::failed, 6, "/logs/c.log");
+  pool.revisit(2, Pool::Found::failed, first_look, "/logs/c.log");
   EXPECT_EQ(pool.progress()[2].state, ItemState::failed);
   EXPECT_TRUE(pool.progress()[2].cached_failure);
   EXPECT_EQ(pool.progress()[2].log_path, fs::path("/logs/c.log"));
-  pool.revisit(3, Pool::Found::locked, 6);
+  pool.revisit(3, Pool::Found::locked, first_look);
   EXPECT_EQ(pool.progress()[3].state, ItemState::deferred);
-  EXPECT_DOUBLE_EQ(pool.progress()[3].eligible_at, 6 + kRevisitSeconds);
+  EXPECT_DOUBLE_EQ(pool.progress()[3].eligible_at, first_look + kHeldElsewhereMinPollSeconds);
+  // Locked on and on: each look a tenth of the hold so far after the last.
+  pool.revisit(3, Pool::Found::locked, 5 + 60);
+  EXPECT_DOUBLE_EQ(pool.progress()[3].eligible_at, 5 + 60 + 6);
 
   EXPECT_EQ(pool.pick(6), std::optional<std::size_t>(0));
   EXPECT_FALSE(pool.finished());
 }
 
 // A graph another node holds (a remote cache's lock): looked at again
-// after 2 s, then twice as long each time up to 10 s; anything else the
-// look finds ends the backoff.
+// after a tenth of how long it has been seen held, at least 0.5 s and at
+// most 10 s later; anything else the look finds ends the backoff.
 TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   Pool pool({item("a", 10)}, {1, 0, 0});
   pool.start(0, 0);
@@ -302,17 +306,21 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   EXPECT_FALSE(pool.progress()[0].held_elsewhere); // not looked at yet
   double now = kRevisitSeconds;
   std::vector<double> periods;
-  for (int look = 0; look < 5; ++look) {
+  while (periods.empty() || periods.back() < kHeldElsewhereMaxPollSeconds) {
+    ASSERT_LT(periods.size(), 100u) << "the looks never reached the ceiling";
     ASSERT_EQ(pool.due_revisits(now), std::vector<std::size_t>{0});
     pool.revisit(0, Pool::Found::held_elsewhere, now);
     EXPECT_EQ(pool.progress()[0].state, ItemState::deferred);
     EXPECT_TRUE(pool.progress()[0].held_elsewhere);
     EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, kRevisitSeconds); // the first look that found it
-    periods.push_back(pool.progress()[0].eligible_at - now);
+    double period = pool.progress()[0].eligible_at - now;
+    EXPECT_NEAR(period, std::clamp((now - kRevisitSeconds) / 10, 0.5, 10.0), 1e-9) << "look " << periods.size();
+    periods.push_back(period);
     EXPECT_TRUE(pool.due_revisits(pool.progress()[0].eligible_at - 0.01).empty());
     now = pool.progress()[0].eligible_at;
   }
-  EXPECT_EQ(periods, (std::vector<double>{2, 4, 8, 10, 10}));
+  EXPECT_DOUBLE_EQ(periods.front(), kHeldElsewhereMinPollSeconds);
+  EXPECT_GE(now - kRevisitSeconds, 100) << "the ceiling comes once it has been held 100 s";
   EXPECT_TRUE(pool.only_deferred_left());
   EXPECT_EQ(pool.pick(now), std::nullopt);
 
@@ -323,14 +331,14 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   pool.start(0, now);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), now); // taken again meanwhile
   pool.revisit(0, Pool::Found::held_elsewhere, now + 1);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kHeldElsewhereFirstPollSeconds);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kHeldElsewhereMinPollSeconds);
   pool.revisit(0, Pool::Found::done, now + 3);
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_TRUE(pool.finished());
 }
 
 // A graph found held by another node as it was taken (shared_graphs.hpp):
-// never picked for a worker; looked at 2 s later, then on the same backoff
+// never picked for a worker; looked at 0.5 s later, then on the same backoff
 // as one a worker found held (the taking's look was the first); the lock's
 // expiry makes it ours, its result settles it, with no attempt either way.
 TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
@@ -342,10 +350,10 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, 5);
   EXPECT_EQ(pool.pick(5), std::nullopt);
   EXPECT_TRUE(pool.only_deferred_left());
-  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kHeldElsewhereFirstPollSeconds));
-  EXPECT_TRUE(pool.due_revisits(5 + kHeldElsewhereFirstPollSeconds - 0.01).empty());
-  double now = 5 + kHeldElsewhereFirstPollSeconds;
-  std::vector<double> periods{kHeldElsewhereFirstPollSeconds};
+  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kHeldElsewhereMinPollSeconds));
+  EXPECT_TRUE(pool.due_revisits(5 + kHeldElsewhereMinPollSeconds - 0.01).empty());
+  double now = 5 + kHeldElsewhereMinPollSeconds;
+  std::vector<double> periods{kHeldElsewhereMinPollSeconds};
   for (int look = 0; look < 3; ++look) {
     ASSERT_EQ(pool.due_revisits(now), (std::vector<std::size_t>{0, 1}));
     pool.revisit(0, Pool::Found::held_elsewhere, now);
@@ -354,7 +362,7 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
     periods.push_back(pool.progress()[0].eligible_at - now);
     now = pool.progress()[0].eligible_at;
   }
-  EXPECT_EQ(periods, (std::vector<double>{2, 4, 8, 10}));
+  EXPECT_EQ(periods, (std::vector<double>{0.5, 0.5, 0.5, 0.5})); // held under 5 s: the floor
   pool.revisit(0, Pool::Found::done, now); // its result landed
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_EQ(pool.progress()[0].attempts, 0);

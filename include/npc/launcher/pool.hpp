@@ -85,6 +85,9 @@ struct ItemProgress {
   bool held_elsewhere = false;
   double held_elsewhere_since = 0;
   int held_looks = 0;
+  // When it was last deferred for a lock of this cache (Found::locked): the
+  // looks at it spread out as the hold goes on.
+  double deferred_since = 0;
 };
 
 struct PoolLimits {
@@ -116,18 +119,25 @@ struct AttemptInfo {
 // Backoff before a retry: short, growing, bounded.
 inline constexpr double kRetryBackoffSeconds = 0.5;
 inline constexpr double kMaxRetryBackoffSeconds = 8;
-// How often a graph locked by another process is looked at again.
-inline constexpr double kRevisitSeconds = 1.0;
+// How soon a graph locked by another process is first looked at again;
+// then, as for a graph held elsewhere (below), a tenth of how long it has
+// been locked later, within the same floor and ceiling. A look here is a
+// stat or two.
+inline constexpr double kRevisitSeconds = 0.5;
 // A graph whose lock another host holds is looked at in the shared cache by
 // the launcher itself (on S3 one LIST of its folder, and a GET of the lock
-// while the lock is there), first after the wrapper's own poll period
-// (compile::kSharedLockPoll), then twice as long each time up to the
-// ceiling. A compile takes minutes, so a result seen up to 10 s late costs
-// little of the node's time; at 10 s each held graph costs 0.1 LIST and 0.1
-// GET a second, so 500 graphs held by another node make 50 LISTs a second,
-// far under S3's request rates and about $1 an hour of LIST requests.
-inline constexpr double kHeldElsewhereFirstPollSeconds = 2.0;
+// while the lock is there), each time after a tenth of how long it has been
+// seen held, at least kHeldElsewhereMinPollSeconds and at most
+// kHeldElsewhereMaxPollSeconds apart: its result is seen at most about 10%
+// of its compile later (0.5 s for a short one), which a fixed backoff cannot
+// promise for compiles of seconds, and a compile of minutes costs a look
+// every 10 s, 0.1 LIST and 0.1 GET a second: 500 graphs held by another
+// node make 50 LISTs a second, far under S3's request rates and about $1 an
+// hour of LIST requests. The looks of one tick are bounded in time
+// (pool_runner.hpp's kHeldLookBudgetPerTick), which bounds a host's rate.
+inline constexpr double kHeldElsewhereMinPollSeconds = 0.5;
 inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
+inline constexpr double kHeldElsewherePollShare = 0.1;
 // A plan replaces longest first only when it ends at least this share of
 // the time sooner: smaller gains are within any prediction's error.
 inline constexpr double kMinPlanGain = 0.005;
