@@ -332,10 +332,11 @@ int print_no_space(const fs::path& entry_dir, const compile::EntryCompileResult&
   return static_cast<int>(ExitCode::environment);
 }
 
-// The entry went while it compiled (neuron_cache rm, --command clean).
+// The entry went while it compiled or while its lock was waited for
+// (neuron_cache rm, --command clean, an eviction pass).
 int print_removed(const fs::path& entry_dir) {
-  spdlog::error("the cache entry {} was removed by another process while it compiled; nothing was cached "
-                "(run again to compile it)", entry_dir.string());
+  spdlog::error("the cache entry {} was removed by another process before it was compiled here; nothing was "
+                "cached (run again to compile it)", entry_dir.string());
   return static_cast<int>(ExitCode::environment);
 }
 

@@ -203,9 +203,12 @@ TEST_F(CrashTest, KillWorkerAtRandomPoints) {
     else ++ended_before_kill_;
     auto peer_end = wait_for(peer, 60s);
     // The peer compiles it, finds it compiled, or (the victim's eviction
-    // having removed the entry first) finds no entry: never a failure cached.
+    // having removed the entry first, or while the peer waited for the
+    // victim's lock) finds no entry: never a failure cached.
     EXPECT_TRUE(peer_end.exit_code == 0 || peer_end.output.find("no cache entry at") != std::string::npos ||
-                peer_end.output.find("has no model.hlo_module.pb") != std::string::npos)
+                peer_end.output.find("has no model.hlo_module.pb") != std::string::npos ||
+                peer_end.output.find("was removed by another process before it was compiled here") !=
+                    std::string::npos)
         << when << ": " << peer_end.output;
     if (coin()) {
       kill_all_descendants();
