@@ -72,6 +72,20 @@ Environment clean_environment(const Programs& programs, const fs::path& cache_di
   return env;
 }
 
+void use_s3_endpoint(Environment& env, const std::string& endpoint, const std::string& access_key,
+                     const std::string& secret_key, const fs::path& no_files_dir) {
+  env.set("AWS_ACCESS_KEY_ID", access_key);
+  env.set("AWS_SECRET_ACCESS_KEY", secret_key);
+  env.set("AWS_REGION", "us-east-1");
+  env.set("AWS_ENDPOINT_URL_S3", endpoint);
+  env.set("AWS_CONFIG_FILE", (no_files_dir / "no-aws-config").string());
+  env.set("AWS_SHARED_CREDENTIALS_FILE", (no_files_dir / "no-aws-credentials").string());
+  env.set("AWS_EC2_METADATA_DISABLED", "true");
+  env.unset("AWS_PROFILE");
+  env.unset("AWS_SESSION_TOKEN");
+  env.unset("AWS_ENDPOINT_URL");
+}
+
 Timed run_timed(const RunSpec& spec) {
   npc::util::SpawnOptions options;
   options.argv = spec.argv;
@@ -174,7 +188,7 @@ std::size_t settle_children() {
 }
 
 std::vector<std::vector<json>> alternate(const Context& context, const std::string& label,
-                                         std::vector<Contender>& contenders, int runs) {
+                                         std::vector<Contender>& contenders, int runs, Settle settle) {
   std::vector<std::vector<json>> records(contenders.size());
   const std::size_t k = contenders.size();
   runs = std::max(runs, context.options.runs);
@@ -185,7 +199,8 @@ std::vector<std::vector<json>> alternate(const Context& context, const std::stri
       if (c.prepare) c.prepare(run);
       json record = c.measure(run);
       // Nothing a run left behind may run into the next one.
-      if (std::size_t left = settle_children(); left > 0) record["processes_left_running"] = left;
+      if (settle == Settle::yes)
+        if (std::size_t left = settle_children(); left > 0) record["processes_left_running"] = left;
       record["run"] = run + 1;
       record["position"] = position + 1;
       records[i].push_back(record);

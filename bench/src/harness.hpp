@@ -64,6 +64,12 @@ void set_scratch_dir(const fs::path& path);
 // directory.
 [[nodiscard]] Environment clean_environment(const Programs& programs, const fs::path& cache_dir);
 
+// Points the S3 client of every program at one endpoint with these keys and
+// nothing else (no AWS profile, config file or instance metadata; the files
+// named under `no_files_dir` do not exist).
+void use_s3_endpoint(Environment& env, const std::string& endpoint, const std::string& access_key,
+                     const std::string& secret_key, const fs::path& no_files_dir);
+
 // The stand-in compiler holds little memory: the launcher's default plan of
 // 64 GiB per compile (the real compiler's) would run one at a time here.
 // Scenarios that do not set the parallelism themselves plan 2 GiB per compile.
@@ -118,8 +124,13 @@ struct Contender {
 // by r, so no contender is always first (or last) after another. The records
 // come back per contender, in run order, each with "run" and "position".
 // `runs` overrides the number of rounds (never fewer than the configured).
+// Between runs it waits for processes a run left behind (settle_children),
+// unless `settle` is Settle::no: for a scenario with a server of its own
+// running as a child, whose runs cannot leave anything behind.
+enum class Settle { yes, no };
 std::vector<std::vector<json>> alternate(const Context& context, const std::string& label,
-                                         std::vector<Contender>& contenders, int runs = 0);
+                                         std::vector<Contender>& contenders, int runs = 0,
+                                         Settle settle = Settle::yes);
 
 // Waits for processes a run left behind (up to 30 s, then kills them);
 // returns how many there were.

@@ -45,16 +45,7 @@ Environment s3_environment(const Side& side, const S3rver& server, const std::st
                            const fs::path& dir) {
   Environment env = clean_environment(side.programs, url);
   env.set("NEURON_COMPILE_CACHE_MIRROR", mirror.string());
-  env.set("AWS_ACCESS_KEY_ID", "S3RVER");
-  env.set("AWS_SECRET_ACCESS_KEY", "S3RVER");
-  env.set("AWS_REGION", "us-east-1");
-  env.set("AWS_ENDPOINT_URL_S3", server.endpoint());
-  env.set("AWS_CONFIG_FILE", (dir / "no-aws-config").string());
-  env.set("AWS_SHARED_CREDENTIALS_FILE", (dir / "no-aws-credentials").string());
-  env.set("AWS_EC2_METADATA_DISABLED", "true");
-  env.unset("AWS_PROFILE");
-  env.unset("AWS_SESSION_TOKEN");
-  env.unset("AWS_ENDPOINT_URL");
+  use_s3_endpoint(env, server.endpoint(), "S3RVER", "S3RVER", dir);
   env.set("STANDIN_CC_MODE", "sleep");
   env.set("STANDIN_CC_BASE_MS", "0");
   return env;

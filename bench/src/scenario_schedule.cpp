@@ -103,26 +103,6 @@ json run_serial_jit(const Context& context, const Environment& env, const Worklo
   return {{"wall_seconds", wall}, {"compiled", compiled}};
 }
 
-namespace {
-
-std::vector<double> walls_of_ours(const std::vector<std::vector<json>>& records) {
-  return column(records[2], "wall_seconds");
-}
-
-// The compiler's own time beyond its configured cost (its start, reading and
-// hashing the graph, writing the NEFF), which no scheduler can avoid:
-// measured by running the stand-in directly, solo, on copies of the smallest
-// and the largest graph whose cost line says 0, and fitted as a + b × bytes.
-struct CompilerOverhead {
-  double fixed_seconds = 0;
-  double seconds_per_byte = 0;
-  double small_seconds = 0, large_seconds = 0;
-  std::uint64_t small_bytes = 0, large_bytes = 0;
-  [[nodiscard]] double at(std::uint64_t bytes) const {
-    return std::max(0.0, fixed_seconds + seconds_per_byte * static_cast<double>(bytes));
-  }
-};
-
 CompilerOverhead measure_compiler_overhead(const Context& context, const Workload& workload,
                                            const fs::path& graphs_dir, const fs::path& dir,
                                            const Environment& env) {
@@ -159,6 +139,12 @@ CompilerOverhead measure_compiler_overhead(const Context& context, const Workloa
                                            static_cast<double>(o.large_bytes - o.small_bytes));
   o.fixed_seconds = o.small_seconds - o.seconds_per_byte * static_cast<double>(o.small_bytes);
   return o;
+}
+
+namespace {
+
+std::vector<double> walls_of_ours(const std::vector<std::vector<json>>& records) {
+  return column(records[2], "wall_seconds");
 }
 
 struct ScheduleConfig {

@@ -2,6 +2,8 @@
 // The scenarios. Each runs its contenders side by side (alternating, see
 // harness.hpp) and returns its figures; main.cpp puts them into the report.
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,10 @@ Scenario run_s3_transfer(const Context& context);
 // 9. Before and after one cache over storage: an older revision's programs
 //    against ours on hits, the launcher on S3 and bundles to and from S3.
 Scenario run_before_after(const Context& context);
+// 10. A cluster as one pool: 16 simulated hosts × 8 workers on one cache (a
+//     directory, and S3 on a RADOS Gateway), against per-node caches and the
+//     original's lockstep order on a shared cache.
+Scenario run_cluster(const Context& context);
 
 // Contenders shared by scenarios 1 and 2.
 
@@ -53,6 +59,23 @@ json run_ours_compile(const Context& context, const Environment& env, const fs::
 // compiles just in time, into a fresh cache. Record: wall_seconds, compiled.
 json run_serial_jit(const Context& context, const Environment& env, const Workload& workload,
                     const fs::path& graphs_dir, const fs::path& out_dir, const fs::path& log);
+
+// The compiler's own time beyond its configured cost (its start, reading and
+// hashing the graph, writing the NEFF), which no scheduler can avoid:
+// measured by running the stand-in directly, solo, on copies of the smallest
+// and the largest graph whose cost line says 0, and fitted as a + b × bytes.
+struct CompilerOverhead {
+  double fixed_seconds = 0;
+  double seconds_per_byte = 0;
+  double small_seconds = 0, large_seconds = 0;
+  std::uint64_t small_bytes = 0, large_bytes = 0;
+  [[nodiscard]] double at(std::uint64_t bytes) const {
+    return std::max(0.0, fixed_seconds + seconds_per_byte * static_cast<double>(bytes));
+  }
+};
+[[nodiscard]] CompilerOverhead measure_compiler_overhead(const Context& context, const Workload& workload,
+                                                         const fs::path& graphs_dir, const fs::path& dir,
+                                                         const Environment& env);
 
 // Lines in a file (0 when it does not exist).
 [[nodiscard]] std::size_t count_lines(const fs::path& path);
