@@ -26,9 +26,10 @@ namespace {
 class S3Launcher : public S3CacheTest {
 protected:
   // init + 2 train + eval = 4 graphs in a 10-step trial.
-  std::vector<std::string> train(int steps = 10) {
+  std::vector<std::string> train(int steps = 10, int graphs_per_step = 2) {
     return {(standin_dir() / "standin_train").string(), "--nproc_per_node", "2", "--steps_this_run",
-            std::to_string(steps), "--graphs_per_step", "2", "--eval_every", "5", "--layers", "2", "--hidden", "64",
+            std::to_string(steps), "--graphs_per_step", std::to_string(graphs_per_step), "--eval_every", "5",
+            "--layers", "2", "--hidden", "64",
             "--workdir", (dir() / "train").string()};
   }
   std::vector<std::string> launcher_args(const std::string& node, std::vector<std::string> ours,
@@ -234,6 +235,46 @@ TEST_F(S3Launcher, TwoLaunchersAtOnceCompileEachGraphOnce) {
   EXPECT_EQ(objects(/*with_uses=*/false), done_entries(4));
   EXPECT_EQ(done_in_mirror("node-a"), 4u);
   EXPECT_EQ(done_in_mirror("node-b"), 4u);
+}
+
+// Four hosts on one S3 cache, each launcher in a UTS and a PID namespace of
+// its own (hostnames differ, pids collide) with a mirror of its own: every
+// graph is compiled once between them, S3 holds every entry whole, and each
+// host's mirror ends with all of them.
+TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
+  constexpr std::size_t kGraphs = 10; // init + 8 train + eval
+  auto collected = launch("node-a", {"--command", "collect"}, train(10, 8));
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  ASSERT_EQ(objects().size(), 2 * kGraphs) << "graph and flags of each";
+  std::vector<pid_t> launchers;
+  for (int h = 0; h < 4; ++h) {
+    const std::string host = "host-" + std::to_string(h);
+    launchers.push_back(start_tool_on_host(
+        host, "neuron_parallel_compile",
+        launcher_args(host, {"--command", "compile", "--num_parallel", "2", "--report", (dir() / (host + ".json")).string()},
+                      {}),
+        {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / host).string()}, {"STANDIN_CC_BASE_MS", "300"}},
+        dir() / (host + ".log")));
+  }
+  std::size_t compiled = 0;
+  for (int h = 0; h < 4; ++h) {
+    const std::string host = "host-" + std::to_string(h);
+    auto status = util::wait_child(launchers[static_cast<std::size_t>(h)]);
+    const std::string log = read_text(dir() / (host + ".log"));
+    EXPECT_TRUE(status.success()) << status.describe() << "\n" << log;
+    EXPECT_TRUE(log.starts_with("host " + host + " pid 1\n"))
+        << "simulating a host needs `unshare --uts --pid --fork --mount-proc` (util-linux) run as root:\n" << log;
+    auto report = nlohmann::json::parse(read_text(dir() / (host + ".json")), nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << log;
+    EXPECT_EQ(report["compilation_summary"].value("total_graphs", 0u), kGraphs) << log;
+    EXPECT_EQ(report["compilation_summary"].value("failed", 1u), 0u) << log;
+    compiled += report["compilation_summary"].value("compiled", 0u);
+    EXPECT_EQ(done_in_mirror(host), kGraphs) << log;
+  }
+  EXPECT_EQ(compiled, kGraphs) << "the launchers' reports count each graph compiled once between them";
+  EXPECT_EQ(compiles(), kGraphs);
+  EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  EXPECT_EQ(objects(/*with_uses=*/false), done_entries(kGraphs));
 }
 
 // Another node compiles one graph (its lock live for 10 minutes) before the

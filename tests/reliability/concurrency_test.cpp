@@ -10,8 +10,10 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/process.hpp>
 
 #include "reliability.hpp"
 
@@ -219,6 +221,46 @@ TEST_F(ConcurrencyTest, TwoLaunchersSplittingTheWork) {
   auto check = check_cache(cache_root(), expected_map(graphs), true);
   EXPECT_EQ(check.done, 10u) << check.describe();
   record_figures({{"launchers_raced", 2}});
+}
+
+// Eight hosts on one cache directory, each launcher in a UTS and a PID
+// namespace of its own: hostnames differ and pids collide, so a lock of
+// another host can only be judged by its record. Every graph is compiled
+// once, by one of them, and every launcher ends with all of them done.
+TEST_F(ConcurrencyTest, EightHostsOfTheirOwnOnOneCacheDirectory) {
+  constexpr int kHosts = 8;
+  constexpr std::size_t kGraphs = 24;
+  auto graphs = make_graphs(dir() / "g", "hosts", static_cast<int>(kGraphs), 3000, rng_);
+  extract(graphs);
+  std::vector<pid_t> launchers;
+  auto host_name = [](int h) { return "host-" + std::to_string(h); };
+  for (int h = 0; h < kHosts; ++h)
+    launchers.push_back(start_tool_on_host(
+        host_name(h), "neuron_parallel_compile",
+        {"--command", "compile", "--num_parallel", "2", "--parallel_compile_workdir", (dir() / host_name(h)).string(),
+         "--report", (dir() / (host_name(h) + ".json")).string()},
+        {{"STANDIN_CC_BASE_MS", "150"}}, dir() / (host_name(h) + ".log")));
+  std::size_t compiled = 0;
+  for (int h = 0; h < kHosts; ++h) {
+    auto status = util::wait_child(launchers[static_cast<std::size_t>(h)]);
+    const std::string log = npc::test::read_text(dir() / (host_name(h) + ".log"));
+    EXPECT_TRUE(status.success()) << status.describe() << "\n" << log;
+    EXPECT_TRUE(log.starts_with("host " + host_name(h) + " pid 1\n"))
+        << "simulating a host needs `unshare --uts --pid --fork --mount-proc` (util-linux) run as root:\n" << log;
+    auto report = nlohmann::json::parse(npc::test::read_text(dir() / (host_name(h) + ".json")), nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << log;
+    const auto& summary = report["compilation_summary"];
+    EXPECT_EQ(summary.value("total_graphs", 0u), kGraphs) << log;
+    EXPECT_EQ(summary.value("failed", 1u), 0u) << log;
+    compiled += summary.value("compiled", 0u);
+  }
+  EXPECT_EQ(compiled, kGraphs) << "the launchers' reports count each graph compiled once between them";
+  EXPECT_EQ(compiles(), kGraphs);
+  EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  auto check = check_cache(cache_root(), expected_map(graphs), true);
+  EXPECT_EQ(check.done, kGraphs) << check.describe();
+  EXPECT_TRUE(check.problems.empty()) << check.describe();
+  record_figures({{"launchers_raced", kHosts}});
 }
 
 // Eviction racing with hits and compiles. Readers ask for random graphs

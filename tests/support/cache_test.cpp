@@ -80,6 +80,15 @@ pid_t CacheTest::start_tool(const std::string& name, std::vector<std::string> ar
   return start_background(args, options(std::move(extra_env)), output_file);
 }
 
+pid_t CacheTest::start_tool_on_host(const std::string& host, const std::string& name, std::vector<std::string> args,
+                                   std::map<std::string, std::string> extra_env, const fs::path& output_file) const {
+  std::vector<std::string> argv = {"unshare", "--uts", "--pid", "--fork", "--mount-proc", "--", "/bin/sh", "-c",
+                                   "hostname \"$0\" && echo \"host $(hostname) pid $$\" && exec \"$@\"", host,
+                                   tool_path(name).string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return start_background(argv, options(std::move(extra_env)), output_file);
+}
+
 int train_total_field(const std::string& out, const std::string& name) {
   std::smatch m;
   if (!std::regex_search(out, m, std::regex("standin_train: total: .*\\b" + name + "=([0-9]+)"))) return -1;

@@ -37,6 +37,12 @@ protected:
                      std::map<std::string, std::string> extra_env = {}) const;
   pid_t start_tool(const std::string& name, std::vector<std::string> args,
                    std::map<std::string, std::string> extra_env, const fs::path& output_file) const;
+  // As start_tool, on a host of its own: in a UTS and a PID namespace
+  // (`unshare --uts --pid --fork --mount-proc`, as root) named `host`, so its
+  // hostname differs from every other host's and its pids collide with
+  // theirs, as on a cluster. The output starts with "host HOST pid 1".
+  pid_t start_tool_on_host(const std::string& host, const std::string& name, std::vector<std::string> args,
+                           std::map<std::string, std::string> extra_env, const fs::path& output_file) const;
   [[nodiscard]] fs::path tool_path(const std::string& name) const;
   std::map<std::string, std::string> env_;
 };
