@@ -183,9 +183,8 @@ Scenario run_cluster(const Context& context) {
   CompilerOverhead overhead = measure_compiler_overhead(context, workload, graphs, dir / "calibration", env_for(dir));
   double sum = 0, longest = 0;
   for (const auto& g : workload.graphs) {
-    double c = static_cast<double>(g.cost_ms) / 1000.0 + overhead.at(g.bytes);
-    sum += c;
-    longest = std::max(longest, c);
+    sum += overhead.cost(g);
+    longest = std::max(longest, overhead.cost(g));
   }
   const double bound = std::max(sum / slots, longest);
   const double node_bound = std::max(sum / shape.workers, longest);

@@ -190,9 +190,8 @@ Scenario run_schedule(const Context& context, const ScheduleConfig& config) {
   CompilerOverhead overhead = measure_compiler_overhead(context, workload, graphs, dir / "calibration", env_for(dir));
   double compiler_sum = 0, compiler_longest = 0;
   for (const auto& g : workload.graphs) {
-    double c = static_cast<double>(g.cost_ms) / 1000.0 + overhead.at(g.bytes);
-    compiler_sum += c;
-    compiler_longest = std::max(compiler_longest, c);
+    compiler_sum += overhead.cost(g);
+    compiler_longest = std::max(compiler_longest, overhead.cost(g));
   }
   const double compiler_bound = std::max(compiler_sum / n, compiler_longest);
   log(context, config.id + ": the compiler's own time adds " + num(overhead.small_seconds * 1000, 1) + " ms (" +

@@ -72,6 +72,8 @@ struct CompilerOverhead {
   [[nodiscard]] double at(std::uint64_t bytes) const {
     return std::max(0.0, fixed_seconds + seconds_per_byte * static_cast<double>(bytes));
   }
+  // A graph's cost as the compiler itself takes it: configured + its own.
+  [[nodiscard]] double cost(const Graph& g) const { return static_cast<double>(g.cost_ms) / 1000.0 + at(g.bytes); }
 };
 [[nodiscard]] CompilerOverhead measure_compiler_overhead(const Context& context, const Workload& workload,
                                                          const fs::path& graphs_dir, const fs::path& dir,
