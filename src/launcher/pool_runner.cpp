@@ -325,6 +325,9 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       }
       if (pool.finished()) break;
     }
+    // Counted once a tick (the picks below are the loop's hot path), and
+    // set by what their looks find.
+    bool others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
     while (auto next = pool.pick(now)) {
       std::size_t i = *next;
       const WorkItem& item = pool.items()[i];
@@ -342,11 +345,12 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       if (p.attempts == 0) {
         Pool::Found found = look_at(cache, item.entry_dir);
         bool downloaded = false;
-        bool others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
         if (found == Pool::Found::pending && config.held_look && others_seen && runner.now() < looks_until) {
           found = config.held_look->look(item.entry_dir);
           downloaded = found == Pool::Found::done;
         }
+        others_seen = others_seen || found == Pool::Found::done || found == Pool::Found::locked ||
+                      found == Pool::Found::held_elsewhere;
         if (found == Pool::Found::done) {
           pool.revisit(i, Pool::Found::done, now);
           progress.event((downloaded ? "compiled by another node, downloaded: " : "compiled by another process: ") +
