@@ -99,21 +99,36 @@ SharedGraphs::Taken SharedGraphs::take_with(const cache::SharedTier& tier, std::
 std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   const cache::SharedTier& first = *tiers_.front();
   const std::string version_dir = std::string(cache::kVersionDirPrefix) + version_;
-  auto modules = first.storage()->list(version_dir);
-  if (!modules) throw EnvironmentError(modules.error());
+  // One walk of the version's folder (on S3 a LIST per 1,000 objects), not a
+  // LIST per entry: with many hosts taking one cache's graphs at once, the
+  // per-entry LISTs were a third of their requests at the start.
+  auto tree = first.storage()->list_tree(version_dir);
+  if (!tree) throw EnvironmentError(tree.error());
   std::vector<cache::CacheKey> keys;
-  for (const auto& module : *modules)
-    if (auto key = cache::parse_key(version_dir + "/" + module)) keys.push_back(*key); // others left alone
-  // A LIST of each entry, and what is pending brought into the mirror.
+  std::vector<std::vector<std::string>> listings; // each entry's own files, as a LIST of it names them
+  std::map<std::string, std::size_t> index;       // entry folder -> its place in both
+  for (const auto& file : *tree) {
+    auto slash = file.key.find('/');
+    if (slash == std::string::npos || file.key.find('/', slash + 1) != std::string::npos) continue;
+    const std::string folder = file.key.substr(0, slash);
+    auto found = index.find(folder);
+    if (found == index.end()) {
+      auto key = cache::parse_key(version_dir + "/" + folder);
+      if (!key) continue; // others left alone
+      found = index.emplace(folder, keys.size()).first;
+      keys.push_back(*key);
+      listings.emplace_back();
+    }
+    listings[found->second].push_back(file.key.substr(slash + 1));
+  }
+  // What is pending brought into the mirror.
   std::vector<std::optional<fs::path>> graphs(keys.size());
   for_each_parallel(keys.size(), [&](const cache::SharedTier& tier, std::size_t i) {
-    auto files = tier.storage()->list(keys[i].relative_path().generic_string());
-    if (!files) throw EnvironmentError(files.error());
-    const cache::ListedEntry listed = cache::read_listing(*files);
+    const cache::ListedEntry listed = cache::read_listing(listings[i]);
     if (!listed.has_graph || listed.done || listed.done_without_neff) return;
     if (listed.failed && !with_failed) return;
     bool absent = false;
-    fs::path graph = bring(tier, keys[i], *files, absent);
+    fs::path graph = bring(tier, keys[i], listings[i], absent);
     if (!absent) graphs[i] = std::move(graph);
   });
   std::vector<fs::path> pending;

@@ -27,6 +27,8 @@
 // Requests on S3: per graph, 1 LIST for a miss and 2 GETs for its graph and
 // flags, + 1 GET of the lock when there is a lock object; a done entry's
 // result is downloaded (SharedTier::fetch_result, which lists it again).
+// take_pending lists the whole version folder in one walk (a LIST per 1,000
+// objects) instead of one LIST per entry, then GETs as above.
 // The graphs are shared out over the connections given, a thread each: with
 // 8, 1,000 graphs at 20 ms a request should take about 8 s (not measured),
 // and the NEFFs of a cache another host filled come down 8 at a time.
