@@ -352,12 +352,12 @@ Scenario run_cluster(const Context& context) {
         " requests (" + num(requests / wall, 0) + " a second) and its daemons used " +
         num(spread(gateway_share).median * 100, 0) + "% of this machine's " + std::to_string(static_cast<int>(cores)) +
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
-        " compiles share with it. Each host brings every pending graph into its mirror at the start (a LIST of the "
-        "entry and a GET of its graph and of its flags: " + count_text(3 * total) + " requests a host, " +
-        count_text(3 * total * static_cast<std::size_t>(shape.hosts)) + " in all) and downloads each result another "
+        " compiles share with it. Each host brings every pending graph into its mirror at the start (a GET of its "
+        "graph and of its flags, after one listing of the cache: " + count_text(2 * total) + " requests a host, " +
+        count_text(2 * total * static_cast<std::size_t>(shape.hosts)) + " in all) and downloads each result another "
         "host compiled when its turn comes. On AWS S3, which scales with the request rate, these take seconds; here "
-        "they queue on the same two cores. Bringing a graph only when its turn comes, and one listing per prefix "
-        "instead of one per entry, would cut them by about the number of hosts.");
+        "they queue on the same two cores. Bringing a graph only when its turn comes would cut them by about the "
+        "number of hosts.");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});
