@@ -107,19 +107,14 @@ bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry
   return info->framework_lock.state != storage::LockState::held;
 }
 
-// Whether another process holds the entry's lock now (not stale).
-bool lock_blocks(const cache::Cache& cache, const fs::path& entry_dir) {
-  auto info = cache.entry(entry_dir).inspect();
-  return info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
-}
-
 bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
   auto info = cache.entry(entry_dir).inspect();
   return info && info->state == cache::EntryState::locked;
 }
 
-Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir) {
+Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir, bool* lock_blocks = nullptr) {
   auto info = cache.entry(entry_dir).inspect();
+  if (lock_blocks) *lock_blocks = info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
   if (!info) return Pool::Found::failed;
   switch (info->state) {
   case cache::EntryState::done: return Pool::Found::done;
@@ -343,7 +338,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       // Anything else is the worker's to handle (a stale lock to break, a
       // cached failure to report).
       if (p.attempts == 0) {
-        Pool::Found found = look_at(cache, item.entry_dir);
+        bool blocks = false; // another process holds its lock now (not stale)
+        Pool::Found found = look_at(cache, item.entry_dir, &blocks);
         bool downloaded = false;
         if (found == Pool::Found::pending && config.held_look && others_seen && runner.now() < looks_until) {
           found = config.held_look->look(item.entry_dir);
@@ -361,7 +357,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           pool.mark_held_elsewhere(i, now);
           continue;
         }
-        if (found == Pool::Found::locked && lock_blocks(cache, item.entry_dir)) {
+        if (found == Pool::Found::locked && blocks) {
           pool.mark_locked_elsewhere(i, now);
           continue;
         }
