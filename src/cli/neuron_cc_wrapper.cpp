@@ -552,6 +552,7 @@ int cmd_compile(const std::vector<std::string>& words) {
       throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " + command.output.string() +
                              (integrity ? "" : ": " + integrity.error()));
   };
+  options.store_missing_graph = [&](const cache::Entry&) { store(); };
   // Copied under the entry's lock: once it is released, an eviction with a
   // small limit may remove the entry before we read it.
   bool delivered = false;

@@ -201,6 +201,11 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     result.log_path = entry.log_path();
     return result;
   }
+  if (!info->has_graph && options.store_missing_graph) {
+    options.store_missing_graph(entry);
+    info = entry.inspect();
+    if (!info) throw EnvironmentError(info.error());
+  }
   if (!info->has_graph)
     throw Error("cache entry " + entry_dir.string() + " has no " + entry.graph_path().filename().string() +
                 " to compile (remove it with neuron_cache rm)", ExitCode::environment);

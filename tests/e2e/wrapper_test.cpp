@@ -3,9 +3,14 @@
 // many processes asking for the same graphs at once.
 
 #include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <npc/cache/store.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/compile/target.hpp>
@@ -163,6 +168,48 @@ TEST_F(Wrapper, AnEntryRemovedAsSoonAsItIsLockedIsStoredAndCompiledAgain) {
   EXPECT_EQ(entries(), std::vector<fs::path>{held});
   EXPECT_TRUE(fs::exists(held / "model.done"));
   EXPECT_EQ(read_text(out), read_text(held / "model.neff"));
+}
+
+// While a compile waits for the entry's lock, an eviction removes the entry
+// and another process starts storing the graph again: it has made the folder
+// and written compile_flags.json, not yet the graph, when the lock comes
+// free. The waiting compile stores its own graph there and compiles: the
+// entry is the same one, and this caller holds its graph.
+TEST_F(Wrapper, AnEntryRemadeWithoutItsGraphWhileTheLockWasAwaitedGetsTheGraph) {
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  RunResult extracted = run_tool("neuron_cc_wrapper", {"compile", "--graph", g.string(), "--output",
+                                                       (dir() / "x.neff").string()},
+                                 {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}});
+  ASSERT_EQ(extracted.exit_code, 0) << extracted.describe();
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries().front();
+  cache::Cache cache(entry.parent_path().parent_path());
+  auto taken = cache.entry(entry).lock(std::chrono::seconds(1));
+  ASSERT_TRUE(taken.ok() && std::holds_alternative<storage::Lock>(*taken)) << "the test could not take the lock";
+  storage::Lock lock = std::move(std::get<storage::Lock>(*taken));
+
+  fs::path out = dir() / "a.neff";
+  Child waiter({tool_path("neuron_cc_wrapper").string(), "compile", "--graph", g.string(), "--output", out.string()},
+               options(), dir() / "waiter");
+  ASSERT_TRUE(wait_until([&] { return read_text(dir() / "waiter.err").find("waiting for the lock") != std::string::npos; },
+                         std::chrono::seconds(20)));
+  // The removal and the half-done store, in one step: the waiter never sees
+  // the entry missing, which is the case the wrapper already handles.
+  fs::path remade = dir() / "remade";
+  fs::create_directories(remade);
+  fs::copy_file(entry / "compile_flags.json", remade / "compile_flags.json");
+  ASSERT_EQ(::syscall(SYS_renameat2, AT_FDCWD, remade.c_str(), AT_FDCWD, entry.c_str(), RENAME_EXCHANGE), 0)
+      << std::strerror(errno);
+  ASSERT_TRUE(lock.release().ok());
+  fs::remove_all(remade);
+
+  RunResult res = waiter.wait();
+  ASSERT_EQ(res.exit_code, 0) << res.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(entries(), std::vector<fs::path>{entry});
+  EXPECT_EQ(read_text(entry / "model.hlo_module.pb"), read_text(g));
+  EXPECT_TRUE(fs::exists(entry / "model.done"));
+  EXPECT_EQ(read_text(out), read_text(entry / "model.neff"));
 }
 
 TEST_F(Wrapper, FlagsFromEnvironmentComeFirstAndCacheOptionsAreRemoved) {

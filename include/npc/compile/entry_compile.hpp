@@ -40,6 +40,12 @@ struct EntryCompileOptions {
   // found done): what must read the result before an eviction may remove
   // it, like the wrapper's copy to --output. It throws to fail the compile.
   std::function<void(const cache::Entry&)> while_done_and_locked;
+  // Set by a caller that holds the graph's bytes (the wrapper's compile):
+  // stores them into an entry found under its lock without its graph. That
+  // is another process's store half done (its compile_flags.json written,
+  // the graph not yet) into an entry an eviction just removed and it made
+  // again; without this, such an entry is an error to remove.
+  std::function<void(const cache::Entry&)> store_missing_graph;
 };
 
 enum class EntryOutcome {
