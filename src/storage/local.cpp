@@ -135,12 +135,15 @@ Status LocalStorage::write_atomic(std::string_view key, std::string_view bytes) 
 Result<bool> LocalStorage::create_exclusive(std::string_view key, std::string_view bytes) {
   fs::path p = path(key);
   if (exists_no_follow(p)) return false;
-  if (auto s = ensure_parent(p); !s) return fail(s.error());
   // The temp file is linked into place: link(2) fails with EEXIST for all
   // but one of many writers, and a reader never sees a partial file. A
   // file that was there at the link and is gone at the look after (a lock
-  // released meanwhile) is no error: the create is tried again.
+  // released meanwhile) is no error: the create is tried again. So is a
+  // folder removed between its creation and the write (an eviction taking
+  // the entry away as a graph is stored into it again): made again, as a
+  // key's folder always is.
   for (int attempt = 0;; ++attempt) {
+    if (auto s = ensure_parent(p); !s) return fail(s.error());
     auto written = util::write_file_atomic(p, bytes, util::Overwrite::no);
     if (written) return true;
     if (exists_no_follow(p)) return false;
