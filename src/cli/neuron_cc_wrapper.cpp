@@ -545,7 +545,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   store();
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
-                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}};
+                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}};
   auto deliver = [&](const cache::Entry& done) {
     auto integrity = deliver_neff(done, command.output);
     if (!integrity || *integrity == cache::Integrity::mismatch)
@@ -633,7 +633,9 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   cache::Cache cache(dir.parent_path().parent_path());
   cache.set_stale_lock_age(common.stale_lock_age);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
+  // With a shared tier the mirror may not have the entry yet: the launcher
+  // leaves a graph only pending there for its compile to bring.
+  if (!shared_url && !fs::is_directory(dir, ec)) {
     // The launcher queued it and someone removed it since: its report says
     // so, and the launcher counts it as removed, not as a failure.
     report.outcome = compile::EntryOutcome::removed;
@@ -642,7 +644,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   }
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
-                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}};
+                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;

@@ -92,6 +92,11 @@ EntryCompileResult compile_shared_entry(const cache::SharedTier& shared, const c
   }
   // Published between our first look and the lock: nothing to compile.
   if (auto result = arrived(shared, key, options)) return *result;
+  // A graph the launcher left in the shared tier (shared_graphs.hpp) comes
+  // now, under the lock: only the host that compiles it downloads it.
+  auto graph = shared.fetch_graph(key);
+  if (!graph) throw EnvironmentError(graph.error());
+  if (!*graph) return result_of(EntryOutcome::removed);
   EntryCompileResult result = compile_entry(shared.mirror(), shared.mirror().entry_dir(key), options);
   // Done in the mirror but not in the shared tier, whose lock we hold: an earlier
   // attempt here compiled it and died uploading (killed during a stalled

@@ -72,8 +72,11 @@ void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& n
 
 void GraphSource::collect_shared_pending(Collector& collector, bool with_failed) {
   if (!shared_) return;
-  for (const auto& graph : shared_->take_pending(with_failed))
-    collector.add_graph_path(graph.string(), "the shared cache");
+  for (const auto& entry : shared_->take_pending(with_failed)) collector.add_entry_dir(entry);
+}
+
+std::optional<std::uint64_t> GraphSource::graph_bytes_later(const fs::path& entry_dir) const {
+  return shared_ ? shared_->brought_later(entry_dir) : std::nullopt;
 }
 
 void GraphSource::log_transfers() const {

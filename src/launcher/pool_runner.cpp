@@ -112,7 +112,11 @@ bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
   return info && info->state == cache::EntryState::locked;
 }
 
-Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir, bool* lock_blocks = nullptr) {
+// With a shared tier (config.held_look), an entry missing from the mirror
+// is pending: its graph, left there until its compile, is the shared tier's
+// to have or not (a worker that finds none reports the graph removed).
+Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const fs::path& entry_dir,
+                    bool* lock_blocks = nullptr) {
   auto info = cache.entry(entry_dir).inspect();
   if (lock_blocks) *lock_blocks = info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
   if (!info) return Pool::Found::failed;
@@ -120,7 +124,7 @@ Pool::Found look_at(const cache::Cache& cache, const fs::path& entry_dir, bool* 
   case cache::EntryState::done: return Pool::Found::done;
   case cache::EntryState::locked: return Pool::Found::locked;
   case cache::EntryState::failed: return Pool::Found::failed;
-  case cache::EntryState::absent: return Pool::Found::removed;
+  case cache::EntryState::absent: return config.held_look ? Pool::Found::pending : Pool::Found::removed;
   default: return Pool::Found::pending;
   }
 }
@@ -272,7 +276,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
-      Pool::Found found = look_at(cache, item.entry_dir);
+      Pool::Found found = look_at(cache, config, item.entry_dir);
       // Pending here: the lock that deferred it may be another host's,
       // which only the cache they share shows.
       if (found == Pool::Found::pending && config.held_look) {
@@ -311,7 +315,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         if (held_by_live_local_process(cache, dir)) continue;
         // Let go meanwhile (done, failed, or pending again): looked at as
         // any revisit does, never left to a holder that is gone.
-        if (Pool::Found found = look_at(cache, dir); found != Pool::Found::locked) {
+        if (Pool::Found found = look_at(cache, config, dir); found != Pool::Found::locked) {
           pool.revisit(i, found, now, cache.entry(dir).log_path());
           continue;
         }
@@ -339,7 +343,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       // cached failure to report).
       if (p.attempts == 0) {
         bool blocks = false; // another process holds its lock now (not stale)
-        Pool::Found found = look_at(cache, item.entry_dir, &blocks);
+        Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
         bool downloaded = false;
         if (found == Pool::Found::pending && config.held_look && others_seen && runner.now() < looks_until) {
           found = config.held_look->look(item.entry_dir);

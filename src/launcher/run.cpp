@@ -92,7 +92,7 @@ void check_outputs_writable(const Options& options) {
 // of the sorted list, each launcher then helping only the 8 before it.
 inline constexpr int kStaticScheduleHelped = 8;
 
-std::vector<WorkItem> make_items(std::vector<fs::path> entries, const Options& options) {
+std::vector<WorkItem> make_items(std::vector<fs::path> entries, const Options& options, const GraphSource& source) {
   std::vector<WorkItem> items;
   items.reserve(entries.size());
   for (auto& dir : entries) {
@@ -101,8 +101,8 @@ std::vector<WorkItem> make_items(std::vector<fs::path> entries, const Options& o
     item.key = key ? key->str() : dir.filename().string();
     std::error_code ec;
     item.graph_bytes = fs::file_size(dir / cache::kGraphFile, ec);
+    if (ec) item.graph_bytes = source.graph_bytes_later(dir).value_or(0);
     item.entry_dir = std::move(dir);
-    if (ec) item.graph_bytes = 0;
     items.push_back(std::move(item));
   }
   // The split among launchers is over the work sorted by key, the same for all.
@@ -304,13 +304,14 @@ void mark_known(Pool& pool, const cache::Cache& cache, const GraphSource& source
     if (!info) continue;
     if (info->state == cache::EntryState::done) pool.mark_cached(i);
     else if (info->state == cache::EntryState::locked) pool.mark_locked_elsewhere(i, now);
-    else if (info->state == cache::EntryState::absent) pool.mark_removed_elsewhere(i); // since the trial
+    else if (info->state == cache::EntryState::absent && !source.graph_bytes_later(entry.dir()))
+      pool.mark_removed_elsewhere(i); // since the trial
     else if (info->state == cache::EntryState::failed && !retry_failed)
       pool.mark_cached_failure(i, entry.log_path());
     // Pending here, and held elsewhere in force when it was brought: waited
     // for there, as a graph a worker found held, so no worker starts only
     // to meet the lock.
-    if (info->state == cache::EntryState::pending)
+    if (info->state == cache::EntryState::pending || info->state == cache::EntryState::absent)
       if (auto holder = source.held_elsewhere(entry.dir())) {
         pool.mark_held_elsewhere(i, now);
         spdlog::debug("{} is held by another host ({}); waiting for it there, no worker started",
@@ -468,7 +469,7 @@ int run(const Options& options, const config::Settings& settings) {
   }
 
   std::vector<fs::path> roots = collector.roots();
-  std::vector<WorkItem> items = make_items(collector.take_entries(), options);
+  std::vector<WorkItem> items = make_items(collector.take_entries(), options, source);
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});

@@ -54,6 +54,27 @@ fs::path SharedGraphs::bring(const cache::SharedTier& tier, const cache::CacheKe
   return tier.mirror().entry(key).graph_path();
 }
 
+void SharedGraphs::note_holder(const cache::SharedTier& tier, const cache::CacheKey& key) {
+  auto facts = tier.judge_lock(key);
+  if (!facts) {
+    // As the pool's own look does: a worker meets the same lock, or error.
+    spdlog::warn("cannot read the lock of {}: {}; starting its compile", tier.describe(key), facts.error());
+    return;
+  }
+  if (!facts->blocks()) return; // gone, or stale: ours to take
+  std::lock_guard lock(held_mutex_);
+  held_[key.relative_path().generic_string()] = facts->holder();
+}
+
+std::optional<std::uint64_t> SharedGraphs::brought_later(const fs::path& entry_dir) const {
+  auto key = cache::parse_key(entry_dir.string());
+  if (!key) return std::nullopt;
+  std::lock_guard lock(held_mutex_);
+  auto it = later_.find(key->relative_path().generic_string());
+  if (it == later_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<std::string> SharedGraphs::held_elsewhere(const fs::path& entry_dir) const {
   auto key = cache::parse_key(entry_dir.string());
   if (!key) return std::nullopt;
@@ -106,7 +127,8 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   if (!tree) throw EnvironmentError(tree.error());
   std::vector<cache::CacheKey> keys;
   std::vector<std::vector<std::string>> listings; // each entry's own files, as a LIST of it names them
-  std::map<std::string, std::size_t> index;       // entry folder -> its place in both
+  std::vector<std::uint64_t> graph_bytes;         // each entry's graph size, from the walk
+  std::map<std::string, std::size_t> index;       // entry folder -> its place in all three
   for (const auto& file : *tree) {
     auto slash = file.key.find('/');
     if (slash == std::string::npos || file.key.find('/', slash + 1) != std::string::npos) continue;
@@ -118,22 +140,36 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
       found = index.emplace(folder, keys.size()).first;
       keys.push_back(*key);
       listings.emplace_back();
+      graph_bytes.push_back(0);
     }
-    listings[found->second].push_back(file.key.substr(slash + 1));
+    std::string name = file.key.substr(slash + 1);
+    if (name == cache::kGraphFile) graph_bytes[found->second] = file.size;
+    listings[found->second].push_back(std::move(name));
   }
-  // What is pending brought into the mirror.
-  std::vector<std::optional<fs::path>> graphs(keys.size());
+  std::vector<std::optional<fs::path>> entries(keys.size());
   for_each_parallel(keys.size(), [&](const cache::SharedTier& tier, std::size_t i) {
     const cache::ListedEntry listed = cache::read_listing(listings[i]);
     if (!listed.has_graph || listed.done || listed.done_without_neff) return;
     if (listed.failed && !with_failed) return;
+    const fs::path entry_dir = tier.mirror().entry_dir(keys[i]);
+    std::error_code ec;
+    if (!listed.failed && !fs::exists(entry_dir, ec)) {
+      // Only pending, and only there: its compile brings it.
+      if (listed.has_lock) note_holder(tier, keys[i]);
+      std::lock_guard lock(held_mutex_);
+      later_[keys[i].relative_path().generic_string()] = graph_bytes[i];
+      entries[i] = entry_dir;
+      return;
+    }
+    // The mirror has the entry (a result it may have to upload), or a cached
+    // failure to bring with its log.
     bool absent = false;
-    fs::path graph = bring(tier, keys[i], listings[i], absent);
-    if (!absent) graphs[i] = std::move(graph);
+    std::ignore = bring(tier, keys[i], listings[i], absent);
+    if (!absent) entries[i] = entry_dir;
   });
   std::vector<fs::path> pending;
-  for (auto& graph : graphs)
-    if (graph) pending.push_back(std::move(*graph));
+  for (auto& entry : entries)
+    if (entry) pending.push_back(std::move(*entry));
   return pending;
 }
 

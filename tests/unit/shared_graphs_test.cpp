@@ -219,6 +219,8 @@ TEST_P(SharedGraphsTest, AGraphWhoseLockIsInForceIsHeldElsewhere) {
   auto graphs_now = graphs->take_pending(false);
   EXPECT_EQ(graphs_now.size(), 4u); // held, expired, free, other
   EXPECT_TRUE(graphs->held_elsewhere(in_mirror(other)));
+  EXPECT_FALSE(fs::exists(in_mirror(other))); // its compile brings it, should the lock expire
+  EXPECT_EQ(graphs->brought_later(in_mirror(held)), std::nullopt); // already in the mirror
 }
 
 TEST_P(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
@@ -234,12 +236,14 @@ TEST_P(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
     std::sort(paths.begin(), paths.end());
     return paths;
   };
-  EXPECT_EQ(sorted(graphs->take_pending(false)),
-            sorted({in_mirror(a) / "model.hlo_module.pb", in_mirror(b) / "model.hlo_module.pb"}));
-  EXPECT_EQ(sorted(graphs->take_pending(true)),
-            sorted({in_mirror(a) / "model.hlo_module.pb", in_mirror(b) / "model.hlo_module.pb",
-                    in_mirror(failed) / "model.hlo_module.pb"}));
+  EXPECT_EQ(sorted(graphs->take_pending(false)), sorted({in_mirror(a), in_mirror(b)}));
+  EXPECT_EQ(sorted(graphs->take_pending(true)), sorted({in_mirror(a), in_mirror(b), in_mirror(failed)}));
   EXPECT_FALSE(fs::exists(in_mirror(done)));
+  // Only pending there: left there for its compile to bring, its size known.
+  EXPECT_FALSE(fs::exists(in_mirror(a)));
+  EXPECT_FALSE(fs::exists(in_mirror(b)));
+  EXPECT_EQ(graphs->brought_later(in_mirror(a)), std::string("HloModule a\n").size());
+  EXPECT_EQ(graphs->brought_later(in_mirror(failed)), std::nullopt);
   // The failure came with its log (compiled again if the run retries failures).
   EXPECT_EQ(graphs->results_downloaded(), 1u);
   EXPECT_EQ(test::read_text(in_mirror(failed) / "model.log"), "error: no\n");

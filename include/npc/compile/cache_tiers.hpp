@@ -17,6 +17,8 @@
 // seconds whether the holder's result has arrived; when it has, it is
 // brought into the directory instead of compiled again. A lock whose holder
 // stopped renewing it (a host that died) is taken over once it expires.
+// A graph the directory lacks is downloaded under that lock, just before its
+// compile (the launcher leaves graphs there until they are compiled).
 // The result reaches the shared tier after the directory: when that upload
 // fails the compile still counts (the caller has its NEFF), with a warning
 // that the shared tier lacks it; the next launcher run uploads it

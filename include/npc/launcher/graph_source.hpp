@@ -6,6 +6,7 @@
 // names the trial gave, ask it for the pending graphs, which graphs another
 // host holds, and how to look at one.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -42,9 +43,13 @@ public:
   // Each named graph into `collector`, in order: a path as it is, a URL
   // brought first (all at once) or refused by name.
   void collect(Collector& collector, const std::vector<NamedGraph>& named);
-  // --command compile: the pending graphs only the shared cache holds,
-  // brought into the directory (which the caller then lists).
+  // --command compile: the pending graphs of the shared cache, as entries
+  // of the directory (which the caller then lists); a graph only pending
+  // there is brought by its compile (graph_bytes_later).
   void collect_shared_pending(Collector& collector, bool with_failed);
+  // The graph size of an entry that collect_shared_pending left in the
+  // shared cache, its compile to bring it; nothing for any other entry.
+  [[nodiscard]] std::optional<std::uint64_t> graph_bytes_later(const fs::path& entry_dir) const;
   // What was downloaded and uploaded while collecting, logged.
   void log_transfers() const;
 

@@ -27,14 +27,23 @@
 // Requests on S3: per graph, 1 LIST for a miss and 2 GETs for its graph and
 // flags, + 1 GET of the lock when there is a lock object; a done entry's
 // result is downloaded (SharedTier::fetch_result, which lists it again).
-// take_pending lists the whole version folder in one walk (a LIST per 1,000
-// objects) instead of one LIST per entry, then GETs as above.
+//
+// take_pending (--command compile, where every host of a cluster may take
+// the same graphs at once) lists the whole version folder in one walk (a
+// LIST per 1,000 objects) and brings nothing that is only pending there:
+// such a graph stays in the shared tier, its size from the listing, until a
+// worker compiles it (compile-entry --shared-cache fetches the graph under
+// the shared entry's lock). With K hosts over N graphs, each host then GETs
+// the graphs it compiles, about N/K, not all N: at 16 hosts × 304 graphs
+// that was 608 GETs a host at the start. A lock object the listing shows
+// is still read (1 GET), to know whether another host holds the graph.
 // The graphs are shared out over the connections given, a thread each: with
 // 8, 1,000 graphs at 20 ms a request should take about 8 s (not measured),
 // and the NEFFs of a cache another host filled come down 8 at a time.
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <functional>
@@ -69,9 +78,15 @@ public:
   // Each of `urls`, over all the connections at once; in their order.
   [[nodiscard]] std::vector<Taken> take_all(const std::vector<std::string>& urls);
   // Every entry of our compiler version in the shared tier with a graph and no result
-  // (nor a cached failure, unless `with_failed`), brought into the mirror:
-  // --command compile. Throws EnvironmentError when the shared tier cannot be read.
+  // (nor a cached failure, unless `with_failed`): --command compile. Their
+  // mirror entry folders, in the order listed; a graph only pending there is
+  // not brought (see above: brought_later), the others are as take() brings
+  // them. Throws EnvironmentError when the shared tier cannot be read.
   [[nodiscard]] std::vector<fs::path> take_pending(bool with_failed);
+  // The size of the graph of the mirror entry `entry_dir` when take_pending
+  // left it in the shared tier, to be brought by its compile; nothing for
+  // any other graph.
+  [[nodiscard]] std::optional<std::uint64_t> brought_later(const fs::path& entry_dir) const;
 
   // Results found in the shared tier and copied into the mirror so far, and results of
   // the mirror that the shared tier lacked, uploaded.
@@ -99,8 +114,12 @@ private:
   std::string version_;
   std::atomic<std::size_t> results_downloaded_ = 0;
   std::atomic<std::size_t> results_uploaded_ = 0;
-  mutable std::mutex held_mutex_;            // guards held_ (written by the take_* threads)
+  // Records a lock in force on `key` (a judge of the lock object the listing showed).
+  void note_holder(const cache::SharedTier& tier, const cache::CacheKey& key);
+
+  mutable std::mutex held_mutex_;            // guards held_ and later_ (written by the take_* threads)
   std::map<std::string, std::string> held_; // entry folder -> holder
+  std::map<std::string, std::uint64_t> later_; // entry folder -> graph bytes, for brought_later
 };
 
 } // namespace npc::launcher
