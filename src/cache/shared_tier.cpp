@@ -122,7 +122,7 @@ Result<Brought> SharedTier::bring(const CacheKey& key, const std::vector<std::st
   return brought;
 }
 
-SharedLook SharedTier::look(const CacheKey& key, bool retry_failed) const {
+SharedLook SharedTier::look(const CacheKey& key, bool retry_failed, DownloadResult download) const {
   auto names = shared_->list(key_of(key, ""));
   if (!names) {
     spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
@@ -130,6 +130,7 @@ SharedLook SharedTier::look(const CacheKey& key, bool retry_failed) const {
     return SharedLook::pending;
   }
   const ListedEntry listed = read_listing(*names);
+  if (listed.done && download == DownloadResult::no) return SharedLook::done;
   if (listed.done || (listed.failed && !retry_failed)) {
     auto fetched = fetch_result(key, std::chrono::milliseconds(0));
     if (!fetched) {

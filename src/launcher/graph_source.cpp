@@ -14,12 +14,13 @@ namespace {
 // threads at once.
 class SharedEntryLook final : public HeldEntryLook {
 public:
-  SharedEntryLook(std::shared_ptr<storage::Storage> connection, const cache::Cache& mirror, bool retry_failed)
-      : shared_(std::move(connection), mirror), retry_failed_(retry_failed) {}
+  SharedEntryLook(std::shared_ptr<storage::Storage> connection, const cache::Cache& mirror, bool retry_failed,
+                  cache::DownloadResult download)
+      : shared_(std::move(connection), mirror), retry_failed_(retry_failed), download_(download) {}
   [[nodiscard]] Pool::Found look(const fs::path& entry_dir) override {
     auto key = cache::parse_key(entry_dir.string());
     if (!key) return Pool::Found::pending; // not an entry the shared tier names: the worker says what is wrong
-    switch (shared_.look(*key, retry_failed_)) {
+    switch (shared_.look(*key, retry_failed_, download_)) {
     case cache::SharedLook::done: return Pool::Found::done;
     case cache::SharedLook::failed: return Pool::Found::failed;
     case cache::SharedLook::busy: return Pool::Found::locked;
@@ -28,10 +29,12 @@ public:
     }
     return Pool::Found::pending;
   }
+  [[nodiscard]] bool downloads() const override { return download_ == cache::DownloadResult::yes; }
 
 private:
   cache::SharedTier shared_;
   bool retry_failed_;
+  cache::DownloadResult download_;
 };
 
 } // namespace
@@ -92,10 +95,10 @@ std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir
   return shared_ ? shared_->held_elsewhere(entry_dir) : std::nullopt;
 }
 
-std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed) const {
+std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed, cache::DownloadResult download) const {
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
-  return std::make_shared<SharedEntryLook>(shared_->connection(), cache_, retry_failed);
+  return std::make_shared<SharedEntryLook>(shared_->connection(), cache_, retry_failed, download);
 }
 
 } // namespace npc::launcher

@@ -129,6 +129,10 @@ Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const
   }
 }
 
+std::string done_elsewhere_event(const HeldEntryLook& look) {
+  return look.downloads() ? "compiled by another node, downloaded: " : "compiled by another node: ";
+}
+
 ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
   ProgressSnapshot s;
   s.total = pool.items().size();
@@ -282,7 +286,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       if (found == Pool::Found::pending && config.held_look) {
         if (runner.now() >= looks_until) continue; // still due: looked at next tick
         found = config.held_look->look(item.entry_dir);
-        if (found == Pool::Found::done) progress.event("compiled by another node, downloaded: " + short_name(item));
+        if (found == Pool::Found::done) progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
         else if (found == Pool::Found::failed)
           progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
                          cache.entry(item.entry_dir).log_path().string());
@@ -353,7 +357,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
                       found == Pool::Found::held_elsewhere;
         if (found == Pool::Found::done) {
           pool.revisit(i, Pool::Found::done, now);
-          progress.event((downloaded ? "compiled by another node, downloaded: " : "compiled by another process: ") +
+          progress.event((downloaded ? done_elsewhere_event(*config.held_look) : "compiled by another process: ") +
                          short_name(item));
           continue;
         }

@@ -482,8 +482,15 @@ int run(const Options& options, const config::Settings& settings) {
   spdlog::info("{} graph(s) found: {} already cached, {} to compile, {} at once", pool.items().size(),
                pool.count(ItemState::cached), to_compile, parallel);
 
+  // A host that ran the trial trains next: the results other hosts compile
+  // come into its mirror as they land, so its first steps find them there.
+  // --command compile, as on the nodes of a compile farm, leaves them in the
+  // shared cache: on 16 hosts of 304 graphs, those downloads (a listing,
+  // four GETs and a PUT each, on every host) were half of all requests.
+  const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url, source.held_look(retry_failed)};
+                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url,
+                      source.held_look(retry_failed, download)};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -195,6 +195,14 @@ TEST_P(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
   EXPECT_EQ(test::read_text(mirror_dir() / "model.neff"), kRemoteNeff);
 }
 
+// --command compile's look: a result there is done, and stays there.
+TEST_P(SharedTierTest, TheLauncherLookWithoutDownloadLeavesAResultThere) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  EXPECT_EQ(remote->look(key, false, DownloadResult::no), SharedLook::done);
+  EXPECT_FALSE(fs::exists(mirror_dir()));
+  EXPECT_EQ(shared_names(), kDoneFiles) << "no use recorded, nothing written";
+}
+
 TEST_P(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   EXPECT_EQ(remote->look(key, true), SharedLook::pending);

@@ -48,10 +48,13 @@ namespace npc::cache {
 // only copies the entry out, does not.
 enum class RecordUse { yes, no };
 
+// Whether a look that finds a result brings it into the mirror.
+enum class DownloadResult { yes, no };
+
 // What a look at a shared entry whose lock another host held found
 // (SharedTier::look).
 enum class SharedLook {
-  done,    // its result is in the mirror now
+  done,    // its result is in the mirror now (or, not downloaded, in the shared tier)
   failed,  // its cached failure is in the mirror now
   busy,    // a process of this host holds the mirror entry's lock
   held,    // its lock in the shared tier is in force: another host compiles it
@@ -116,8 +119,9 @@ public:
   [[nodiscard]] Result<Brought> bring(const CacheKey& key, const std::vector<std::string>& names) const;
 
   // The launcher's own look at a graph another host compiles (its mirror
-  // entry pending): one LIST of the shared entry's folder, and
-  //   model.done there     its result fetched into the mirror: done
+  // entry pending, or not there yet): one LIST of the shared entry's folder, and
+  //   model.done there     its result fetched into the mirror (unless
+  //                        DownloadResult::no: left there): done
   //   model.log, no done   its cached failure likewise: failed (unless
   //                        `retry_failed`: then the lock decides, as for a
   //                        graph with no result)
@@ -127,7 +131,8 @@ public:
   // A shared tier that cannot be read reads as pending (with a warning): the
   // compile that follows meets the same error and reports it with its log.
   // The mirror entry's lock is not waited for.
-  [[nodiscard]] SharedLook look(const CacheKey& key, bool retry_failed) const;
+  [[nodiscard]] SharedLook look(const CacheKey& key, bool retry_failed,
+                                DownloadResult download = DownloadResult::yes) const;
 
   // The entry's lock in the shared tier (storage/lock.hpp): one attempt, and a
   // lock taken is renewed while held; judging it without taking it.

@@ -57,8 +57,9 @@ public:
   // brought; nothing for any other graph.
   [[nodiscard]] std::optional<std::string> held_elsewhere(const fs::path& entry_dir) const;
   // The pool's look at such a graph, or nullptr when no graph can be held
-  // elsewhere in a way the directory does not show.
-  [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed) const;
+  // elsewhere in a way the directory does not show. `download`: whether a
+  // result another host compiled comes into the directory when found.
+  [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed, cache::DownloadResult download) const;
   // A connection of its own to the storage every host of the cache sees
   // (the shared tier, else the directory), for what the launchers of a
   // cluster leave for each other there.

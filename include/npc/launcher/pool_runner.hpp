@@ -33,6 +33,8 @@ class HeldEntryLook {
 public:
   virtual ~HeldEntryLook() = default;
   [[nodiscard]] virtual Pool::Found look(const fs::path& entry_dir) = 0;
+  // Whether a result found done was downloaded into this host's directory.
+  [[nodiscard]] virtual bool downloads() const { return true; }
 };
 
 struct RunnerConfig {
