@@ -352,12 +352,14 @@ Scenario run_cluster(const Context& context) {
         " requests (" + num(requests / wall, 0) + " a second) and its daemons used " +
         num(spread(gateway_share).median * 100, 0) + "% of this machine's " + std::to_string(static_cast<int>(cores)) +
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
-        " compiles share with it. Each host brings every pending graph into its mirror at the start (a GET of its "
-        "graph and of its flags, after one listing of the cache: " + count_text(2 * total) + " requests a host, " +
-        count_text(2 * total * static_cast<std::size_t>(shape.hosts)) + " in all) and downloads each result another "
-        "host compiled when its turn comes. On AWS S3, which scales with the request rate, these take seconds; here "
-        "they queue on the same two cores. Bringing a graph only when its turn comes would cut them by about the "
-        "number of hosts.");
+        " compiles share with it. A host downloads only the graphs it compiles (its worker fetches graph and flags "
+        "under the entry's lock) and, under --command compile, leaves the results other hosts compiled in S3. By a "
+        "count from the code, most of what remains are the launchers' looks at graphs other hosts hold (a LIST of "
+        "the entry and a GET of its lock, a tenth of the time it has been held apart, from 0.5 s), then the workers "
+        "that lose the race for the first graphs (a PUT, a GET and a LIST each). On AWS S3, which scales with the "
+        "request rate, these take seconds; here they queue on the same two cores. One listing of the cache per "
+        "pass for every graph due a look, instead of one per graph, would cut the looks by about the number of "
+        "graphs held.");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});
