@@ -67,6 +67,9 @@ install(TARGETS ${NPC_PROGRAMS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(NPC_STATIC_WRAPPER)
   install(TARGETS neuron_cc_wrapper_s3 RUNTIME DESTINATION ${NPC_WRAPPER_S3_DIR})
 endif()
+# The masquerade directory: only neuronx-cc, a relative link to the wrapper
+# (made with it at build time, src/CMakeLists.txt), copied as a link.
+install(DIRECTORY ${CMAKE_BINARY_DIR}/${NPC_MASQUERADE_DIR} DESTINATION ${NPC_WRAPPER_S3_DIR})
 
 file(GLOB npc_docs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${npc_docs} DESTINATION ${NPC_DOC_DIR})

@@ -14,6 +14,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/cli/cache_options.hpp>
 #include <npc/cli/common.hpp>
+#include <npc/cli/masquerade_dir.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/util/command_line.hpp>
@@ -534,7 +535,18 @@ int neuron_cache_main(int argc, char** argv) {
                            "Wait at most SECONDS for a compile of the same entry here (default 60)")
         ->type_name("SECONDS");
 
+    auto* masquerade_cmd = app.add_subcommand(
+        "masquerade-dir", "Print the directory to put first on PATH so that every frontend's neuronx-cc goes "
+                          "through the cache (neuron_cc_wrapper as neuronx-cc)");
+    std::optional<std::string> masquerade_create;
+    masquerade_cmd->add_option("--create", masquerade_create,
+                               "Make DIR hold a neuronx-cc link to this installation's neuron_cc_wrapper first")
+        ->type_name("DIR");
+
     util::parse_command_line(app, argc, argv);
+    // Nothing of the cache: no settings read, no S3 opened.
+    if (*masquerade_cmd)
+      return cmd_masquerade_dir(masquerade_create ? std::optional<fs::path>(*masquerade_create) : std::nullopt);
     finish_cache_options(overrides, size_text, ttl_text);
     if (!max_size.empty()) {
       auto bytes = util::parse_bytes(max_size);

@@ -16,6 +16,7 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/secondary.hpp>
+#include <npc/cli/as_neuronx_cc.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
@@ -97,6 +98,12 @@ environment:
 exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
 configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
 another process is compiling the entry, 128+N stopped by signal N.
+
+Reached as neuronx-cc (a link in the directory `neuron_cache masquerade-dir`
+prints, put first on PATH), it takes the real compiler's command line, as
+TorchNeuron and vLLM-Neuron give it, serves a hit from the cache and runs the
+real neuronx-cc further down PATH ($NEURON_CC) on a miss; its exit status is
+then the compiler's, and 3 when there is no real compiler to run.
 )";
 
 // The completion script, written at build time by the generator of
@@ -410,7 +417,10 @@ int compile_without_cache(const CompileCommand& command, const Context& context)
                           context.flags,
                           workdir.path(),
                           workdir.path() / "model.log",
-                          command.common.timeout};
+                          command.common.timeout,
+                          {},
+                          false,
+                          std::nullopt};
   auto run = compile::run_compiler(job);
   if (run.interrupted_by != 0) return exit_status_for_signal(run.interrupted_by);
   if (run.success() && fs::exists(job.output_neff)) {
@@ -545,7 +555,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   store();
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
-                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}};
+                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}, {}, true};
   auto deliver = [&](const cache::Entry& done) {
     auto integrity = deliver_neff(done, command.output);
     if (!integrity || *integrity == cache::Integrity::mismatch)
@@ -644,7 +654,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   }
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
-                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}};
+                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;
@@ -718,6 +728,20 @@ int cmd_key(const std::vector<std::string>& words) {
   return 0;
 }
 
+// Reached as `neuronx-cc` (a link in the masquerade directory): the words
+// the S3 build gets start with as-neuronx-cc, since its own name is not
+// neuronx-cc.
+int masquerade(const std::vector<std::string>& words) {
+  static std::vector<std::string> s3_words;
+  static std::vector<char*> s3_argv;
+  s3_words = {g_argv[0], "as-neuronx-cc"};
+  s3_words.insert(s3_words.end(), words.begin(), words.end());
+  for (auto& word : s3_words) s3_argv.push_back(word.data());
+  s3_argv.push_back(nullptr);
+  g_argv = s3_argv.data();
+  return as_neuronx_cc(words, continue_in_s3_build);
+}
+
 } // namespace
 
 int neuron_cc_wrapper_main(int argc, char** argv, const char* s3_build) {
@@ -725,6 +749,12 @@ int neuron_cc_wrapper_main(int argc, char** argv, const char* s3_build) {
   g_argv = argv;
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
+    // As the compiler, before any word is read as ours (--help, --version
+    // are the compiler's then).
+    if (argc > 0 && fs::path(argv[0]).filename() == compile::kCompilerName)
+      return masquerade(std::vector<std::string>(argv + 1, argv + argc));
+    if (argc > 1 && std::string_view(argv[1]) == "as-neuronx-cc")
+      return masquerade(std::vector<std::string>(argv + 2, argv + argc));
     if (argc == 2 && argv[1] == util::kPrintBashCompletion) {
       print_text(stdout, kCompletionScript);
       return 0;

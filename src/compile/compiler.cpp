@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
+#include <npc/compile/masquerade.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -93,7 +94,7 @@ fs::path locate_compiler(const std::optional<std::string>& from_command_line) {
     if (!found) throw EnvironmentError(std::string(kCompilerEnv) + "=" + *from_env + ": " + found.error());
     return fs::absolute(*found);
   }
-  auto found = util::find_executable(kCompilerName, util::env("PATH"));
+  auto found = find_compiler_on_path();
   if (!found)
     throw EnvironmentError("the Neuron compiler was not found: no --compiler, no " +
                            std::string(kCompilerEnv) + ", and " + found.error() +

@@ -7,6 +7,7 @@
 #include <npc/compile/target.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
 #include <npc/util/shell_words.hpp>
 #include <npc/util/signals.hpp>
 #include <npc/util/strings.hpp>
@@ -29,6 +30,7 @@ std::string CompileRun::describe() const {
 }
 
 std::vector<std::string> compiler_argv(const CompileJob& job) {
+  if (!job.argv.empty()) return job.argv;
   std::vector<std::string> argv = {job.compiler.string(), "compile", "--framework=XLA",
                                    job.graph.string(),    "--output", job.output_neff.string()};
   argv.insert(argv.end(), job.flags.begin(), job.flags.end());
@@ -44,9 +46,16 @@ CompileRun run_compiler(const CompileJob& job) {
 
   util::SpawnOptions options;
   options.argv = run.argv;
+  options.environment = job.environment;
   options.working_dir = job.working_dir;
   options.output = util::OutputTo::file;
   options.output_file = job.log_file;
+  if (job.output_to_caller) {
+    options.output = util::OutputTo::inherit;
+    if (auto s = util::write_file_atomic(job.log_file, "the compiler's output went to the caller\n", util::Overwrite::yes);
+        !s)
+      throw EnvironmentError("cannot write " + job.log_file.string() + ": " + s.error());
+  }
   // If we are killed (-9, the OOM killer), nobody would publish the result:
   // the compiler goes with us instead of compiling on as an orphan.
   options.die_with_parent = true;

@@ -242,6 +242,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   job.working_dir = workdir.path();
   job.log_file = workdir.path() / cache::kLogFile;
   job.timeout = options.timeout;
+  if (options.adjust_job) options.adjust_job(job);
   std::time_t started = std::time(nullptr);
   // The compiler starts in the work folder: gone with the entry, it cannot.
   std::optional<CompileRun> ran;
@@ -305,6 +306,11 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   if (run.success()) {
     result.attempt.outcome = "failed";
     result.attempt.exit = "exit code 0 but no NEFF written";
+  }
+  if (!options.cache_failures) {
+    result.outcome = EntryOutcome::failed;
+    result.run = std::move(run);
+    return result; // pending, as before the compile
   }
   std::string note = "\n[neuron_cc_wrapper] command: " + util::join_shell_words(run.argv) +
                      "\n[neuron_cc_wrapper] compiler " + result.attempt.exit + " (wall time " +

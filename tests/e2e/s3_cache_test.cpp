@@ -37,6 +37,33 @@ TEST_F(S3Cache, AMissCompilesInTheMirrorAndUploadsTheWholeEntry) {
   EXPECT_EQ(compiles(), 1u);
 }
 
+// The wrapper as `neuronx-cc` (the masquerade directory first on PATH) on an
+// S3 cache: the static wrapper hands the command to its S3 build as
+// as-neuronx-cc, which compiles and uploads; another node's frontend is
+// served from S3 without compiling.
+TEST_F(S3Cache, TheMasqueradeCompilesIntoS3AndAnotherNodeIsServedFromIt) {
+  const fs::path masquerade = (bin_dir() / ".." / "libexec" / "neuron-parallel-compile" / "masquerade").lexically_normal();
+  env_.erase("NEURON_CC");
+  env_["PATH"] = masquerade.string() + ":" + standin_dir().string() + ":/usr/bin:/bin";
+  env_["NEURON_COMPILE_CACHE_URL"] = kUrl;
+  env_.erase("NEURON_CC_FLAGS");
+  auto frontend = [&](const std::string& folder, std::map<std::string, std::string> env = {}) {
+    fs::path graph_file = dir() / folder / "module.hlo.pb";
+    write_text(graph_file, "HloModule a\n");
+    return run({(masquerade / "neuronx-cc").string(), "compile", graph_file.string(), "--framework", "XLA", "-O2",
+                "--output", (dir() / folder / "module.neff").string()},
+               options(std::move(env)));
+  };
+  auto first = frontend("t1");
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(objects(), done_entry());
+  auto other = frontend("t2", {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-b").string()}});
+  ASSERT_EQ(other.exit_code, 0) << other.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(read_text(dir() / "t2" / "module.neff"), read_text(dir() / "t1" / "module.neff"));
+}
+
 TEST_F(S3Cache, AnotherNodeDownloadsTheEntryInsteadOfCompiling) {
   fs::path g = graph("a.hlo", "HloModule a\n");
   ASSERT_EQ(compile(g, dir() / "a.neff").exit_code, 0);

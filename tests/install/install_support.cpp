@@ -22,6 +22,8 @@ std::vector<std::string> expected_install_files() {
     files.push_back("share/bash-completion/completions/" + program);
     files.push_back("share/man/man1/" + program + ".1.gz");
   }
+  // The masquerade directory: neuronx-cc, a link to the wrapper.
+  files.push_back(kMasqueradeLink);
   // The wrapper's dynamic build, beside the static one as installed.
   // and lintian's override for the static one.
   if (!wrapper_s3_build().empty()) {

@@ -12,6 +12,10 @@ namespace fs = std::filesystem;
 
 inline const std::vector<std::string> kPrograms = {"neuron_cache", "neuron_cc_wrapper", "neuron_parallel_compile"};
 
+// The masquerade directory's one file, and where the link points.
+inline const std::string kMasqueradeLink = "libexec/neuron-parallel-compile/masquerade/neuronx-cc";
+inline const std::string kMasqueradeTarget = "../../../bin/neuron_cc_wrapper";
+
 fs::path build_dir();
 // Relative to the install prefix, sorted: the programs, their man pages and
 // completion scripts, README.md and docs/*.md of the source tree, Debian's

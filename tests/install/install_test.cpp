@@ -69,6 +69,8 @@ TEST_F(InstallTest, CmakeInstallPutsExactlyTheExpectedFiles) {
   fs::path prefix = dir() / "prefix";
   run_ok({NPC_CMAKE_COMMAND, "--install", build_dir().string(), "--prefix", prefix.string()});
   EXPECT_EQ(files_under(prefix), expected_install_files());
+  EXPECT_EQ(fs::read_symlink(prefix / kMasqueradeLink), kMasqueradeTarget);
+  EXPECT_TRUE(fs::equivalent(prefix / kMasqueradeLink, prefix / "bin" / "neuron_cc_wrapper"));
   for (const auto& program : kPrograms) {
     auto perms = fs::status(prefix / "bin" / program).permissions();
     EXPECT_NE(perms & fs::perms::others_exec, fs::perms::none) << program;
@@ -200,7 +202,13 @@ TEST_F(InstallTest, DebHasItsFieldsFilesStrippedProgramsAndPassesLintian) {
     if (line.starts_with("d")) continue; // directories
     auto at = line.find(" ./usr/");
     ASSERT_NE(at, std::string::npos) << line;
-    listed.push_back(line.substr(at + 7));
+    std::string name = line.substr(at + 7);
+    if (auto arrow = name.find(" -> "); arrow != std::string::npos) {
+      EXPECT_EQ(name.substr(0, arrow), kMasqueradeLink) << line;
+      EXPECT_EQ(name.substr(arrow + 4), kMasqueradeTarget) << line;
+      name.resize(arrow);
+    }
+    listed.push_back(name);
   }
   std::sort(listed.begin(), listed.end());
   EXPECT_EQ(listed, expected_install_files());

@@ -97,7 +97,7 @@ class CompilerArgvTest : public ::testing::Test {
 protected:
   void TearDown() override { ::unsetenv(kTargetOverrideVariable); }
   static CompileJob job(std::vector<std::string> flags) {
-    return CompileJob{"/opt/neuronx-cc", "/c/g.pb", "/c/w/model.neff", std::move(flags), "/c/w", "/c/w/log", {}};
+    return CompileJob{"/opt/neuronx-cc", "/c/g.pb", "/c/w/model.neff", std::move(flags), "/c/w", "/c/w/log", {}, {}, false, std::nullopt};
   }
 };
 

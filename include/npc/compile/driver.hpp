@@ -32,6 +32,13 @@ struct CompileJob {
   fs::path working_dir; // must exist; the caller removes it
   fs::path log_file;
   std::optional<std::chrono::milliseconds> timeout;
+  // The masquerade's (masquerade.hpp): the caller's own words, run as given
+  // (argv[0] the compiler), instead of the command line above; and the
+  // compiler's output to our stdout and stderr, which the caller reads,
+  // instead of log_file (which then only says so).
+  std::vector<std::string> argv;
+  bool output_to_caller = false;
+  std::optional<util::Environment> environment; // nullopt: ours
 };
 
 struct CompileRun {

@@ -46,6 +46,12 @@ struct EntryCompileOptions {
   // the graph not yet) into an entry an eviction just removed and it made
   // again; without this, such an entry is an error to remove.
   std::function<void(const cache::Entry&)> store_missing_graph;
+  // The masquerade's (masquerade.hpp): changes the compile's command line
+  // before it runs (the caller's words, its output in the work folder).
+  std::function<void(CompileJob&)> adjust_job;
+  // False: a failed compile leaves the entry pending, nothing cached, so that
+  // the cache never makes a later compile fail (the masquerade's).
+  bool cache_failures = true;
 };
 
 enum class EntryOutcome {

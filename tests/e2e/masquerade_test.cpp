@@ -1,0 +1,218 @@
+// neuron_cc_wrapper as `neuronx-cc` (cli/as_neuronx_cc.hpp): a frontend that
+// runs the compiler from PATH once per graph, each graph in a fresh temporary
+// folder as TorchNeuron does, with the masquerade directory first on PATH and
+// the stand-in compiler after it.
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <npc/cache/entry_meta.hpp>
+#include <npc/cache/layout.hpp>
+#include <npc/util/sha256.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+std::size_t count_lines_with(const std::string& text, const std::string& part) {
+  std::size_t n = 0, start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    n += text.substr(start, end - start).find(part) != std::string::npos;
+    start = end + 1;
+  }
+  return n;
+}
+
+class Masquerade : public CacheTest {
+protected:
+  void SetUp() override {
+    CacheTest::SetUp();
+    // The real compiler as a frontend's users have it: on PATH, after the
+    // masquerade directory, and not named by NEURON_CC.
+    env_.erase("NEURON_CC");
+    env_["PATH"] = masquerade_dir().string() + ":" + standin_dir().string() + ":/usr/bin:/bin";
+  }
+  // The build tree's, as installed (neuron_cache masquerade-dir prints it).
+  static fs::path masquerade_dir() {
+    return (bin_dir() / ".." / "libexec" / "neuron-parallel-compile" / "masquerade").lexically_normal();
+  }
+  // The graph in a fresh folder of its own, as a frontend writes it.
+  fs::path write_graph(const std::string& text, const std::string& name = "module.hlo.pb") {
+    fs::path folder = dir() / ("tmp" + std::to_string(++folders_));
+    fs::create_directories(folder);
+    write_text(folder / name, text);
+    return folder / name;
+  }
+  // `neuronx-cc compile GRAPH <flags> --output <its folder>/module.neff`, found on PATH.
+  RunResult compile(const fs::path& graph, std::vector<std::string> flags = {},
+                    std::map<std::string, std::string> env = {}) {
+    if (flags.empty()) flags = kTorchNeuronFlags;
+    std::vector<std::string> argv = {neuronx_cc().string(), "compile", graph.string()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--output");
+    argv.push_back((graph.parent_path() / "module.neff").string());
+    return run(argv, options(std::move(env)));
+  }
+  // The masquerade's neuronx-cc, as a frontend finds it first on PATH.
+  static fs::path neuronx_cc() { return masquerade_dir() / "neuronx-cc"; }
+  static std::string neff_of(const fs::path& graph) { return read_text(graph.parent_path() / "module.neff"); }
+
+  const std::vector<std::string> kTorchNeuronFlags = {"--framework", "XLA", "--target", "trn2", "--lnc", "1", "-O2",
+                                                      "--model-type", "transformer", "--auto-cast=none"};
+  int folders_ = 0;
+};
+
+TEST_F(Masquerade, AMissCompilesAndStoresAndTheSameGraphInAnotherFolderHits) {
+  fs::path first = write_graph("HloModule a\n");
+  auto miss = compile(first);
+  ASSERT_EQ(miss.exit_code, 0) << miss.describe();
+  EXPECT_EQ(compiles(), 1u);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries().front();
+  EXPECT_EQ(names_in(entry), (std::vector<std::string>{"compile_flags.json", "model.done", "model.hlo_module.pb",
+                                                       "model.neff", "npc-entry.json"}));
+  EXPECT_EQ(read_text(entry / "model.hlo_module.pb"), "HloModule a\n");
+  // The words as given after `compile`, but for the input and --output.
+  EXPECT_EQ(read_text(entry / "compile_flags.json"),
+            "[\"--framework\",\"XLA\",\"--target\",\"trn2\",\"--lnc\",\"1\",\"-O2\",\"--model-type\","
+            "\"transformer\",\"--auto-cast=none\"]\n");
+  EXPECT_EQ(neff_of(first), read_text(entry / "model.neff"));
+
+  fs::path second = write_graph("HloModule a\n");
+  auto hit = compile(second);
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u) << "served from the cache";
+  EXPECT_EQ(hit.out, "");
+  EXPECT_EQ(hit.err, "");
+  EXPECT_EQ(neff_of(second), neff_of(first));
+}
+
+TEST_F(Masquerade, OtherFlagsOrAnotherGraphAreOtherEntries) {
+  ASSERT_EQ(compile(write_graph("HloModule a\n")).exit_code, 0);
+  ASSERT_EQ(compile(write_graph("HloModule b\n")).exit_code, 0);
+  std::vector<std::string> o1 = kTorchNeuronFlags;
+  o1[6] = "-O1";
+  ASSERT_EQ(compile(write_graph("HloModule a\n"), o1).exit_code, 0);
+  EXPECT_EQ(compiles(), 3u);
+  EXPECT_EQ(entries().size(), 3u);
+  ASSERT_EQ(compile(write_graph("HloModule a\n"), o1).exit_code, 0);
+  EXPECT_EQ(compiles(), 3u);
+}
+
+// An NKI kernel's source named in the graph: its bytes key the compile, so
+// an edited kernel is compiled again, never served the old NEFF.
+TEST_F(Masquerade, AFileTheGraphNamesKeysTheCompileByItsBytes) {
+  const fs::path kernel = dir() / "kernels" / "attention.py";
+  write_text(kernel, "def kernel(): return 1\n");
+  const std::string graph =
+      "HloModule k\nENTRY e { ROOT c = f32[4] custom-call(), custom_call_target=\"AwsNeuronCustomNativeKernel\", "
+      "backend_config=\"{\\\"source\\\": \\\"" + kernel.string() + "\\\"}\" }\n";
+  ASSERT_EQ(compile(write_graph(graph)).exit_code, 0);
+  ASSERT_EQ(compile(write_graph(graph)).exit_code, 0);
+  EXPECT_EQ(compiles(), 1u);
+  write_text(kernel, "def kernel(): return 2\n");
+  ASSERT_EQ(compile(write_graph(graph)).exit_code, 0);
+  EXPECT_EQ(compiles(), 2u) << "the edited kernel was served the old NEFF";
+  EXPECT_EQ(entries().size(), 2u);
+  // A path that names nothing is only bytes of the graph.
+  const std::string dangling = "HloModule d\n// source: /nonexistent/dir/kernel.py\n";
+  ASSERT_EQ(compile(write_graph(dangling)).exit_code, 0);
+  ASSERT_EQ(compile(write_graph(dangling)).exit_code, 0);
+  EXPECT_EQ(compiles(), 3u);
+}
+
+TEST_F(Masquerade, AFailureIsTheCompilersOwnAndNotCached) {
+  fs::path graph = write_graph("HloModule bad\n");
+  auto failed = compile(graph, {}, {{"STANDIN_CC_FAULT", "fail"}});
+  EXPECT_EQ(failed.exit_code, 1) << failed.describe();
+  EXPECT_NE(failed.err.find("neuronx-cc"), std::string::npos) << "the compiler's own message reaches the caller\n"
+                                                               << failed.describe();
+  EXPECT_FALSE(fs::exists(graph.parent_path() / "module.neff"));
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_FALSE(fs::exists(entries().front() / "model.log")) << "a failure is never cached";
+  EXPECT_FALSE(fs::exists(entries().front() / "model.done"));
+  auto again = compile(write_graph("HloModule bad\n"));
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(compiles(), 2u);
+}
+
+TEST_F(Masquerade, WhatItDoesNotCacheGoesToTheRealCompilerUntouched) {
+  auto version = run({neuronx_cc().string(), "--version"}, options());
+  EXPECT_EQ(version.exit_code, 0) << version.describe();
+  EXPECT_EQ(version.out, std::string("NeuronX Compiler version ") + kStandinVersion + "\n");
+  // An option it cannot tell takes a value or not: the real compiler's own
+  // answer, its exit status and message.
+  fs::path graph = write_graph("HloModule a\n");
+  auto unknown = run({neuronx_cc().string(), "compile", graph.string(), "--no-such-option", "--output",
+                      (graph.parent_path() / "module.neff").string()},
+                     options());
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.describe();
+  EXPECT_EQ(unknown.err, "neuronx-cc: error: unrecognized arguments: --no-such-option\n");
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_FALSE(fs::exists(cache_root()));
+}
+
+TEST_F(Masquerade, ACacheItCannotUseCompilesWithoutItAndWarnsOnce) {
+  write_text(dir() / "not-a-dir", "x");
+  fs::path graph = write_graph("HloModule a\n");
+  auto res = compile(graph, {}, {{"NEURON_CC_FLAGS", "--cache_dir=" + (dir() / "not-a-dir").string()}});
+  ASSERT_EQ(res.exit_code, 0) << res.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_TRUE(fs::exists(graph.parent_path() / "module.neff"));
+  EXPECT_EQ(count_lines_with(res.err, "compiling without it"), 1u) << res.err;
+}
+
+TEST_F(Masquerade, WithoutTheRealCompilerOneLineSaysWhatToDo) {
+  env_["PATH"] = masquerade_dir().string() + ":/usr/bin:/bin";
+  auto res = compile(write_graph("HloModule a\n"));
+  EXPECT_EQ(res.exit_code, 3) << res.describe();
+  EXPECT_EQ(count_lines_with(res.err, "the real neuronx-cc is needed"), 1u) << res.err;
+  EXPECT_NE(res.err.find("NEURON_CC=PATH"), std::string::npos) << res.err;
+}
+
+// The entries are the cache's like any other: neuron_cache lists and checks them.
+TEST_F(Masquerade, NeuronCacheManagesWhatItStores) {
+  ASSERT_EQ(compile(write_graph("HloModule a\n")).exit_code, 0);
+  auto verify = run_tool("neuron_cache", {"verify"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.describe();
+  auto ls = run_tool("neuron_cache", {"ls"});
+  EXPECT_EQ(count_lines_with(ls.out, "done"), 1u) << ls.out;
+}
+
+// The launcher's own compiles with the masquerade directory on PATH run the
+// real compiler, not the masquerade: each graph cached once.
+TEST_F(Masquerade, TheWrapperBesideItRunsTheRealCompiler) {
+  fs::path graph = write_graph("HloModule a\n");
+  auto res = run_tool("neuron_cc_wrapper", {"compile", "--graph", graph.string(), "--output",
+                                            (dir() / "out.neff").string()});
+  ASSERT_EQ(res.exit_code, 0) << res.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(entries().size(), 1u);
+}
+
+TEST_F(Masquerade, NeuronCachePrintsOrMakesTheDirectory) {
+  auto shipped = run_tool("neuron_cache", {"masquerade-dir"});
+  ASSERT_EQ(shipped.exit_code, 0) << shipped.describe();
+  EXPECT_EQ(shipped.out, masquerade_dir().string() + "\n");
+  EXPECT_EQ(fs::read_symlink(masquerade_dir() / "neuronx-cc"), "../../../bin/neuron_cc_wrapper");
+
+  auto made = run_tool("neuron_cache", {"masquerade-dir", "--create", (dir() / "mq").string()});
+  ASSERT_EQ(made.exit_code, 0) << made.describe();
+  EXPECT_EQ(made.out, (dir() / "mq").string() + "\n");
+  EXPECT_TRUE(fs::equivalent(dir() / "mq" / "neuronx-cc", program("neuron_cc_wrapper")));
+  auto again = run_tool("neuron_cache", {"masquerade-dir", "--create", (dir() / "mq").string()});
+  EXPECT_EQ(again.exit_code, 0) << again.describe();
+
+  write_text(dir() / "taken" / "neuronx-cc", "#!/bin/sh\n");
+  auto taken = run_tool("neuron_cache", {"masquerade-dir", "--create", (dir() / "taken").string()});
+  EXPECT_EQ(taken.exit_code, 3) << taken.describe();
+  EXPECT_EQ(taken.err, "neuron_cache: error: " + (dir() / "taken" / "neuronx-cc").string() + " exists and is not " +
+                           program("neuron_cc_wrapper").string() + ": remove it, or choose another directory\n");
+}
+
+} // namespace
+} // namespace npc::test
