@@ -39,6 +39,9 @@ Scenario run_before_after(const Context& context);
 //     directory, and S3 on a RADOS Gateway), against per-node caches and the
 //     original's lockstep order on a shared cache.
 Scenario run_cluster(const Context& context);
+// 11. A frontend that runs neuronx-cc itself (standin_torchneuron), through
+//     the masquerade directory (warm and cold) or straight to the compiler.
+Scenario run_masquerade(const Context& context);
 
 // Contenders shared by scenarios 1 and 2.
 

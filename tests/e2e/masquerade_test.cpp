@@ -194,6 +194,28 @@ TEST_F(Masquerade, TheWrapperBesideItRunsTheRealCompiler) {
   EXPECT_EQ(entries().size(), 1u);
 }
 
+// The stand-in frontend (TorchNeuron's way: each new graph in a fresh
+// temporary folder, neuronx-cc from PATH): its second run compiles nothing.
+TEST_F(Masquerade, AFrontendsSecondRunCompilesNothing) {
+  fs::create_directories(dir() / "tmp");
+  const std::vector<std::string> frontend = {(standin_dir() / "standin_torchneuron").string(), "--tmpdir",
+                                             (dir() / "tmp").string()};
+  // The frontend passes NEURON_CC_FLAGS to the compiler: the cache is named
+  // by NEURON_COMPILE_CACHE_URL.
+  env_.erase("NEURON_CC_FLAGS");
+  env_["NEURON_COMPILE_CACHE_URL"] = cache_root().string();
+  auto first = run(frontend, options());
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  EXPECT_NE(first.out.find("standin_torchneuron: 4 steps, 4 graphs through neuronx-cc in "), std::string::npos)
+      << first.out;
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(entries().size(), 4u);
+  auto second = run(frontend, options());
+  ASSERT_EQ(second.exit_code, 0) << second.describe();
+  EXPECT_EQ(compiles(), 4u) << "every graph of the second run is a hit";
+  EXPECT_TRUE(names_in(dir() / "tmp").empty()) << "the frontend's folders are its own to remove";
+}
+
 TEST_F(Masquerade, NeuronCachePrintsOrMakesTheDirectory) {
   auto shipped = run_tool("neuron_cache", {"masquerade-dir"});
   ASSERT_EQ(shipped.exit_code, 0) << shipped.describe();
