@@ -35,7 +35,8 @@ Scenario run_masquerade(const Context& context) {
   const fs::path frontend = context.programs.standin_dir / "standin_torchneuron";
   const fs::path masquerade =
       (context.programs.build_dir / "libexec" / "neuron-parallel-compile" / "masquerade").lexically_normal();
-  if (!fs::exists(masquerade / "neuronx-cc")) throw std::runtime_error("no masquerade directory at " + masquerade.string());
+  if (!fs::exists(masquerade / "neuronx-cc"))
+    throw std::runtime_error("no masquerade directory at " + masquerade.string());
   // As a frontend's user has it: the compiler on PATH, the cache named by
   // NEURON_COMPILE_CACHE_URL (the frontend passes NEURON_CC_FLAGS to the compiler).
   auto env_for = [&](bool through_masquerade, const fs::path& cache) {

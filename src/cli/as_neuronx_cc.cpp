@@ -130,7 +130,8 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   switch (result.outcome) {
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
-    if (!delivered && !serve(entry, call.output)) throw NotCached("the NEFF of " + entry.dir().string() + " fails its check");
+    if (!delivered && !serve(entry, call.output))
+      throw NotCached("the NEFF of " + entry.dir().string() + " fails its check");
     if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(cache, policy);
     return 0;
   case compile::EntryOutcome::failed:

@@ -9,6 +9,7 @@
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
 
 #include "test_support.hpp"
@@ -214,6 +215,31 @@ TEST_F(Masquerade, AFrontendsSecondRunCompilesNothing) {
   ASSERT_EQ(second.exit_code, 0) << second.describe();
   EXPECT_EQ(compiles(), 4u) << "every graph of the second run is a hit";
   EXPECT_TRUE(names_in(dir() / "tmp").empty()) << "the frontend's folders are its own to remove";
+}
+
+// Eight frontends at once over the same graphs (the ranks of one job, or
+// jobs on one host): each graph is compiled once, the others wait for its
+// lock and are served the NEFF.
+TEST_F(Masquerade, EightFrontendsAtOnceCompileEachGraphOnce) {
+  env_.erase("NEURON_CC_FLAGS");
+  env_["NEURON_COMPILE_CACHE_URL"] = cache_root().string();
+  env_["STANDIN_CC_BASE_MS"] = "200";
+  fs::create_directories(dir() / "tmp");
+  std::vector<pid_t> frontends;
+  const std::vector<std::string> frontend = {(standin_dir() / "standin_torchneuron").string(), "--tmpdir",
+                                             (dir() / "tmp").string()};
+  for (int i = 0; i < 8; ++i)
+    frontends.push_back(start_background(frontend, options(), dir() / ("frontend-" + std::to_string(i) + ".log")));
+  for (std::size_t i = 0; i < frontends.size(); ++i) {
+    auto status = util::wait_child(frontends[i]);
+    EXPECT_TRUE(status.success()) << status.describe() << "\n"
+                                  << read_text(dir() / ("frontend-" + std::to_string(i) + ".log"));
+  }
+  EXPECT_EQ(compiles(), 4u) << "a graph was compiled twice";
+  EXPECT_EQ(distinct_graphs_compiled(), 4u);
+  EXPECT_EQ(entries().size(), 4u);
+  for (const auto& entry : entries()) EXPECT_TRUE(fs::exists(entry / "model.done")) << entry;
+  EXPECT_TRUE(names_in(dir() / "tmp").empty());
 }
 
 TEST_F(Masquerade, NeuronCachePrintsOrMakesTheDirectory) {
