@@ -1,5 +1,7 @@
 #include <npc/cache/shared_tier.hpp>
 
+#include <map>
+
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
@@ -123,13 +125,69 @@ Result<Brought> SharedTier::bring(const CacheKey& key, const std::vector<std::st
 }
 
 SharedLook SharedTier::look(const CacheKey& key, bool retry_failed, DownloadResult download) const {
-  auto names = shared_->list(key_of(key, ""));
-  if (!names) {
-    spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
-                 names.error());
-    return SharedLook::pending;
+  LockMemo memo;
+  return look_all({key}, retry_failed, download, memo, LookListing::each_entry).front();
+}
+
+std::vector<SharedLook> SharedTier::look_all(const std::vector<CacheKey>& keys, bool retry_failed,
+                                             DownloadResult download, LockMemo& memo, LookListing listing) const {
+  // What a listing shows of each entry: its files' names and its lock object.
+  struct Listed {
+    std::vector<std::string> names;
+    std::optional<storage::TreeFile> lock;
+    bool looked = false; // its listing came back
+  };
+  std::map<std::string, Listed> entries; // by the entry's folder key
+  auto note = [&](const std::string& folder, const storage::TreeFile& file, std::string name) {
+    Listed& entry = entries[folder];
+    if (name == kFrameworkLockFile) entry.lock = file;
+    entry.names.push_back(std::move(name));
+  };
+  const std::string version_dir = keys.empty() ? "" : keys.front().relative_path().parent_path().generic_string();
+  for (const auto& key : keys)
+    if (key.relative_path().parent_path().generic_string() != version_dir) listing = LookListing::each_entry;
+  if (listing == LookListing::whole_version_folder) {
+    // One walk for every entry (all of one compiler version, as the launcher's are).
+    auto tree = shared_->list_tree(version_dir);
+    if (!tree) {
+      spdlog::warn("cannot look at {}: {}; starting their compiles, which report it if it persists",
+                   shared_->describe() + "/" + version_dir, tree.error());
+      return std::vector<SharedLook>(keys.size(), SharedLook::pending);
+    }
+    for (const auto& key : keys) entries[key.relative_path().generic_string()].looked = true;
+    for (const auto& file : *tree) {
+      auto slash = file.key.find('/');
+      if (slash == std::string::npos || file.key.find('/', slash + 1) != std::string::npos) continue;
+      const std::string folder = version_dir + "/" + file.key.substr(0, slash);
+      if (auto it = entries.find(folder); it != entries.end()) note(folder, file, file.key.substr(slash + 1));
+    }
+  } else {
+    for (const auto& key : keys) {
+      const std::string folder = key.relative_path().generic_string();
+      auto tree = shared_->list_tree(folder);
+      if (!tree) {
+        spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
+                     tree.error());
+        continue;
+      }
+      entries[folder].looked = true;
+      for (const auto& file : *tree)
+        if (file.key.find('/') == std::string::npos) note(folder, file, file.key);
+    }
   }
-  const ListedEntry listed = read_listing(*names);
+  std::vector<SharedLook> found;
+  for (const auto& key : keys) {
+    const Listed& entry = entries[key.relative_path().generic_string()];
+    found.push_back(entry.looked ? judge_listed(key, entry.names, entry.lock, retry_failed, download, memo)
+                                 : SharedLook::pending);
+  }
+  return found;
+}
+
+SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::string>& names,
+                                    const std::optional<storage::TreeFile>& lock, bool retry_failed,
+                                    DownloadResult download, LockMemo& memo) const {
+  const ListedEntry listed = read_listing(names);
   if (listed.done && download == DownloadResult::no) return SharedLook::done;
   if (listed.done || (listed.failed && !retry_failed)) {
     auto fetched = fetch_result(key, std::chrono::milliseconds(0));
@@ -150,15 +208,43 @@ SharedLook SharedTier::look(const CacheKey& key, bool retry_failed, DownloadResu
     case FetchOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
-  if (!listed.has_lock) return SharedLook::pending;
-  auto facts = judge_lock(key);
+  if (!listed.has_lock || !lock) return SharedLook::pending;
+  const std::string lock_key = key_of(key, kFrameworkLockFile);
+  const auto now = std::chrono::system_clock::now();
+  std::optional<storage::LockFacts> facts;
+  if (auto judged = memo.find(lock_key, lock->size, lock->modified))
+    facts = storage::judge_lock_read(judged->bytes, judged->modified, mirror_.stale_lock_age(), now);
   if (!facts) {
-    spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), facts.error());
-    return SharedLook::pending;
+    auto read = judge_lock(key);
+    if (!read) {
+      spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), read.error());
+      return SharedLook::pending;
+    }
+    facts = std::move(*read);
+    memo.remember(lock_key, *facts);
   }
   if (!facts->blocks()) return SharedLook::pending;
   spdlog::debug("{} is still held in {}: the lock {}", key.module_name(), shared_->describe(), facts->describe());
   return SharedLook::held;
+}
+
+std::optional<storage::LockFacts> LockMemo::find(const std::string& lock_key, std::uint64_t size,
+                                                 storage::Time modified) const {
+  auto it = judged_.find(lock_key);
+  if (it == judged_.end() || it->second.bytes.size() != size) return std::nullopt;
+  // A listing and a HEAD give the same object's time at different
+  // precisions (milliseconds, seconds): the same object within a second.
+  const auto apart = modified > it->second.modified ? modified - it->second.modified : it->second.modified - modified;
+  if (apart >= std::chrono::seconds(1)) return std::nullopt;
+  return it->second;
+}
+
+void LockMemo::remember(const std::string& lock_key, const storage::LockFacts& facts) {
+  if (facts.state == storage::LockState::absent) {
+    judged_.erase(lock_key);
+    return;
+  }
+  judged_[lock_key] = facts;
 }
 
 void SharedTier::record_use(const CacheKey& key) const {

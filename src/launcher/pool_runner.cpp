@@ -278,20 +278,32 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         progress.event("waiting for " + short_name(pool.items()[i]) + ", held by " + *holder);
     }
     const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
+    // Pending here: the lock that deferred it may be another host's, which
+    // only the cache they share shows. Those are looked at together.
+    std::vector<std::size_t> shared_due;
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
       Pool::Found found = look_at(cache, config, item.entry_dir);
-      // Pending here: the lock that deferred it may be another host's,
-      // which only the cache they share shows.
       if (found == Pool::Found::pending && config.held_look) {
-        if (runner.now() >= looks_until) continue; // still due: looked at next tick
-        found = config.held_look->look(item.entry_dir);
-        if (found == Pool::Found::done) progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
-        else if (found == Pool::Found::failed)
-          progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
-                         cache.entry(item.entry_dir).log_path().string());
+        shared_due.push_back(i);
+        continue;
       }
       pool.revisit(i, found, now, cache.entry(item.entry_dir).log_path());
+    }
+    if (!shared_due.empty()) {
+      std::vector<fs::path> dirs;
+      for (std::size_t i : shared_due) dirs.push_back(pool.items()[i].entry_dir);
+      auto looked = config.held_look->look_all(dirs, [&] { return runner.now() >= looks_until; });
+      for (std::size_t k = 0; k < shared_due.size(); ++k) {
+        if (!looked[k]) continue; // still due: looked at next tick
+        const std::size_t i = shared_due[k];
+        const WorkItem& item = pool.items()[i];
+        if (*looked[k] == Pool::Found::done) progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
+        else if (*looked[k] == Pool::Found::failed)
+          progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
+                           cache.entry(item.entry_dir).log_path().string());
+        pool.revisit(i, *looked[k], now, cache.entry(item.entry_dir).log_path());
+      }
     }
     if (pool.only_deferred_left()) {
       for (std::size_t i = 0; i < pool.items().size(); ++i) {

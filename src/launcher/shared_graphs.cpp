@@ -125,6 +125,7 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   // per-entry LISTs were a third of their requests at the start.
   auto tree = first.storage()->list_tree(version_dir);
   if (!tree) throw EnvironmentError(tree.error());
+  version_objects_ = tree->size();
   std::vector<cache::CacheKey> keys;
   std::vector<std::vector<std::string>> listings; // each entry's own files, as a LIST of it names them
   std::vector<std::uint64_t> graph_bytes;         // each entry's graph size, from the walk

@@ -94,22 +94,28 @@ std::string LockFacts::describe() const {
 }
 
 Result<LockFacts> judge_lock(const Storage& storage, std::string_view key, std::chrono::seconds stale_age, Time now) {
-  LockFacts facts;
   auto info = storage.stat(key);
   if (!info) return fail(info.error());
-  if (!*info) return facts;
-  facts.modified = (*info)->modified;
-  facts.age_seconds = std::max(0.0, std::chrono::duration<double>(now - facts.modified).count());
+  if (!*info) return LockFacts{};
+  std::string bytes;
   if (!(*info)->directory && (*info)->size <= kMaxLockBytes) {
     auto text = read_if_there(storage, key);
     if (!text) return fail(text.error());
     if (!*text) return LockFacts{}; // gone since the stat
-    facts.bytes = std::move(**text);
-    facts.record = LockRecord::parse(facts.bytes);
-    if (facts.record) facts.owner = facts.record->holder();
+    bytes = std::move(**text);
   } else if (!(*info)->directory) {
-    facts.bytes = "(more than 1 MiB)"; // never equal to what is there: not broken
+    bytes = "(more than 1 MiB)"; // never equal to what is there: not broken
   }
+  return judge_lock_read(std::move(bytes), (*info)->modified, stale_age, now);
+}
+
+LockFacts judge_lock_read(std::string bytes, Time modified, std::chrono::seconds stale_age, Time now) {
+  LockFacts facts;
+  facts.modified = modified;
+  facts.age_seconds = std::max(0.0, std::chrono::duration<double>(now - modified).count());
+  facts.bytes = std::move(bytes);
+  facts.record = LockRecord::parse(facts.bytes);
+  if (facts.record) facts.owner = facts.record->holder();
   util::Liveness owner = facts.owner ? util::liveness(*facts.owner) : util::Liveness::unknown;
   if (owner == util::Liveness::alive) facts.state = LockState::held_alive;
   else if (owner == util::Liveness::dead) facts.state = LockState::stale_dead;

@@ -23,8 +23,10 @@
 #include <npc/cache/layout.hpp>
 #include <npc/cache/publish.hpp>
 #include <npc/storage/local.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/s3.hpp>
 #include <npc/storage/s3_client.hpp>
+#include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
@@ -203,6 +205,23 @@ TEST_P(SharedTierTest, TheLauncherLookWithoutDownloadLeavesAResultThere) {
   EXPECT_EQ(shared_names(), kDoneFiles) << "no use recorded, nothing written";
 }
 
+// Many entries looked at in one walk of their version folder: each judged as
+// a look of its own would.
+TEST_P(SharedTierTest, TheLauncherLooksAtManyInOneWalk) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  const CacheKey held = make_key_for_graph("HloModule held\n", kRemoteFlags, "1.0");
+  const CacheKey free = make_key_for_graph("HloModule free\n", kRemoteFlags, "1.0");
+  ASSERT_TRUE(origin->entry(held).store_graph("HloModule held\n", kRemoteFlags).ok());
+  ASSERT_TRUE(origin->entry(free).store_graph("HloModule free\n", kRemoteFlags).ok());
+  auto lock = origin->entry(held).lock(0ms);
+  ASSERT_TRUE(lock && std::holds_alternative<storage::Lock>(*lock));
+  LockMemo memo;
+  EXPECT_EQ(remote->look_all({key, held, free}, false, DownloadResult::no, memo, LookListing::whole_version_folder),
+            (std::vector<SharedLook>{SharedLook::done, SharedLook::held, SharedLook::pending}));
+  EXPECT_EQ(remote->look_all({key, held, free}, false, DownloadResult::no, memo, LookListing::each_entry),
+            (std::vector<SharedLook>{SharedLook::done, SharedLook::held, SharedLook::pending}));
+}
+
 TEST_P(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   EXPECT_EQ(remote->look(key, true), SharedLook::pending);
@@ -356,6 +375,49 @@ TEST_F(SharedTierS3Test, AnEntryPushedByOneNodeIsFetchedByAnother) {
   EXPECT_EQ(test::read_text(node_a.entry_dir(key) / kNeffFile), kRemoteNeff);
   EXPECT_EQ(*node_a.entry(key).verify_neff(), Integrity::ok);
   EXPECT_EQ(a.describe(key), "s3://test-bucket/team/cache/" + key.relative_path().generic_string());
+}
+
+// The lock memo, where a test can set an object's time: a directory.
+class SharedTierLockMemoTest : public SharedTierTest {
+protected:
+  // A record of another host, expiring `expires_in` from now.
+  static std::string record_of_another_host(std::chrono::seconds expires_in) {
+    util::LockHolder holder;
+    holder.pid = 4242;
+    holder.host = "node-elsewhere";
+    holder.boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
+    holder.start_unix = 1700000000;
+    holder.tool = "neuron_cc_wrapper";
+    const auto expires = std::chrono::duration_cast<std::chrono::seconds>(
+        (std::chrono::system_clock::now() + expires_in).time_since_epoch());
+    return storage::LockRecord{holder.serialize(), "token-elsewhere", expires.count()}.serialize();
+  }
+  fs::path lock_file() const { return dir() / "shared" / key.relative_path() / std::string(kFrameworkLockFile); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Directory, SharedTierLockMemoTest, ::testing::Values(test::SharedBackend::directory),
+                         test::shared_backend_name);
+
+// A lock object listed again with its size and time is judged from what was
+// read of it; written anew (a renewal), it is read again.
+TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenOneIsReadAgain) {
+  ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
+  write_shared(kFrameworkLockFile, record_of_another_host(600s));
+  LockMemo memo;
+  auto look = [&] { return remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(); };
+  EXPECT_EQ(look(), SharedLook::held);
+  // Bytes no holder would write in place (the same size, the same time,
+  // expired): the memo's judgement stands, which only a read would change.
+  const auto written = fs::last_write_time(lock_file());
+  const std::string expired = record_of_another_host(-600s);
+  ASSERT_EQ(expired.size(), fs::file_size(lock_file()));
+  test::write_text(lock_file(), expired);
+  fs::last_write_time(lock_file(), written);
+  EXPECT_EQ(look(), SharedLook::held);
+  EXPECT_EQ(remote->look(key, false), SharedLook::pending) << "a look without the memo reads the expired record";
+  // Written anew: read again.
+  fs::last_write_time(lock_file(), written + 5s);
+  EXPECT_EQ(look(), SharedLook::pending);
 }
 
 } // namespace

@@ -28,7 +28,9 @@
 // already there.
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -68,6 +70,26 @@ struct Brought {
   bool uploaded = false;   // the mirror's result, which the shared tier lacked, went up
   std::optional<std::string> held_by; // pending, and its lock in force elsewhere: the holder
 };
+
+// The lock objects a watcher judged, by key, with what it read: a listing
+// that shows the same object again (its size, its modification time within a
+// second) is judged again from that, without reading it. A holder renews its
+// lock every third of its time to live, which writes it anew: the watcher
+// reads it once per renewal, not once per look.
+class LockMemo {
+public:
+  [[nodiscard]] std::optional<storage::LockFacts> find(const std::string& lock_key, std::uint64_t size,
+                                                       storage::Time modified) const;
+  void remember(const std::string& lock_key, const storage::LockFacts& facts);
+
+private:
+  std::map<std::string, storage::LockFacts> judged_;
+};
+
+// How look_all lists: one walk of the version folder for every entry, or a
+// listing of each entry's folder (cheaper when few are looked at in a large
+// cache).
+enum class LookListing { whole_version_folder, each_entry };
 
 class SharedTier {
 public:
@@ -133,6 +155,12 @@ public:
   // The mirror entry's lock is not waited for.
   [[nodiscard]] SharedLook look(const CacheKey& key, bool retry_failed,
                                 DownloadResult download = DownloadResult::yes) const;
+  // look, for many entries of one compiler version at once: listed as
+  // `listing` says, a lock object judged from `memo` when it is the one read
+  // before. Requests: 1 LIST per 1,000 objects of the version folder, or 1
+  // LIST per entry; a HEAD and a GET per lock object not in the memo.
+  [[nodiscard]] std::vector<SharedLook> look_all(const std::vector<CacheKey>& keys, bool retry_failed,
+                                                 DownloadResult download, LockMemo& memo, LookListing listing) const;
 
   // The entry's lock in the shared tier (storage/lock.hpp): one attempt, and a
   // lock taken is renewed while held; judging it without taking it.
@@ -141,6 +169,10 @@ public:
 
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;
+  // look's judgement of one entry from its listing.
+  [[nodiscard]] SharedLook judge_listed(const CacheKey& key, const std::vector<std::string>& names,
+                                        const std::optional<storage::TreeFile>& lock, bool retry_failed,
+                                        DownloadResult download, LockMemo& memo) const;
   // push (keep_theirs false) and push_unless_there (true).
   [[nodiscard]] Result<bool> push_with(const CacheKey& key, bool keep_theirs) const;
 

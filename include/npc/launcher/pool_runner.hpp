@@ -33,6 +33,14 @@ class HeldEntryLook {
 public:
   virtual ~HeldEntryLook() = default;
   [[nodiscard]] virtual Pool::Found look(const fs::path& entry_dir) = 0;
+  // Looks at each of `entry_dirs` until `out_of_time()`: nullopt for those not
+  // looked at (looked at later). A shared tier lists many at once.
+  [[nodiscard]] virtual std::vector<std::optional<Pool::Found>> look_all(const std::vector<fs::path>& entry_dirs,
+                                                                         const std::function<bool()>& out_of_time) {
+    std::vector<std::optional<Pool::Found>> found(entry_dirs.size());
+    for (std::size_t i = 0; i < entry_dirs.size() && !out_of_time(); ++i) found[i] = look(entry_dirs[i]);
+    return found;
+  }
   // Whether a result found done was downloaded into this host's directory.
   [[nodiscard]] virtual bool downloads() const { return true; }
 };

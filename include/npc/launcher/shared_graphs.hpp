@@ -96,6 +96,9 @@ public:
   // entry), when another process held it, in force, as the graph was taken:
   // its holder's description. Nothing for any other graph.
   [[nodiscard]] std::optional<std::string> held_elsewhere(const fs::path& entry_dir) const;
+  // How many objects the version folder held when take_pending walked it;
+  // nothing when it did not (the graphs a trial named are taken one by one).
+  [[nodiscard]] std::optional<std::size_t> version_objects() const { return version_objects_; }
   // One of the connections, for use once the graphs are taken (the pool's
   // looks at entries another host holds, SharedTier::look): never while a
   // take_* call runs.
@@ -120,6 +123,7 @@ private:
   mutable std::mutex held_mutex_;            // guards held_ and later_ (written by the take_* threads)
   std::map<std::string, std::string> held_; // entry folder -> holder
   std::map<std::string, std::uint64_t> later_; // entry folder -> graph bytes, for brought_later
+  std::optional<std::size_t> version_objects_;
 };
 
 } // namespace npc::launcher

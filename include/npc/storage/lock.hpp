@@ -112,6 +112,11 @@ struct LockFacts {
 // Judges the lock object at `key`.
 [[nodiscard]] Result<LockFacts> judge_lock(const Storage& storage, std::string_view key,
                                            std::chrono::seconds stale_age, Time now);
+// Judges a lock object read before (its bytes and modification time), as
+// judge_lock would now: a watcher that sees the same object listed again
+// judges it again without reading it (the holder's liveness and the expiry
+// are judged now).
+[[nodiscard]] LockFacts judge_lock_read(std::string bytes, Time modified, std::chrono::seconds stale_age, Time now);
 // Removes the lock at `key` if it is still the one judged; true when removed.
 [[nodiscard]] Result<bool> break_lock(Storage& storage, std::string_view key, const LockFacts& judged);
 
