@@ -351,10 +351,11 @@ Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::s
   for (int attempt = 0;; ++attempt) {
     for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
       if (auto created = storage_->create_exclusive(key_of(name), bytes); !created) return fail(created.error());
-    // In a directory, an eviction may take the whole entry away between the
-    // two (its compile_flags.json found there, the graph then written into
-    // a folder made again): the flags are written again, not left missing.
-    if (!cache_.is_directory() || attempt == 2 || exists_no_follow(dir_ / kFlagsFile)) return ok_status();
+    // An eviction may take the whole entry away between the two (its
+    // compile_flags.json found there, the graph then written into a folder
+    // made again): the flags are written again, not left missing.
+    auto flags_there = storage_->stat(key_of(kFlagsFile));
+    if (attempt == 2 || (flags_there && *flags_there)) return ok_status();
   }
 }
 
