@@ -348,18 +348,17 @@ Scenario run_cluster(const Context& context) {
   if (!s3_met) {
     double requests = spread(gateway_requests).median, wall = spread(walls(ours_s3_records)).median;
     s.notes.push_back(
-        "On S3 the makespan is the gateway's: in the median run it answered " + count_text(static_cast<std::size_t>(requests)) +
-        " requests (" + num(requests / wall, 0) + " a second) and its daemons used " +
+        "On S3 the gateway answered " + count_text(static_cast<std::size_t>(requests)) +
+        " requests in the median run (" + num(requests / wall, 0) + " a second) and its daemons used " +
         num(spread(gateway_share).median * 100, 0) + "% of this machine's " + std::to_string(static_cast<int>(cores)) +
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
         " compiles share with it. A host downloads only the graphs it compiles (its worker fetches graph and flags "
-        "under the entry's lock) and, under --command compile, leaves the results other hosts compiled in S3. By a "
-        "count from the code, most of what remains are the launchers' looks at graphs other hosts hold (a LIST of "
-        "the entry and a GET of its lock, a tenth of the time it has been held apart, from 0.5 s), then the workers "
-        "that lose the race for the first graphs (a PUT, a GET and a LIST each). On AWS S3, which scales with the "
-        "request rate, these take seconds; here they queue on the same two cores. One listing of the cache per "
-        "pass for every graph due a look, instead of one per graph, would cut the looks by about the number of "
-        "graphs held.");
+        "under the entry's lock); under --command compile it leaves the results other hosts compiled in S3; its "
+        "looks at graphs other hosts hold share one walk of the version folder and read a lock object once per "
+        "renewal. What else holds the hosts back is not measured yet: the candidates are the " +
+        std::to_string(slots) + " workers that start at once and race for the first graphs (each loser a process, "
+        "a PUT, a GET and a LIST), and each compile's requests on its critical path (the lock, a listing, graph and "
+        "flags, then the result's upload and the lock's release).");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});
