@@ -168,25 +168,14 @@ Result<fs::path> find_real_compiler() {
 }
 
 Result<fs::path> find_compiler_on_path() {
-  const std::string path = util::env("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
-  std::size_t start = 0;
   std::optional<fs::path> skipped;
-  while (start <= path.size()) {
-    std::size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    const std::string dir = path.substr(start, end - start);
-    start = end + 1;
-    fs::path candidate = fs::path(dir.empty() ? "." : dir) / kCompilerName;
-    if (::access(candidate.c_str(), X_OK) != 0 || !is_regular_file(candidate.string())) continue;
-    if (is_masquerade(candidate)) {
-      skipped = candidate;
-      continue;
-    }
-    return fs::absolute(candidate);
-  }
-  std::string text = std::string(kCompilerName) + " was not found on PATH (" + path + ")";
-  if (skipped) text += " but for the masquerade " + skipped->string();
-  return fail(text);
+  auto found = util::find_executable(kCompilerName, util::env("PATH"), [&](const fs::path& candidate) {
+    if (!is_masquerade(candidate)) return false;
+    skipped = candidate;
+    return true;
+  });
+  if (!found) return fail(found.error() + (skipped ? " but for the masquerade " + skipped->string() : ""));
+  return fs::absolute(*found);
 }
 
 std::string InputDigest::key_sha256() const {

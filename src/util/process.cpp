@@ -279,8 +279,8 @@ void kill_process_group(pid_t pgid, int signal) {
   if (pgid > 0) std::ignore = ::kill(-pgid, signal);
 }
 
-Result<fs::path> find_executable(const std::string& name,
-                                 const std::optional<std::string>& path_var) {
+Result<fs::path> find_executable(const std::string& name, const std::optional<std::string>& path_var,
+                                 const std::function<bool(const fs::path&)>& skip) {
   auto is_executable = [](const fs::path& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
@@ -296,7 +296,7 @@ Result<fs::path> find_executable(const std::string& name,
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(start, end - start);
     fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (is_executable(candidate)) return candidate;
+    if (is_executable(candidate) && !(skip && skip(candidate))) return candidate;
     start = end + 1;
   }
   return fail(name + " was not found on PATH (" + path + ")");

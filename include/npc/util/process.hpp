@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -89,9 +90,10 @@ struct ExitStatus {
 void kill_process_group(pid_t pgid, int signal);
 
 // Absolute path of an executable: a name with a slash is checked as it is,
-// else each PATH entry is tried. The failure says what was searched.
-[[nodiscard]] Result<fs::path> find_executable(const std::string& name,
-                                               const std::optional<std::string>& path_var);
+// else each PATH entry is tried, passing over those `skip` says to. The
+// failure says what was searched.
+[[nodiscard]] Result<fs::path> find_executable(const std::string& name, const std::optional<std::string>& path_var,
+                                               const std::function<bool(const fs::path&)>& skip = {});
 
 [[nodiscard]] bool process_alive(pid_t pid);
 
