@@ -13,6 +13,7 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/usage_stats.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/compiler.hpp>
@@ -63,6 +64,12 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// Adds to the cache's counters of the masquerade (cache/usage_stats.hpp).
+void count_masquerade_usage(const cache::Cache& cache, const cache::UsageCounts& delta) {
+  if (auto s = cache::record_usage(cache.private_dir(), cache::kMasqueradeProgram, delta); !s)
+    spdlog::debug("not counted: {}", s.error());
+}
+
 // The NEFF of a done entry to --output, verified; false when it fails its check.
 bool serve(const cache::Entry& entry, const fs::path& output) {
   auto integrity = entry.copy_neff(output);
@@ -87,8 +94,12 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   const cache::EvictionPolicy policy{settings.cache.size_limit(), settings.cache.ttl()};
   compile::CacheTiers tiers(cache, settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
-  if (entry.looks_done() && serve(entry, call.output)) return 0;
+  if (entry.looks_done() && serve(entry, call.output)) {
+    count_masquerade_usage(cache, cache::hit_of(entry.dir()));
+    return 0;
+  }
   if (tiers.fetch(key, compile::kDefaultLockWait) && serve(entry, call.output)) {
+    count_masquerade_usage(cache, cache::hit_of(entry.dir()));
     cache::evict_after_write(cache, policy);
     return 0;
   }
@@ -127,6 +138,7 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     store();
     result = compile::compile_entry(cache, entry.dir(), options);
   }
+  count_masquerade_usage(cache, compile::usage_of(result, entry.dir()));
   switch (result.outcome) {
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:

@@ -12,6 +12,7 @@
 #include <npc/cache/explain_target.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/usage_stats.hpp>
 #include <npc/cli/cache_options.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/masquerade_dir.hpp>
@@ -24,6 +25,7 @@
 #include <npc/util/output_file.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
+#include <npc/util/trace_events.hpp>
 #include <npc/storage/open.hpp>
 
 namespace npc::cli {
@@ -65,7 +67,46 @@ int cmd_ls(const cache::Cache& cache, bool as_json) {
   return 0;
 }
 
-int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, bool as_json) {
+json usage_json(const cache::UsageCounts& c) {
+  return {{"hits", c.hits},     {"hits_without_time", c.hits_without_time}, {"misses", c.misses},
+          {"failed", c.failed}, {"compile_seconds", c.compile_seconds},     {"saved_seconds", c.saved_seconds}};
+}
+
+std::string hit_rate(const cache::UsageCounts& c) {
+  if (c.hits + c.misses == 0) return "-";
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(c.hits) / static_cast<double>(c.hits + c.misses));
+}
+
+// The counters of the programs that used the cache, a row each and a total.
+void print_usage(const cache::UsageStats& usage, const fs::path& counters_dir) {
+  util::Table table({"PROGRAM", "HITS", "MISSES", "FAILED", "HIT RATE", "COMPILING", "SAVED"});
+  auto row = [&](const std::string& name, const cache::UsageCounts& c) {
+    std::string saved = util::format_seconds(c.saved_seconds);
+    if (c.hits_without_time > 0) saved += " (+" + std::to_string(c.hits_without_time) + " hits untimed)";
+    table.add({name, std::to_string(c.hits), std::to_string(c.misses), std::to_string(c.failed), hit_rate(c),
+               util::format_seconds(c.compile_seconds), saved});
+  };
+  for (const auto& [name, counts] : usage.by_program) row(name, counts);
+  row("total", usage.total());
+  std::cout << "\n";
+  table.print(std::cout);
+  std::cout << "counted in " << counters_dir.string() << " since "
+            << (usage.zeroed_at ? util::format_utc(*usage.zeroed_at) : std::string("it was made"))
+            << " (neuron_cache stats --zero resets)\n";
+}
+
+int cmd_zero_stats(const fs::path& counters_dir, bool as_json) {
+  if (auto s = cache::zero_usage(counters_dir, std::chrono::system_clock::now()); !s)
+    throw EnvironmentError("stats --zero: " + s.error());
+  if (as_json) print_json({{"zeroed", counters_dir.string()}});
+  else std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
+  return 0;
+}
+
+int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, const fs::path& counters_dir,
+              bool as_json) {
+  auto usage = cache::read_usage(counters_dir);
+  if (!usage) throw EnvironmentError("stats: " + usage.error());
   cache::CacheCensus census = cache.census();
   std::map<std::string, std::size_t> by_state;
   for (auto state : {cache::EntryState::pending, cache::EntryState::locked, cache::EntryState::done,
@@ -84,6 +125,12 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
                 {"ttl_days", ttl_days},
                 {"oldest_use", oldest ? json(util::format_utc(*oldest)) : json(nullptr)},
                 {"newest_use", newest ? json(util::format_utc(*newest)) : json(nullptr)}};
+    json programs = json::object();
+    for (const auto& [name, counts] : usage->by_program) programs[name] = usage_json(counts);
+    doc["usage"] = {{"counters", counters_dir.string()},
+                    {"programs", programs},
+                    {"total", usage_json(usage->total())},
+                    {"zeroed_at", usage->zeroed_at ? json(util::format_utc(*usage->zeroed_at)) : json(nullptr)}};
     print_json(doc);
     return 0;
   }
@@ -98,6 +145,7 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
   table.add({"oldest use", oldest ? util::format_utc(*oldest) : "-"});
   table.add({"newest use", newest ? util::format_utc(*newest) : "-"});
   table.print(std::cout);
+  print_usage(*usage, counters_dir);
   return 0;
 }
 
@@ -473,6 +521,20 @@ int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Sett
 
 } // namespace
 
+namespace {
+
+int cmd_merge_traces(const std::vector<std::string>& inputs, const std::string& output) {
+  std::vector<fs::path> paths(inputs.begin(), inputs.end());
+  auto merged = util::merge_traces(paths);
+  if (!merged)
+    throw UsageError("merge-traces: " + merged.error() + " (name the files neuron_parallel_compile --trace wrote)");
+  if (auto s = util::write_output_file(output, *merged); !s) throw EnvironmentError("merge-traces: " + s.error());
+  std::cout << "merged " << inputs.size() << " trace(s) into " << output << "\n";
+  return 0;
+}
+
+} // namespace
+
 // Connections to a shared cache: verify downloads and prune deletes this many
 // entries at once.
 constexpr std::size_t kSharedConnections = 8;
@@ -490,7 +552,11 @@ int neuron_cache_main(int argc, char** argv) {
     app.add_flag("--json", as_json, "Machine-readable output");
 
     auto* ls = app.add_subcommand("ls", "One row per entry: key, state, size, last use, compiler");
-    auto* stats = app.add_subcommand("stats", "Entries per state, total size, limit, oldest and newest use");
+    auto* stats = app.add_subcommand(
+        "stats", "Entries per state, total size, limit, oldest and newest use; hits, misses and compile time saved "
+                 "per program");
+    bool zero_stats = false;
+    stats->add_flag("--zero", zero_stats, "Reset the hit, miss and time counters");
     auto* prune = app.add_subcommand("prune", "Evict now: least recently used first, above the size limit");
     std::string max_size, prune_ttl;
     bool dry_run = false;
@@ -543,8 +609,17 @@ int neuron_cache_main(int argc, char** argv) {
                                "Make DIR hold a neuronx-cc link to this installation's neuron_cc_wrapper first")
         ->type_name("DIR");
 
+    auto* merge_traces_cmd = app.add_subcommand(
+        "merge-traces", "Join the timelines of several launchers (a cluster's hosts) into one trace, each as a "
+                        "process of its own");
+    std::string merged_trace;
+    std::vector<std::string> traces;
+    merge_traces_cmd->add_option("-o,--output", merged_trace, "The trace to write")->type_name("FILE")->required();
+    merge_traces_cmd->add_option("FILE", traces, "A trace written by neuron_parallel_compile's trace option")->required();
+
     util::parse_command_line(app, argc, argv);
     // Nothing of the cache: no settings read, no S3 opened.
+    if (*merge_traces_cmd) return cmd_merge_traces(traces, merged_trace);
     if (*masquerade_cmd)
       return cmd_masquerade_dir(masquerade_create ? std::optional<fs::path>(*masquerade_create) : std::nullopt);
     finish_cache_options(overrides, size_text, ttl_text);
@@ -586,7 +661,10 @@ int neuron_cache_main(int argc, char** argv) {
                    cache.root().string());
 
     if (*ls) return cmd_ls(target, as_json);
-    if (*stats) return cmd_stats(target, settings.cache, as_json);
+    // The counters are this host's: in the cache directory, or an S3 cache's
+    // local mirror.
+    if (*stats && zero_stats) return cmd_zero_stats(cache.private_dir(), as_json);
+    if (*stats) return cmd_stats(target, settings.cache, cache.private_dir(), as_json);
     if (*prune) return cmd_prune(target, settings.cache, dry_run, as_json);
     if (*verify) return cmd_verify(target, repair, as_json);
     if (*clear_locks) return cmd_clear_locks(target, force, as_json);

@@ -16,6 +16,7 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/secondary.hpp>
+#include <npc/cache/usage_stats.hpp>
 #include <npc/cli/as_neuronx_cc.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/programs.hpp>
@@ -357,6 +358,13 @@ std::FILE* message_stream(const fs::path& output) {
   return util::same_file_as_stdout(output) ? stderr : stdout;
 }
 
+// Adds to the cache's counters of this program (cache/usage_stats.hpp): a
+// cache that cannot take them still serves and compiles.
+void count_wrapper_usage(const cache::Cache& cache, const cache::UsageCounts& delta) {
+  if (auto s = cache::record_usage(cache.private_dir(), cache::kWrapperProgram, delta); !s)
+    spdlog::debug("not counted: {}", s.error());
+}
+
 // Serves a done entry; false when its NEFF fails the integrity check.
 bool serve_hit(const cache::Entry& entry, const fs::path& output) {
   auto integrity = deliver_neff(entry, output);
@@ -369,6 +377,7 @@ bool serve_hit(const cache::Entry& entry, const fs::path& output) {
   // process may have repaired it meanwhile) and says so when it recompiles.
   if (*integrity == cache::Integrity::mismatch) return false;
   std::ignore = entry.touch();
+  count_wrapper_usage(entry.cache(), cache::hit_of(entry.dir()));
   print_line(message_stream(output),
              "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
   return true;
@@ -541,7 +550,10 @@ int cmd_compile(const std::vector<std::string>& words) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
     return 0;
   }
-  if (entry.looks_failed() && !context.settings.cache.retry_failed_compilation) return print_cached_failure(entry);
+  if (entry.looks_failed() && !context.settings.cache.retry_failed_compilation) {
+    count_wrapper_usage(cache, {.failed = 1});
+    return print_cached_failure(entry);
+  }
 
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
   // stored or locked.
@@ -582,6 +594,7 @@ int cmd_compile(const std::vector<std::string>& words) {
     store();
     result = compile::compile_entry(cache, entry_dir, options);
   }
+  count_wrapper_usage(cache, compile::usage_of(result, entry_dir));
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);

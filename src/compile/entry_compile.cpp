@@ -148,6 +148,29 @@ std::optional<EntryOutcome> parse_entry_outcome(std::string_view text) {
   return std::nullopt;
 }
 
+cache::UsageCounts usage_of(const EntryCompileResult& result, const fs::path& entry_dir) {
+  cache::UsageCounts counts;
+  switch (result.outcome) {
+  case EntryOutcome::compiled:
+    counts.misses = 1;
+    counts.compile_seconds = result.attempt.wall_seconds;
+    break;
+  case EntryOutcome::already_done: return cache::hit_of(entry_dir);
+  case EntryOutcome::failed:
+  case EntryOutcome::killed:
+  case EntryOutcome::timed_out:
+  case EntryOutcome::no_space:
+    counts.failed = 1;
+    counts.compile_seconds = result.attempt.wall_seconds;
+    break;
+  case EntryOutcome::cached_failure: counts.failed = 1; break;
+  case EntryOutcome::interrupted:
+  case EntryOutcome::removed:
+  case EntryOutcome::locked_elsewhere: break; // nothing served, nothing learned
+  }
+  return counts;
+}
+
 EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entry_dir,
                                  const EntryCompileOptions& options) {
   EntryCompileResult result;

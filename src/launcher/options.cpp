@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <npc/launcher/run_trace.hpp>
 #include <npc/util/bash_completion.hpp>
 #include <npc/util/command_line.hpp>
 #include <npc/util/log.hpp>
@@ -114,6 +115,10 @@ Options parse_options(int argc, char** argv) {
       ->type_name("DIR");
   app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");
   app.add_option("--report", options.report, "Write a JSON report of the run to FILE")->type_name("FILE");
+  app.add_option("--trace", options.trace,
+                 "Write the run's timeline to FILE, in the Trace Event Format that Perfetto and "
+                 "chrome://tracing open (default: $NEURON_PARALLEL_COMPILE_TRACE)")
+      ->type_name("FILE");
   app.add_option("--max-retries", max_retries,
                  "Retries of a failed compile (default: $NEURON_PARALLEL_COMPILE_MAX_RETRIES, else 0)");
   app.add_option("--compile-timeout", timeout, "Kill a compile that runs longer than SECONDS");
@@ -163,6 +168,13 @@ Options parse_options(int argc, char** argv) {
   if (options.node_id >= options.world_size)
     throw UsageError("--node_id " + std::to_string(options.node_id) + " must be below --world_size " +
                      std::to_string(options.world_size));
+  if (!options.trace)
+    if (auto env = util::env("NEURON_PARALLEL_COMPILE_TRACE"); env && !env->empty()) options.trace = fs::path(*env);
+  if (options.trace && options.trace->empty())
+    throw UsageError("--trace has an empty value: name the file to write the run's timeline to");
+  // Each task of a step names its own file: all got the same --trace.
+  if (options.trace && options.step && options.step->count > 1)
+    options.trace = trace_path_for_task(*options.trace, options.step->file_tag());
   std::string retries_text = max_retries;
   const char* retries_source = "--max-retries";
   if (retries_text.empty()) {

@@ -387,9 +387,16 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
                           config.log_dir / (attempt_name + ".result.json"),
                           p.attempts > 0 || config.retry_cached_failures};
       pool.start(i, now);
-      if (auto started = runner.start(attempt); !started)
-        pool.finish(i, AttemptEnd::failed,
-                    {0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings}, now);
+      if (config.trace) config.trace->attempt_started(i, now);
+      if (auto started = runner.start(attempt); !started) {
+        AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
+        pool.finish(i, AttemptEnd::failed, info, now);
+        if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, now);
+      }
+    }
+    if (config.trace) {
+      config.trace->load(pool, now);
+      config.trace->waits(pool, now);
     }
     if (pool.finished()) break;
 
@@ -402,8 +409,14 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       break;
     }
     for (const auto& ended : events.ended) {
-      pool.finish(ended.item, ended.end, ended.info, runner.now());
+      const double at = runner.now();
+      pool.finish(ended.item, ended.end, ended.info, at);
+      if (config.trace) config.trace->attempt_ended(pool, ended.item, ended.end, ended.info, at);
       tell(progress, pool, ended);
+    }
+    if (config.trace) {
+      config.trace->load(pool, runner.now());
+      config.trace->waits(pool, runner.now());
     }
     double t = runner.now();
     progress.update(snapshot(pool, t - start, t));
@@ -419,6 +432,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     progress.finish();
   }
   result.wall_seconds = runner.now() - start;
+  if (config.trace) config.trace->close(pool, runner.now());
   return result;
 }
 

@@ -137,6 +137,32 @@ Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& pat
   return out.commit();
 }
 
+std::vector<std::string> slowest_lines(const Pool& pool, const RunFacts& facts) {
+  std::vector<std::size_t> ran;
+  for (std::size_t i = 0; i < pool.items().size(); ++i)
+    if (pool.progress()[i].compile_seconds > 0) ran.push_back(i);
+  // One compile is its own slowest: nothing to tell apart.
+  if (ran.size() < 2) return {};
+  const std::size_t shown = std::min(ran.size(), kSlowestShown);
+  std::partial_sort(ran.begin(), ran.begin() + static_cast<long>(shown), ran.end(), [&](std::size_t a, std::size_t b) {
+    return pool.progress()[a].compile_seconds > pool.progress()[b].compile_seconds;
+  });
+  std::vector<std::string> lines = {"slowest compiles (share of the compile phase's " +
+                                    util::format_seconds(facts.compile_wall_seconds) + "):"};
+  for (std::size_t k = 0; k < shown; ++k) {
+    const ItemProgress& p = pool.progress()[ran[k]];
+    char share[32];
+    std::snprintf(share, sizeof share, "%3.0f%%",
+                  facts.compile_wall_seconds > 0 ? 100 * p.compile_seconds / facts.compile_wall_seconds : 0.0);
+    std::string line = "  " + util::format_seconds(p.compile_seconds) + " " + share + "  " +
+                       pool.items()[ran[k]].entry_dir.filename().string();
+    if (p.state == ItemState::failed) line += " (failed)";
+    if (p.attempts > 1) line += " (" + std::to_string(p.attempts) + " attempts)";
+    lines.push_back(line);
+  }
+  return lines;
+}
+
 std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) {
   Counts c = count(pool);
   std::vector<std::string> lines;
@@ -154,6 +180,7 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
   lines.push_back("wall time " + util::format_seconds(facts.wall_seconds) + " (compile phase " +
                   util::format_seconds(facts.compile_wall_seconds) + ", " + std::to_string(facts.parallel) +
                   " at once, parallel efficiency " + efficiency + ")");
+  for (const auto& slow : slowest_lines(pool, facts)) lines.push_back(slow);
   if (!facts.trial_status.empty()) lines.push_back("the training script failed: " + facts.trial_status);
   for (std::size_t i = 0; i < pool.items().size(); ++i) {
     const auto& p = pool.progress()[i];

@@ -11,6 +11,7 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/usage_stats.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/storage/open.hpp>
 #include <npc/launcher/collect.hpp>
@@ -20,10 +21,13 @@
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/launcher/report.hpp>
+#include <npc/launcher/run_trace.hpp>
 #include <npc/launcher/step_meeting.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
 #include <npc/util/clock.hpp>
+#include <npc/util/file_lock.hpp>
+#include <npc/util/shell_words.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
@@ -80,6 +84,9 @@ void check_outputs_writable(const Options& options) {
   if (options.report)
     if (auto s = util::check_output_writable(*options.report); !s)
       throw EnvironmentError("--report: " + s.error() + " (name a file in a writable directory)");
+  if (options.trace)
+    if (auto s = util::check_output_writable(*options.trace); !s)
+      throw EnvironmentError("--trace: " + s.error() + " (name a file in a writable directory)");
   if (dump_results_requested())
     if (auto s = util::check_directory_writable(fs::current_path()); !s)
       throw EnvironmentError("NEURON_PARALLEL_COMPILE_DUMP_RESULTS: the results are written to the current "
@@ -180,6 +187,11 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+std::int64_t epoch_microseconds() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // How many graphs this run compiled that its own eviction then removed: a
 // limit too small for one run's graphs undoes the pre-compile.
 std::size_t compiled_and_evicted(const Pool& pool, const cache::EvictionReport& evicted) {
@@ -216,7 +228,8 @@ void hint_graphs_seen_elsewhere(const Pool& pool, const std::vector<fs::path>& r
 // The trial phase: runs the training command in extraction mode and
 // collects the graphs it named. An exit status when the run ends here.
 std::optional<int> collect_from_trial(const Options& options, const RunFiles& files, GraphSource& source,
-                                      Collector& collector, RunFacts& facts, bool compile_despite_trial_failure) {
+                                      Collector& collector, RunFacts& facts, bool compile_despite_trial_failure,
+                                      RunTrace* trace, double& collect_start) {
   util::Environment environment = util::Environment::current();
   environment.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
   environment.set("NEURON_PARALLEL_COMPILE", "1");
@@ -225,7 +238,15 @@ std::optional<int> collect_from_trial(const Options& options, const RunFiles& fi
   // the trial started must still count as written by it.
   constexpr auto kFileTimeSlack = std::chrono::seconds(1);
   const auto trial_started = fs::file_time_type::clock::now() - kFileTimeSlack;
+  const double trial_start = util::monotonic_seconds();
   TrialResult trial = run_trial(options.command, environment, files.trial_log);
+  collect_start = util::monotonic_seconds();
+  if (trace)
+    trace->phase("trial", trial_start, collect_start,
+                 {{"command", util::join_shell_words(options.command)},
+                  {"status", trial.interrupted_by != 0 ? "interrupted by " + util::signal_name(trial.interrupted_by)
+                                                       : trial.status.describe()},
+                  {"log", files.trial_log.string()}});
   if (trial.interrupted_by != 0) {
     spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
     return exit_status_for_signal(trial.interrupted_by);
@@ -376,6 +397,21 @@ void report_run(const Options& options, const Pool& pool, const cache::Cache& ca
   }
 }
 
+// What the run adds to the cache's counters (cache/usage_stats.hpp): the
+// graphs found compiled are its hits, those it compiled its misses.
+void count_run_usage(const Pool& pool, const cache::Cache& cache) {
+  cache::UsageCounts counts;
+  for (std::size_t i = 0; i < pool.items().size(); ++i) {
+    const ItemProgress& p = pool.progress()[i];
+    if (p.state == ItemState::cached) counts += cache::hit_of(pool.items()[i].entry_dir);
+    if (p.state == ItemState::compiled) ++counts.misses;
+    if (p.state == ItemState::failed) ++counts.failed;
+    counts.compile_seconds += p.compile_seconds;
+  }
+  if (auto s = cache::record_usage(cache.private_dir(), cache::kLauncherProgram, counts); !s)
+    spdlog::debug("the run is not counted in the cache's statistics: {}", s.error());
+}
+
 // A task of a Slurm step that compiles meets the step's other tasks in the
 // cache they share, for one line of the step's totals at the end. Without
 // it (the storage refuses) the task still compiles; the step has no totals.
@@ -409,7 +445,30 @@ void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options)
 
 } // namespace
 
-int run(const Options& options, const config::Settings& settings) {
+namespace {
+
+// What the trace file says of the run as a whole, beside its events.
+nlohmann::json trace_facts(const Options& options, const RunFacts& facts) {
+  nlohmann::json doc = {{"tool", "neuron_parallel_compile"},
+                        {"version", NPC_VERSION},
+                        {"host", util::this_host()},
+                        {"pid", ::getpid()},
+                        {"command", mode_name(options.mode)},
+                        {"start_time", facts.start_time},
+                        {"compiler_version", facts.compiler_version},
+                        {"parallel", facts.parallel}};
+  if (options.step) doc["slurm_task"] = options.step->label();
+  return doc;
+}
+
+std::string trace_process_name(const Options& options) {
+  std::string name = "neuron_parallel_compile on " + util::this_host() + " (pid " + std::to_string(::getpid()) + ")";
+  if (options.step) name += ", " + options.step->label();
+  return name;
+}
+
+// The run itself; `facts` filled as it goes (the trace's header reads them).
+int run_with(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
@@ -423,7 +482,6 @@ int run(const Options& options, const config::Settings& settings) {
   // trial, not a surprise after it.
   const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
   double run_start = util::monotonic_seconds();
-  RunFacts facts;
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
   cache::Cache cache(settings.cache_root);
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
@@ -444,8 +502,10 @@ int run(const Options& options, const config::Settings& settings) {
   GraphSource source(cache, settings, version);
   std::optional<StepMeeting> step_meeting = join_step(options, source);
   const bool retry_failed = settings.cache.retry_failed_compilation;
+  double collect_start = util::monotonic_seconds();
   if (mode_runs_trial(options.mode)) {
-    if (auto ended = collect_from_trial(options, files, source, collector, facts, compile_despite_trial_failure))
+    if (auto ended = collect_from_trial(options, files, source, collector, facts, compile_despite_trial_failure,
+                                        trace, collect_start))
       return *ended;
   } else {
     collect_pending(cache, version, source, collector, retry_failed);
@@ -479,6 +539,10 @@ int run(const Options& options, const config::Settings& settings) {
     return 0;
   }
   std::size_t to_compile = pool.count(ItemState::queued) + pool.count(ItemState::deferred);
+  if (trace)
+    trace->phase("collect", collect_start, util::monotonic_seconds(),
+                 {{"graphs", pool.items().size()}, {"cached", pool.count(ItemState::cached)},
+                  {"to_compile", to_compile}, {"refused", facts.refused.size()}});
   spdlog::info("{} graph(s) found: {} already cached, {} to compile, {} at once", pool.items().size(),
                pool.count(ItemState::cached), to_compile, parallel);
 
@@ -490,12 +554,20 @@ int run(const Options& options, const config::Settings& settings) {
   const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
                       retry_failed, cache.stale_lock_age(), settings.shared_cache_url,
-                      source.held_look(retry_failed, download)};
+                      source.held_look(retry_failed, download), trace};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();
+  const double compile_start = util::monotonic_seconds();
   PoolRunResult ran = run_pool(pool, cache, config, progress);
   facts.compile_wall_seconds = ran.wall_seconds;
+  if (trace) {
+    const Counts counted = count(pool);
+    trace->phase("compile", compile_start, util::monotonic_seconds(),
+                 {{"parallel", parallel}, {"memory_budget_bytes", budget}, {"compiled", counted.compiled},
+                  {"failed", counted.failed}, {"compiled_elsewhere", counted.compiled_elsewhere},
+                  {"interrupted_by", ran.interrupted_by != 0 ? util::signal_name(ran.interrupted_by) : ""}});
+  }
   facts.wall_seconds = util::monotonic_seconds() - run_start;
   if (ran.interrupted_by != 0) {
     spdlog::error("interrupted by {} while compiling; entries not finished stay pending for the next run",
@@ -504,8 +576,32 @@ int run(const Options& options, const config::Settings& settings) {
   }
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
+  count_run_usage(pool, cache);
   if (step_meeting) finish_step(*step_meeting, pool, options);
   return exit_status_for_failed_graphs(count(pool).failed);
+}
+
+} // namespace
+
+int run(const Options& options, const config::Settings& settings) {
+  RunFacts facts;
+  if (!options.trace) return run_with(options, settings, nullptr, facts);
+  RunTrace trace(trace_process_name(options), util::monotonic_seconds(), epoch_microseconds());
+  auto write_trace = [&] {
+    if (auto s = trace.write(*options.trace, trace_facts(options, facts)); !s)
+      spdlog::warn("--trace: {}", s.error());
+    else
+      spdlog::info("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)",
+                   options.trace->string());
+  };
+  try {
+    int status = run_with(options, settings, &trace, facts);
+    write_trace();
+    return status;
+  } catch (...) {
+    write_trace();
+    throw;
+  }
 }
 
 } // namespace npc::launcher

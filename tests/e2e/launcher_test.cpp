@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
 
@@ -486,6 +487,170 @@ TEST_F(Launcher, BadOptionsAreUsageErrors) {
   auto version = run_tool("neuron_parallel_compile", {"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_EQ(version.out.rfind("neuron_parallel_compile ", 0), 0u);
+}
+
+// --- the trace (--trace) and the cache's counters ------------------------------
+
+std::vector<nlohmann::json> events_where(const nlohmann::json& trace, const std::string& phase,
+                                         const std::string& category) {
+  std::vector<nlohmann::json> found;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == phase && e.value("cat", "") == category) found.push_back(e);
+  return found;
+}
+
+// Four graphs, each failing once then compiled, two at once: the trial, the
+// collection and the compile phase on the launcher's lane, in that order;
+// each of the 8 attempts on one of two slots, none overlapping another on
+// its slot, all inside the compile phase.
+TEST_F(Launcher, TheTraceShowsThePhasesAndEachAttemptOnItsSlot) {
+  const fs::path trace_file = dir() / "trace.json";
+  auto r = launch({"--trace", trace_file.string(), "--num_parallel", "2", "--max-retries", "1"}, train(10),
+                  {{"STANDIN_CC_FAULT", "exit70"}, {"STANDIN_CC_FAULT_TIMES", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.err.find("trace written to " + trace_file.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("neuron_parallel_compile: slowest compiles (share of the compile phase's "), std::string::npos)
+      << r.err;
+  auto trace = nlohmann::json::parse(read_text(trace_file));
+  EXPECT_EQ(trace["otherData"]["tool"], "neuron_parallel_compile");
+  EXPECT_EQ(trace["otherData"]["parallel"], 2);
+  auto phases = events_where(trace, "X", "phase");
+  ASSERT_EQ(phases.size(), 3u);
+  EXPECT_EQ(phases[0]["name"], "trial");
+  EXPECT_EQ(phases[0]["args"]["status"], "exit code 0");
+  EXPECT_EQ(phases[1]["name"], "collect");
+  EXPECT_EQ(phases[1]["args"]["to_compile"], 4);
+  EXPECT_EQ(phases[2]["name"], "compile");
+  EXPECT_EQ(phases[2]["args"]["compiled"], 4);
+  for (std::size_t k = 1; k < phases.size(); ++k)
+    EXPECT_GE(phases[k]["ts"].get<std::int64_t>(),
+              phases[k - 1]["ts"].get<std::int64_t>() + phases[k - 1]["dur"].get<std::int64_t>());
+  const std::int64_t compile_start = phases[2]["ts"], compile_end = compile_start + phases[2]["dur"].get<std::int64_t>();
+
+  auto attempts = events_where(trace, "X", "compile");
+  ASSERT_EQ(attempts.size(), 8u);
+  std::map<std::string, std::vector<std::string>> outcomes; // per graph, in order
+  std::map<int, std::vector<std::pair<std::int64_t, std::int64_t>>> by_slot;
+  for (const auto& a : attempts) {
+    outcomes[a["name"]].push_back(a["args"]["outcome"].get<std::string>() + " " + a["args"]["exit"].get<std::string>() +
+                                  " retry " + std::to_string(a["args"]["retry"].get<int>()));
+    const std::int64_t start = a["ts"], end = start + a["dur"].get<std::int64_t>();
+    EXPECT_GE(start, compile_start);
+    EXPECT_LE(end, compile_end);
+    by_slot[a["tid"]].emplace_back(start, end);
+  }
+  ASSERT_EQ(outcomes.size(), 4u);
+  for (const auto& [graph, seen] : outcomes) {
+    EXPECT_TRUE(fs::exists(entries().front().parent_path() / graph)) << graph;
+    EXPECT_EQ(seen, (std::vector<std::string>{"failed exit code 70 retry 0", "compiled exit code 0 retry 1"})) << graph;
+  }
+  std::set<int> slots;
+  for (auto& [slot, spans] : by_slot) {
+    slots.insert(slot);
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t k = 1; k < spans.size(); ++k) EXPECT_GE(spans[k].first, spans[k - 1].second) << "slot " << slot;
+  }
+  EXPECT_EQ(slots, (std::set<int>{1, 2}));
+  EXPECT_FALSE(events_where(trace, "C", "").empty()) << "the memory and running counters";
+}
+
+// From the environment, as a script sets it; a trial that fails still
+// leaves its trace, with the trial's status and no compile phase.
+TEST_F(Launcher, TheTraceFromTheEnvironmentIsWrittenWhenTheTrialFails) {
+  const fs::path trace_file = dir() / "env-trace.json";
+  auto r = launch({}, train(10, {"--crash_at_step", "3"}), {{"NEURON_PARALLEL_COMPILE_TRACE", trace_file.string()}});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto trace = nlohmann::json::parse(read_text(trace_file));
+  auto phases = events_where(trace, "X", "phase");
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0]["name"], "trial");
+  EXPECT_EQ(phases[0]["args"]["status"], "exit code 1");
+  EXPECT_TRUE(events_where(trace, "X", "compile").empty());
+}
+
+TEST_F(Launcher, ATraceThatCannotBeWrittenIsFoundBeforeTheTrial) {
+  auto r = launch({"--trace", (dir() / "no-such-dir" / "t.json").string()}, train(10));
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_NE(r.err.find("neuron_parallel_compile: error: --trace: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(name a file in a writable directory)"), std::string::npos) << r.err;
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_FALSE(fs::exists(dir() / "train"));
+}
+
+// Two hosts' traces (two launchers' here) merge into one file, each a process.
+TEST_F(Launcher, TracesOfTwoLaunchersMergeIntoOne) {
+  ASSERT_EQ(launch({"--trace", (dir() / "a.json").string()}, train(10)).exit_code, 0);
+  ASSERT_EQ(launch({"--trace", (dir() / "b.json").string()}, train(10)).exit_code, 0);
+  auto merged = run_tool("neuron_cache", {"merge-traces", "-o", (dir() / "all.json").string(),
+                                          (dir() / "a.json").string(), (dir() / "b.json").string()});
+  ASSERT_EQ(merged.exit_code, 0) << merged.describe();
+  EXPECT_EQ(merged.out, "merged 2 trace(s) into " + (dir() / "all.json").string() + "\n");
+  auto all = nlohmann::json::parse(read_text(dir() / "all.json"));
+  const auto a = nlohmann::json::parse(read_text(dir() / "a.json"));
+  const auto b = nlohmann::json::parse(read_text(dir() / "b.json"));
+  ASSERT_EQ(all["traceEvents"].size(), a["traceEvents"].size() + b["traceEvents"].size());
+  std::set<int> pids;
+  for (const auto& e : all["traceEvents"]) pids.insert(e["pid"].get<int>());
+  EXPECT_EQ(pids, (std::set<int>{1, 2}));
+  auto bad = run_tool("neuron_cache", {"merge-traces", "-o", (dir() / "x.json").string(), (dir() / "wd").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_FALSE(fs::exists(dir() / "x.json"));
+}
+
+nlohmann::json usage_of(const RunResult& stats, const std::string& program) {
+  auto doc = nlohmann::json::parse(stats.out);
+  return doc["usage"]["programs"].value(program, nlohmann::json::object());
+}
+
+// The cache counts what each program got from it: the pre-compile's misses,
+// the training's hits through neuron_cc_wrapper, the second pre-compile's
+// hits with the compile time they saved (what the entries' records say).
+TEST_F(Launcher, TheCacheCountsHitsMissesAndTheTimeSaved) {
+  ASSERT_EQ(launch({}, train(10)).exit_code, 0);
+  auto stats = run_tool("neuron_cache", {"--json", "stats"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.describe();
+  auto launcher = usage_of(stats, "neuron_parallel_compile");
+  EXPECT_EQ(launcher["misses"], 4);
+  EXPECT_EQ(launcher["hits"], 0);
+  EXPECT_GT(launcher["compile_seconds"].get<double>(), 0);
+
+  auto training = run(train(10), options());
+  ASSERT_EQ(training.exit_code, 0) << training.describe();
+  const int training_hits = train_total_field(training.out, "cache_hits");
+  ASSERT_GT(training_hits, 0) << training.out;
+  ASSERT_EQ(launch({}, train(10)).exit_code, 0);
+  double recorded = 0;
+  for (const auto& e : entries()) {
+    auto meta = cache::read_entry_meta(e);
+    ASSERT_TRUE(meta.ok() && meta->last_success()) << e;
+    recorded += meta->last_success()->wall_seconds;
+  }
+  stats = run_tool("neuron_cache", {"--json", "stats"});
+  launcher = usage_of(stats, "neuron_parallel_compile");
+  EXPECT_EQ(launcher["hits"], 4);
+  EXPECT_EQ(launcher["misses"], 4);
+  EXPECT_NEAR(launcher["saved_seconds"].get<double>(), recorded, 1e-6);
+  auto wrapper = usage_of(stats, "neuron_cc_wrapper");
+  EXPECT_EQ(wrapper["hits"], training_hits);
+  EXPECT_EQ(wrapper["misses"], 0);
+  EXPECT_EQ(wrapper["hits_without_time"], 0);
+  auto doc = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(doc["usage"]["total"]["hits"], 4 + training_hits);
+
+  auto text = run_tool("neuron_cache", {"stats"});
+  ASSERT_EQ(text.exit_code, 0) << text.describe();
+  EXPECT_NE(text.out.find("PROGRAM                  HITS"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("neuron_parallel_compile  4     4       0       50%"), std::string::npos) << text.out;
+
+  auto zero = run_tool("neuron_cache", {"stats", "--zero"});
+  ASSERT_EQ(zero.exit_code, 0) << zero.describe();
+  EXPECT_EQ(zero.out, "usage counters of " + (cache_root() / ".npc").string() + " zeroed\n");
+  stats = run_tool("neuron_cache", {"--json", "stats"});
+  doc = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(doc["usage"]["total"]["hits"], 0);
+  EXPECT_EQ(doc["usage"]["total"]["misses"], 0);
+  EXPECT_TRUE(doc["usage"]["zeroed_at"].is_string());
+  EXPECT_EQ(doc["entries"], 4) << "the entries are the cache's, not the counters'";
 }
 
 } // namespace

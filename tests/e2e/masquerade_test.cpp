@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
@@ -260,6 +261,20 @@ TEST_F(Masquerade, NeuronCachePrintsOrMakesTheDirectory) {
   EXPECT_EQ(taken.exit_code, 3) << taken.describe();
   EXPECT_EQ(taken.err, "neuron_cache: error: " + (dir() / "taken" / "neuronx-cc").string() + " exists and is not " +
                            program("neuron_cc_wrapper").string() + ": remove it, or choose another directory\n");
+}
+
+// The masquerade's answers are counted apart from neuron_cc_wrapper's.
+TEST_F(Masquerade, ItsHitsAndMissesAreCountedUnderItsOwnName) {
+  ASSERT_EQ(compile(write_graph("HloModule counted\n")).exit_code, 0);
+  ASSERT_EQ(compile(write_graph("HloModule counted\n")).exit_code, 0);
+  ASSERT_EQ(compile(write_graph("HloModule counted\n")).exit_code, 0);
+  auto stats = run_tool("neuron_cache", {"--json", "stats"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.describe();
+  auto programs = nlohmann::json::parse(stats.out)["usage"]["programs"];
+  ASSERT_EQ(programs.size(), 1u) << programs.dump();
+  EXPECT_EQ(programs["neuronx-cc (masquerade)"]["misses"], 1);
+  EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits"], 2);
+  EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits_without_time"], 0);
 }
 
 } // namespace

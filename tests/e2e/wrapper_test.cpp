@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <npc/cache/store.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
@@ -210,6 +212,54 @@ TEST_F(Wrapper, AnEntryRemadeWithoutItsGraphWhileTheLockWasAwaitedGetsTheGraph) 
   EXPECT_EQ(read_text(entry / "model.hlo_module.pb"), read_text(g));
   EXPECT_TRUE(fs::exists(entry / "model.done"));
   EXPECT_EQ(read_text(out), read_text(entry / "model.neff"));
+}
+
+// Sixteen wrappers asking for the same two graphs at once, as the ranks of
+// a training run do: every one is counted (cache/usage_stats.hpp), each
+// graph's one compile as a miss and every other answer as a hit, with the
+// compile time it saved.
+TEST_F(Wrapper, ManyWrappersAtOnceAreEachCountedOnce) {
+  constexpr int kWrappers = 16;
+  fs::path graphs[2] = {graph("a.hlo", "HloModule a\n// standin-cost-ms: 300\n"),
+                        graph("b.hlo", "HloModule b\n// standin-cost-ms: 300\n")};
+  std::vector<Child> children;
+  for (int w = 0; w < kWrappers; ++w) {
+    const fs::path out = dir() / ("out" + std::to_string(w) + ".neff");
+    children.emplace_back(std::vector<std::string>{tool_path("neuron_cc_wrapper").string(), "compile", "--graph",
+                                                   graphs[w % 2].string(), "--output", out.string()},
+                          options(), dir() / ("w" + std::to_string(w)));
+  }
+  for (auto& child : children) {
+    RunResult r = child.wait();
+    EXPECT_EQ(r.exit_code, 0) << r.describe();
+  }
+  ASSERT_EQ(compiles(), 2u);
+  double recorded = 0;
+  for (const auto& e : entries()) recorded += cache::read_entry_meta(e)->last_success()->wall_seconds;
+  auto stats = run_tool("neuron_cache", {"--json", "stats"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.describe();
+  auto usage = nlohmann::json::parse(stats.out)["usage"]["programs"]["neuron_cc_wrapper"];
+  EXPECT_EQ(usage["misses"], 2);
+  EXPECT_EQ(usage["hits"], kWrappers - 2);
+  EXPECT_EQ(usage["failed"], 0);
+  EXPECT_NEAR(usage["compile_seconds"].get<double>(), recorded, 1e-6);
+  // Each hit saved its graph's compile: 7 of each graph's 8 answers.
+  EXPECT_NEAR(usage["saved_seconds"].get<double>(), recorded * (kWrappers / 2 - 1), 1e-6);
+}
+
+// A cached failure given back is counted as a failure, not a hit.
+TEST_F(Wrapper, ACachedFailureIsCountedAsAFailure) {
+  fs::path g = graph("bad.hlo", "HloModule bad\n");
+  auto first = compile(g, dir() / "bad.neff", {}, {{"STANDIN_CC_FAULT", "exit70"}});
+  ASSERT_EQ(first.exit_code, 1) << first.describe();
+  auto second = compile(g, dir() / "bad.neff");
+  ASSERT_NE(second.exit_code, 0) << second.describe();
+  auto stats = run_tool("neuron_cache", {"--json", "stats"});
+  auto usage = nlohmann::json::parse(stats.out)["usage"]["programs"]["neuron_cc_wrapper"];
+  EXPECT_EQ(usage["failed"], 2);
+  EXPECT_EQ(usage["hits"], 0);
+  EXPECT_EQ(usage["misses"], 0);
+  EXPECT_GT(usage["compile_seconds"].get<double>(), 0) << "the first one compiled";
 }
 
 TEST_F(Wrapper, FlagsFromEnvironmentComeFirstAndCacheOptionsAreRemoved) {

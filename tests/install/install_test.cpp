@@ -143,7 +143,7 @@ TEST_F(InstallTest, CompletionOffersEveryOptionOfHelp) {
       {"neuron_parallel_compile"},
       {"neuron_cache"}, {"neuron_cache", "ls"}, {"neuron_cache", "stats"}, {"neuron_cache", "prune"},
       {"neuron_cache", "verify"}, {"neuron_cache", "clear-locks"}, {"neuron_cache", "clear-failed"},
-      {"neuron_cache", "rm"}, {"neuron_cache", "export"}, {"neuron_cache", "import"},
+      {"neuron_cache", "rm"}, {"neuron_cache", "export"}, {"neuron_cache", "import"}, {"neuron_cache", "merge-traces"},
       {"neuron_cc_wrapper"}, {"neuron_cc_wrapper", "compile"}, {"neuron_cc_wrapper", "compile-entry"},
       {"neuron_cc_wrapper", "key"}};
   // Named in --help but not ours to complete: another program's option, a

@@ -378,5 +378,108 @@ TEST_F(PoolRunnerTest, AnAttemptThatCannotStartFailsAndTheOthersRun) {
   EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
 }
 
+// --- the trace (run_trace.hpp) ------------------------------------------------
+
+constexpr std::int64_t kTraceZeroUs = 1'000'000'000'000'000; // the fake clock's 0, in µs since the epoch
+
+std::vector<nlohmann::json> trace_events_of(const RunTrace& trace, const std::string& phase,
+                                            const std::string& category = "") {
+  std::vector<nlohmann::json> found;
+  for (const auto& e : trace.events().events())
+    if (e["ph"] == phase && (category.empty() || e.value("cat", "") == category)) found.push_back(e);
+  return found;
+}
+
+// Two slots, a failure retried: each attempt is one span on the lane of the
+// slot it held, the lowest free one, with its outcome and retry number.
+TEST_F(PoolRunnerTest, TheTraceHasEachAttemptOnTheSlotItRanInWithItsOutcome) {
+  Pool pool({pending_item(kModuleA, 3), pending_item(kModuleB, 2), pending_item(kModuleC, 1)}, {2, 0, 1});
+  runner.script[0] = {{3, AttemptEnd::failed, "exit code 70"}, {2, AttemptEnd::compiled}};
+  runner.script[1] = {{2, AttemptEnd::compiled}};
+  runner.script[2] = {{1, AttemptEnd::compiled}};
+  RunTrace trace("launcher", 0, kTraceZeroUs);
+  config.trace = &trace;
+  auto ran = run(pool);
+  ASSERT_EQ(ran.interrupted_by, 0);
+  auto spans = trace_events_of(trace, "X", "compile");
+  ASSERT_EQ(spans.size(), 4u);
+  struct Expected {
+    std::string name;
+    int lane;
+    double start, seconds;
+    std::string outcome;
+    int attempt;
+  };
+  // B ends first (at 2 s), C takes its slot; A fails at 3 s and its retry,
+  // 0.5 s later, takes the slot it freed.
+  const std::vector<Expected> expected = {{kModuleB, 2, 0, 2, "compiled", 1},
+                                          {kModuleA, 1, 0, 3, "failed", 1},
+                                          {kModuleC, 2, 2, 1, "compiled", 1},
+                                          {kModuleA, 1, 3 + kRetryBackoffSeconds, 2, "compiled", 2}};
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(spans[k]["name"], expected[k].name);
+    EXPECT_EQ(spans[k]["tid"], expected[k].lane);
+    EXPECT_NEAR(spans[k]["ts"].get<double>(), kTraceZeroUs + expected[k].start * 1e6, 2000);
+    EXPECT_NEAR(spans[k]["dur"].get<double>(), expected[k].seconds * 1e6, 2000);
+    EXPECT_EQ(spans[k]["args"]["outcome"], expected[k].outcome);
+    EXPECT_EQ(spans[k]["args"]["attempt"], expected[k].attempt);
+    EXPECT_EQ(spans[k]["args"]["retry"], expected[k].attempt - 1);
+  }
+  EXPECT_EQ(spans[1]["args"]["exit"], "exit code 70");
+  // Two lanes named, and the running compiles counted: 2, then 0 at the end.
+  std::vector<std::string> lanes;
+  for (const auto& e : trace_events_of(trace, "M"))
+    if (e["name"] == "thread_name") lanes.push_back(e["args"]["name"]);
+  EXPECT_EQ(lanes, (std::vector<std::string>{"launcher", "worker slot 1", "worker slot 2"}));
+  std::vector<int> running;
+  for (const auto& e : trace_events_of(trace, "C"))
+    if (e["name"] == "compiles running") running.push_back(e["args"]["running"]);
+  ASSERT_FALSE(running.empty());
+  EXPECT_EQ(running.front(), 2);
+  EXPECT_EQ(running.back(), 0);
+  EXPECT_EQ(*std::max_element(running.begin(), running.end()), 2);
+}
+
+// A graph another host holds: a wait from when it was found held to when its
+// result was found, on a track of its own.
+TEST_F(PoolRunnerTest, TheTraceShowsTheWaitForAGraphHeldElsewhere) {
+  Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  config.held_look = std::make_shared<FakeLook>(runner, 3, Pool::Found::done);
+  RunTrace trace("launcher", 0, kTraceZeroUs);
+  config.trace = &trace;
+  std::ignore = run(pool);
+  auto begins = trace_events_of(trace, "b", "wait");
+  auto ends = trace_events_of(trace, "e", "wait");
+  ASSERT_EQ(begins.size(), 1u);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(begins[0]["name"], kModuleA);
+  EXPECT_EQ(begins[0]["id"], ends[0]["id"]);
+  EXPECT_EQ(begins[0]["args"]["held_by"], "another host");
+  EXPECT_EQ(begins[0]["ts"].get<std::int64_t>(), kTraceZeroUs);
+  // The loop wakes a millisecond after each look is due.
+  EXPECT_NEAR(ends[0]["ts"].get<double>(), kTraceZeroUs + 2.0e6, 5000) << "its result was found at the 4th look";
+  EXPECT_TRUE(trace_events_of(trace, "X", "compile").empty());
+}
+
+// An interrupt: the attempts it stopped end in the trace where it came.
+TEST_F(PoolRunnerTest, TheTraceEndsTheAttemptsAnInterruptStopped) {
+  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 10)}, {2, 0, 0});
+  for (std::size_t i = 0; i < 2; ++i) runner.script[i] = {{10, AttemptEnd::compiled}};
+  runner.interrupt_at = 4;
+  runner.interrupt_signal = SIGINT;
+  RunTrace trace("launcher", 0, kTraceZeroUs);
+  config.trace = &trace;
+  std::ignore = run(pool);
+  auto spans = trace_events_of(trace, "X", "compile");
+  ASSERT_EQ(spans.size(), 2u);
+  for (const auto& span : spans) {
+    EXPECT_EQ(span["args"]["outcome"], "interrupted");
+    EXPECT_EQ(span["args"]["exit"], "stopped by an interrupt");
+    EXPECT_EQ(span["dur"].get<std::int64_t>(), 4'000'000);
+  }
+}
+
 } // namespace
 } // namespace npc::launcher

@@ -239,5 +239,47 @@ TEST(PythonFloatText, AsReprPrintsIt) {
   EXPECT_EQ(python_float_text(1e-300), "1e-300");
 }
 
+// The few slowest compiles, each with its time (its attempts summed) and
+// that time's share of the compile phase: a graph near 100% is the run's
+// critical path.
+TEST_F(ReportTest, TheSlowestCompilesAreListedWithTheirShareOfTheCompilePhase) {
+  Pool pool({report_item("MODULE_a+0", 1), report_item("MODULE_b+0", 1), report_item("MODULE_c+0", 1),
+             report_item("MODULE_d+0", 1)},
+            {4, 0, 1});
+  pool.mark_cached(3);
+  auto attempt = [&](std::size_t i, AttemptEnd end, double started, double seconds) {
+    pool.start(i, started);
+    AttemptInfo info;
+    info.exit = end == AttemptEnd::compiled ? "exit code 0" : "exit code 70";
+    info.wall_seconds = seconds;
+    pool.finish(i, end, info, started + seconds);
+  };
+  attempt(0, AttemptEnd::compiled, 0, 2.0);
+  attempt(1, AttemptEnd::compiled, 0, 8.0);
+  attempt(2, AttemptEnd::failed, 0, 1.5);
+  attempt(2, AttemptEnd::failed, 5, 1.0);
+  RunFacts f = facts();
+  f.compile_wall_seconds = 10;
+  EXPECT_EQ(slowest_lines(pool, f), (std::vector<std::string>{"slowest compiles (share of the compile phase's 10.0s):",
+                                                              "  8.0s  80%  MODULE_b+0",
+                                                              "  2.5s  25%  MODULE_c+0 (failed) (2 attempts)",
+                                                              "  2.0s  20%  MODULE_a+0"}));
+  // They follow the totals in the summary.
+  auto summary = summary_lines(pool, f);
+  ASSERT_GE(summary.size(), 4u);
+  EXPECT_EQ(summary[2], "slowest compiles (share of the compile phase's 10.0s):");
+}
+
+TEST_F(ReportTest, OneCompileHasNoSlowestList) {
+  Pool pool({report_item("MODULE_a+0", 1), report_item("MODULE_b+0", 1)}, {2, 0, 0});
+  pool.mark_cached(1);
+  pool.start(0, 0);
+  AttemptInfo info;
+  info.exit = "exit code 0";
+  info.wall_seconds = 3;
+  pool.finish(0, AttemptEnd::compiled, info, 3);
+  EXPECT_TRUE(slowest_lines(pool, facts()).empty());
+}
+
 } // namespace
 } // namespace npc::launcher

@@ -151,6 +151,7 @@ public:
   [[nodiscard]] Entry through(std::shared_ptr<storage::Storage> connection) const;
 
   [[nodiscard]] const fs::path& dir() const { return dir_; }
+  [[nodiscard]] const Cache& cache() const { return cache_; }
   [[nodiscard]] fs::path graph_path() const { return dir_ / kGraphFile; }
   [[nodiscard]] fs::path neff_path() const { return dir_ / kNeffFile; }
   [[nodiscard]] fs::path log_path() const { return dir_ / kLogFile; }

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/usage_stats.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/compile/driver.hpp>
 
@@ -80,6 +81,11 @@ struct EntryCompileResult {
   cache::AttemptRecord attempt;
   fs::path log_path; // model.log of a failure, npc-killed.log of a kill or of no_space
 };
+
+// What a compile of the entry at `entry_dir` adds to the cache's counters
+// (cache/usage_stats.hpp): a miss and its time when it compiled, a hit when
+// another process's result was there once the lock was ours, a failure.
+[[nodiscard]] cache::UsageCounts usage_of(const EntryCompileResult& result, const fs::path& entry_dir);
 
 // Throws npc::Error when the entry cannot be compiled at all (no graph,
 // corrupt compile_flags.json, lock wait timed out, compiler not startable).

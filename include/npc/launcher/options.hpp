@@ -37,6 +37,7 @@ struct Options {
   std::optional<fs::path> workdir;
   std::optional<std::string> log_level;
   std::optional<fs::path> report;
+  std::optional<fs::path> trace; // --trace, else $NEURON_PARALLEL_COMPILE_TRACE
   int max_retries = 0;
   std::optional<std::chrono::milliseconds> compile_timeout;
   std::optional<std::uint64_t> memory_per_compile; // nullopt: learned ("auto")

@@ -19,6 +19,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/launcher/pool.hpp>
 #include <npc/launcher/progress.hpp>
+#include <npc/launcher/run_trace.hpp>
 #include <npc/util/result.hpp>
 
 namespace npc::launcher {
@@ -58,6 +59,8 @@ struct RunnerConfig {
   // How a deferred graph is looked at where other hosts hold it, instead of
   // a worker started to look. Null: every revisit looks at the entry only.
   std::shared_ptr<HeldEntryLook> held_look;
+  // Where the run's timeline goes (--trace); null: nowhere.
+  RunTrace* trace = nullptr;
 };
 
 struct PoolRunResult {

@@ -45,7 +45,14 @@ struct Counts {
 // 10,000 graphs a document built in memory first would be tens of megabytes.
 // The text is what nlohmann::json::dump(2) gives for the whole document.
 [[nodiscard]] Status write_report(const Pool& pool, const RunFacts& facts, const fs::path& path);
-// Lines for the user: totals, then each failure with its log's last lines.
+// The few slowest graphs this run compiled, each with its compile time (its
+// attempts summed) and that time's share of the compile phase's wall time:
+// one graph near 100% is the run's critical path, which more parallelism
+// cannot shorten. Nothing when fewer than two graphs were compiled.
+inline constexpr std::size_t kSlowestShown = 5;
+[[nodiscard]] std::vector<std::string> slowest_lines(const Pool& pool, const RunFacts& facts);
+// Lines for the user: totals, the slowest compiles, then each failure with
+// its log's last lines.
 [[nodiscard]] std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts);
 
 // DEPRECATED: the old reading of NEURON_PARALLEL_COMPILE_DUMP_RESULTS (a
