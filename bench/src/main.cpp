@@ -37,6 +37,7 @@ const std::vector<Entry> kScenarios = {
     {"hashing", run_hashing},               {"launcher-memory", run_launcher_memory},
     {"s3-transfer", run_s3_transfer},       {"before-after", run_before_after},
     {"cluster", run_cluster},               {"masquerade", run_masquerade},
+    {"observe", run_observe},
 };
 
 std::string utc_now() {

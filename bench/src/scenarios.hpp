@@ -42,6 +42,8 @@ Scenario run_cluster(const Context& context);
 // 11. A frontend that runs neuronx-cc itself (standin_torchneuron), through
 //     the masquerade directory (warm and cold) or straight to the compiler.
 Scenario run_masquerade(const Context& context);
+// 12. What the cache's usage counters add to a hit, and --trace to a run.
+Scenario run_observe(const Context& context);
 
 // Contenders shared by scenarios 1 and 2.
 

@@ -65,7 +65,8 @@ public:
 };
 
 // Adds to the cache's counters of the masquerade (cache/usage_stats.hpp).
-void count_masquerade_usage(const cache::Cache& cache, const cache::UsageCounts& delta) {
+void count_masquerade_usage(const Settings& settings, const cache::Cache& cache, const cache::UsageCounts& delta) {
+  if (!settings.count_usage) return;
   if (auto s = cache::record_usage(cache.private_dir(), cache::kMasqueradeProgram, delta); !s)
     spdlog::debug("not counted: {}", s.error());
 }
@@ -95,11 +96,11 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   compile::CacheTiers tiers(cache, settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
   if (entry.looks_done() && serve(entry, call.output)) {
-    count_masquerade_usage(cache, cache::hit_of(entry.dir()));
+    count_masquerade_usage(settings, cache, cache::hit_of(entry.dir()));
     return 0;
   }
   if (tiers.fetch(key, compile::kDefaultLockWait) && serve(entry, call.output)) {
-    count_masquerade_usage(cache, cache::hit_of(entry.dir()));
+    count_masquerade_usage(settings, cache, cache::hit_of(entry.dir()));
     cache::evict_after_write(cache, policy);
     return 0;
   }
@@ -138,7 +139,7 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     store();
     result = compile::compile_entry(cache, entry.dir(), options);
   }
-  count_masquerade_usage(cache, compile::usage_of(result, entry.dir()));
+  count_masquerade_usage(settings, cache, compile::usage_of(result, entry.dir()));
   switch (result.outcome) {
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:

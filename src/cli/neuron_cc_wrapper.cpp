@@ -90,6 +90,8 @@ environment:
   NEURON_COMPILE_CACHE_MIRROR             the folder of S3 caches' mirrors, each at
                                           <folder>/s3/<bucket>/<prefix> (default:
                                           /var/tmp/neuron-compile-cache-mirror)
+  NEURON_COMPILE_CACHE_STATS=0            count no hits, misses or time saved in the
+                                          cache (neuron_cache stats shows them)
   AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE,
   AWS_ENDPOINT_URL_S3                     who and where S3 is, for an s3:// cache
   NEURON_PLATFORM_TARGET_OVERRIDE         the compile target (trn1, trn1n, trn2, inf2) when
@@ -358,9 +360,11 @@ std::FILE* message_stream(const fs::path& output) {
   return util::same_file_as_stdout(output) ? stderr : stdout;
 }
 
-// Adds to the cache's counters of this program (cache/usage_stats.hpp): a
-// cache that cannot take them still serves and compiles.
-void count_wrapper_usage(const cache::Cache& cache, const cache::UsageCounts& delta) {
+// Adds to the cache's counters of this program (cache/usage_stats.hpp),
+// unless NEURON_COMPILE_CACHE_STATS says not to: a cache that cannot take
+// them still serves and compiles.
+void count_wrapper_usage(const Settings& settings, const cache::Cache& cache, const cache::UsageCounts& delta) {
+  if (!settings.count_usage) return;
   if (auto s = cache::record_usage(cache.private_dir(), cache::kWrapperProgram, delta); !s)
     spdlog::debug("not counted: {}", s.error());
 }
@@ -377,7 +381,6 @@ bool serve_hit(const cache::Entry& entry, const fs::path& output) {
   // process may have repaired it meanwhile) and says so when it recompiles.
   if (*integrity == cache::Integrity::mismatch) return false;
   std::ignore = entry.touch();
-  count_wrapper_usage(entry.cache(), cache::hit_of(entry.dir()));
   print_line(message_stream(output),
              "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
   return true;
@@ -538,20 +541,24 @@ int cmd_compile(const std::vector<std::string>& words) {
   }
 
   // The hot path: one existence check, one read that hashes and copies.
-  if (entry.looks_done() && serve_hit(entry, command.output)) return 0;
-  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return 0;
+  auto hit = [&](const cache::Entry& served) {
+    count_wrapper_usage(context.settings, cache, cache::hit_of(served.dir()));
+    return 0;
+  };
+  if (entry.looks_done() && serve_hit(entry, command.output)) return hit(entry);
+  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return hit(*legacy);
   // A miss in the mirror of an S3 cache: the shared tier's result, downloaded.
   if (tiers.fetch(key, command.common.lock_wait) && serve_hit(entry, command.output)) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-    return 0;
+    return hit(entry);
   }
   // A local miss: the read-only secondary cache, if one is named.
   if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
     cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-    return 0;
+    return hit(entry);
   }
   if (entry.looks_failed() && !context.settings.cache.retry_failed_compilation) {
-    count_wrapper_usage(cache, {.failed = 1});
+    count_wrapper_usage(context.settings, cache, {.failed = 1});
     return print_cached_failure(entry);
   }
 
@@ -594,7 +601,7 @@ int cmd_compile(const std::vector<std::string>& words) {
     store();
     result = compile::compile_entry(cache, entry_dir, options);
   }
-  count_wrapper_usage(cache, compile::usage_of(result, entry_dir));
+  count_wrapper_usage(context.settings, cache, compile::usage_of(result, entry_dir));
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);

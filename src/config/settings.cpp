@@ -16,6 +16,8 @@ Settings settings_from_environment(const CacheSettings& overrides) {
                                          mirror && !mirror->empty() ? fs::path(*mirror) : fs::path(kDefaultMirrorRoot));
   settings.cache_root = std::filesystem::absolute(location.root).lexically_normal();
   settings.shared_cache_url = std::move(location.remote);
+  if (auto stats = util::env("NEURON_COMPILE_CACHE_STATS"); stats && !stats->empty())
+    settings.count_usage = util::env_flag("NEURON_COMPILE_CACHE_STATS");
   if (settings.cache.log_level) util::set_log_level(*settings.cache.log_level);
   return settings;
 }

@@ -576,7 +576,7 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   }
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
-  count_run_usage(pool, cache);
+  if (settings.count_usage) count_run_usage(pool, cache);
   if (step_meeting) finish_step(*step_meeting, pool, options);
   return exit_status_for_failed_graphs(count(pool).failed);
 }

@@ -262,6 +262,23 @@ TEST_F(Wrapper, ACachedFailureIsCountedAsAFailure) {
   EXPECT_GT(usage["compile_seconds"].get<double>(), 0) << "the first one compiled";
 }
 
+// NEURON_COMPILE_CACHE_STATS=0: nothing counted, nothing written for it;
+// a value that is neither yes nor no is an error before anything is done.
+TEST_F(Wrapper, CountingCanBeTurnedOffAndABadValueIsAnError) {
+  fs::path g = graph("quiet.hlo", "HloModule quiet\n");
+  ASSERT_EQ(compile(g, dir() / "q1.neff", {}, {{"NEURON_COMPILE_CACHE_STATS", "0"}}).exit_code, 0);
+  ASSERT_EQ(compile(g, dir() / "q2.neff", {}, {{"NEURON_COMPILE_CACHE_STATS", "off"}}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(cache_root() / ".npc" / "stats"));
+  auto bad = compile(g, dir() / "q3.neff", {}, {{"NEURON_COMPILE_CACHE_STATS", "sometimes"}});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_EQ(bad.err, "neuron_cc_wrapper: error: NEURON_COMPILE_CACHE_STATS=sometimes: not a yes/no value; set it to "
+                     "1 (yes) or 0 (no), or unset it\n");
+  EXPECT_FALSE(fs::exists(dir() / "q3.neff"));
+  ASSERT_EQ(compile(g, dir() / "q4.neff").exit_code, 0);
+  auto stats = run_tool("neuron_cache", {"--json", "stats"});
+  EXPECT_EQ(nlohmann::json::parse(stats.out)["usage"]["total"]["hits"], 1);
+}
+
 TEST_F(Wrapper, FlagsFromEnvironmentComeFirstAndCacheOptionsAreRemoved) {
   fs::path g = graph("a.hlo", "HloModule a\n");
   env_["NEURON_CC_FLAGS"] = "--cache_dir " + (dir() / "c").string() + " -O2 --cache_ttl=3 --target trn2";
