@@ -7,6 +7,8 @@
 #   2. neuron_parallel_compile over a short trial of the same script, on an
 #      empty cache;
 #   3. the training run again: it finds every graph compiled.
+# Step 2 writes its timeline (--trace); NPC_DEMO_TRACE=FILE keeps a copy of
+# it (tools/trace-picture.sh draws docs/images/demo-trace.png from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -38,9 +40,14 @@ start=$(date +%s.%N)
 # The stand-in compiler holds little memory: plan 2 GiB per compile, not the
 # real compiler's 64 GiB the launcher assumes with nothing learned.
 neuron_parallel_compile --memory-per-compile 2GiB --parallel_compile_workdir "$work/workdir" --report "$work/report.json" \
+  --trace "$work/trace.json" \
   "${train[@]}" --steps_this_run 10 > "$work/precompile.log" 2>&1 || { cat "$work/precompile.log"; exit 1; }
 pre_time=$(elapsed "$start")
-grep -E 'neuron_parallel_compile: ([0-9]+ graphs found|wall time)' "$work/precompile.log"
+grep -E 'neuron_parallel_compile: ([0-9]+ graphs found|wall time|slowest compiles| +[0-9.ms]+s +[0-9]+%)' "$work/precompile.log"
+if [ -n "${NPC_DEMO_TRACE:-}" ]; then
+  cp "$work/trace.json" "$NPC_DEMO_TRACE"
+  echo "(its timeline: $NPC_DEMO_TRACE; open it in https://ui.perfetto.dev)"
+fi
 
 echo
 echo "== 3. the same training run, now on the pre-compiled cache"

@@ -23,6 +23,7 @@ packages=(
   libcurl4-openssl-dev
   help2man dpkg-dev file lintian
   python3 # tests read our reports as Python does; tools/check-unity-names.py
+  librsvg2-bin fonts-dejavu-core # tools/trace_picture.py: a trace drawn as a PNG
 )
 # The S3 tests run real S3 servers: Ceph's RADOS Gateway (one monitor, one
 # OSD, radosgw, on loopback: tests/support/rgw.sh), and s3rver from npm for

@@ -552,6 +552,22 @@ TEST_F(Launcher, TheTraceShowsThePhasesAndEachAttemptOnItsSlot) {
   }
   EXPECT_EQ(slots, (std::set<int>{1, 2}));
   EXPECT_FALSE(events_where(trace, "C", "").empty()) << "the memory and running counters";
+
+  // tools/trace_picture.py draws it: a box per attempt, coloured by how it
+  // ended (the docs' picture is made so).
+  auto drawn = run({"python3", (source_dir() / "tools" / "trace_picture.py").string(), trace_file.string(),
+                    (dir() / "trace.svg").string()},
+                   options());
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.describe();
+  const std::string svg = read_text(dir() / "trace.svg");
+  auto count = [&](const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = svg.find(part); at != std::string::npos; at = svg.find(part, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("fill=\"#4c9f50\" stroke"), 4u) << "compiled attempts";
+  EXPECT_EQ(count("fill=\"#d9534f\" stroke"), 4u) << "failed attempts";
+  EXPECT_EQ(count("fill=\"#5b8def\" stroke"), 3u) << "phases";
 }
 
 // From the environment, as a script sets it; a trial that fails still
