@@ -72,7 +72,9 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
   std::vector<std::string> argv = {"srun", "-O", "-n", "4", "--"};
   auto command = compile_command();
   argv.insert(argv.end(), command.begin(), command.end());
-  auto r = slurm(argv, {{"STANDIN_CC_BASE_MS", "300"}, {"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}});
+  auto r = slurm(argv, {{"STANDIN_CC_BASE_MS", "300"},
+                        {"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"},
+                        {"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "trace.json").string()}});
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   EXPECT_EQ(distinct_graphs_compiled(), 8u);
   EXPECT_EQ(compiles(), 8u) << "a graph was compiled twice";
@@ -117,6 +119,34 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
     auto j = nlohmann::json::parse(read_text(dir() / results[static_cast<std::size_t>(task)]));
     EXPECT_EQ(j["compilation_summary"], nlohmann::json({{"true", 8}})) << results[task];
   }
+
+  // One trace per task, named by node and task as the results are; merged,
+  // they hold each of the 8 compiles once, each task a process of its own.
+  std::vector<std::string> traces;
+  for (const auto& f : fs::directory_iterator(dir()))
+    if (std::regex_match(f.path().filename().string(), std::regex(R"(trace\.[^ ]+\.task[0-3]\.json)")))
+      traces.push_back(f.path().string());
+  std::sort(traces.begin(), traces.end());
+  ASSERT_EQ(traces.size(), 4u) << r.describe();
+  EXPECT_FALSE(fs::exists(dir() / "trace.json"));
+  std::vector<std::string> merge = {"merge-traces", "-o", (dir() / "step.json").string()};
+  merge.insert(merge.end(), traces.begin(), traces.end());
+  auto merged = run_tool("neuron_cache", merge);
+  ASSERT_EQ(merged.exit_code, 0) << merged.describe();
+  auto step = nlohmann::json::parse(read_text(dir() / "step.json"));
+  std::set<std::string> compiled;
+  std::set<int> processes;
+  std::size_t compiled_spans = 0;
+  for (const auto& e : step["traceEvents"]) {
+    processes.insert(e["pid"].get<int>());
+    if (e["ph"] == "X" && e.value("cat", "") == "compile" && e["args"]["outcome"] == "compiled") {
+      compiled.insert(e["name"].get<std::string>());
+      ++compiled_spans;
+    }
+  }
+  EXPECT_EQ(processes, (std::set<int>{1, 2, 3, 4}));
+  EXPECT_EQ(compiled.size(), 8u);
+  EXPECT_EQ(compiled_spans, 8u) << "a graph compiled twice in the step's trace";
 }
 
 // sbatch's batch script is one process, not a task: a launcher there
