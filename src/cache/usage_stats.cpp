@@ -128,9 +128,14 @@ UsageCounts UsageStats::total() const {
 
 Status record_usage(const fs::path& private_dir, std::string_view program, const UsageCounts& delta) {
   if (delta.empty()) return ok_status();
-  if (auto s = util::ensure_dir(private_dir / kStatsDir); !s) return s;
+  const fs::path path = shard_path(private_dir, static_cast<int>(::getpid() % kStatsShards));
   LockedShard shard;
-  if (auto s = shard.open(shard_path(private_dir, static_cast<int>(::getpid() % kStatsShards)), true); !s) return s;
+  // The folder is made once, by the first count: a hit pays for no check.
+  if (auto s = shard.open(path, true); !s) {
+    if (!shard.absent()) return s;
+    if (auto made = util::ensure_dir(private_dir / kStatsDir); !made) return made;
+    if (auto again = shard.open(path, true); !again) return again;
+  }
   auto current = shard.read();
   if (!current) return fail(current.error());
   auto found = current->stats.by_program.find(program);
