@@ -32,7 +32,7 @@ std::unique_ptr<CLI::App> completion_command_line() {
     command.add_option("--cache_size")->type_name("BYTES");
     command.add_option("--cache_ttl")->type_name("DAYS");
     command.add_flag("--retry_failed_compilation");
-    command.add_option("--log_level")->type_name("LEVEL");
+    command.add_option("--log_level")->type_name("{DEBUG,INFO,WARNING,ERROR}");
   };
   auto* compile = app->add_subcommand("compile");
   compile->add_option("--graph")->type_name("FILE");

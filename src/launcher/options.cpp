@@ -98,8 +98,10 @@ Options parse_options(int argc, char** argv) {
   std::string mode = "collect-and-compile", timeout, memory_per_compile = "auto", memory_budget;
   std::string max_retries, lock_timeout;
   app.add_option("--command", mode,
-                 "collect-and-compile (default), collect, compile, clean, clear-locks, clear-neffs, "
-                 "scan, scan-with-failed, analyze (not available)");
+                 "What to do (default collect-and-compile, or all: the trial, then the compiles; collect: the "
+                 "trial only; compile: the pending graphs; analyze is not available)")
+      ->type_name("{collect-and-compile,collect,compile,all,clean,clear-locks,clear-neffs,scan,scan-with-failed,"
+                  "analyze}");
   app.add_option("--num_parallel", options.num_parallel,
                  "Compiles at once (default: ceil(total memory / 64 GiB), more once peaks are learned)")
       ->check(util::whole_number(1, 4096));
@@ -113,7 +115,8 @@ Options parse_options(int argc, char** argv) {
   app.add_option("--parallel_compile_workdir", options.workdir,
                  "Where trial logs and compile logs go (default: /tmp/$USER/parallel_compile_workdir)")
       ->type_name("DIR");
-  app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR");
+  app.add_option("--log_level", options.log_level, "DEBUG, INFO, WARNING or ERROR")
+      ->type_name("{DEBUG,INFO,WARNING,ERROR}");
   app.add_option("--report", options.report, "Write a JSON report of the run to FILE")->type_name("FILE");
   app.add_option("--trace", options.trace,
                  "Write the run's timeline to FILE, in the Trace Event Format that Perfetto and "

@@ -21,6 +21,24 @@ bool safe_word(const std::string& word) {
   });
 }
 
+// The values an option takes when its type name lists them as argparse
+// shows choices, "{a,b,c}" (what --help shows too); none otherwise.
+std::vector<std::string> choices_of(const std::string& hint) {
+  std::vector<std::string> words;
+  if (hint.size() < 3 || hint.front() != '{' || hint.back() != '}') return words;
+  std::string word;
+  for (char c : hint.substr(1, hint.size() - 2) + ",") {
+    if (c != ',') {
+      word += c;
+      continue;
+    }
+    if (!safe_word(word)) return {}; // pasted unquoted below: all or nothing
+    words.push_back(word);
+    word.clear();
+  }
+  return words;
+}
+
 ValueKind kind_of(std::string hint) {
   std::transform(hint.begin(), hint.end(), hint.begin(), [](unsigned char c) { return std::toupper(c); });
   if (hint.find("DIR") != std::string::npos) return ValueKind::directory;
@@ -36,6 +54,7 @@ struct Level {
   std::vector<std::string> options;
   std::vector<std::string> value_options; // take the next word
   std::vector<std::string> file_options, directory_options;
+  std::vector<std::pair<std::string, std::vector<std::string>>> choice_options; // an option and its values
   std::vector<std::string> subcommands;
   std::vector<ValueKind> positionals;
 };
@@ -55,6 +74,10 @@ void add_options(const CLI::App& app, Level& level) {
       level.options.push_back(name);
       if (option->get_expected_max() <= 0) continue;
       level.value_options.push_back(name);
+      if (auto choices = choices_of(option->get_type_name()); !choices.empty()) {
+        level.choice_options.emplace_back(name, std::move(choices));
+        continue;
+      }
       switch (kind_of(option->get_type_name())) {
       case ValueKind::file: level.file_options.push_back(name); break;
       case ValueKind::directory: level.directory_options.push_back(name); break;
@@ -82,6 +105,7 @@ void add_levels(const CLI::App& app, const std::string& path, const Level* paren
     append(level.value_options, parent->value_options);
     append(level.file_options, parent->file_options);
     append(level.directory_options, parent->directory_options);
+    for (const auto& choice : parent->choice_options) level.choice_options.push_back(choice);
   }
   auto subcommands = app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); });
   for (const CLI::App* sub : subcommands)
@@ -163,6 +187,9 @@ std::string bash_completion_script(const CLI::App& app, AfterOptions after) {
 
   s += "    case \"$ctx|$prev\" in\n";
   for (const auto& level : levels) {
+    for (const auto& [option, values] : level.choice_options)
+      s += "    \"" + level.path + "|" + option + "\")\n        mapfile -t COMPREPLY < <(compgen -W \"" + joined(values) +
+           "\" -- \"$cur\")\n        return 0 ;;\n";
     if (!level.file_options.empty()) s += "    " + patterns(level.path, level.file_options) + ")\n        " + kFiles + "\n        return 0 ;;\n";
     if (!level.directory_options.empty())
       s += "    " + patterns(level.path, level.directory_options) + ")\n        " + kDirectories + "\n        return 0 ;;\n";

@@ -134,6 +134,13 @@ TEST_F(InstallTest, CompletionCompletesSubcommandsOptionsAndPaths) {
   EXPECT_EQ(complete({"neuron_cc_wrapper", "compile-entry", "--no-w"}), Words{"--no-wait"});
   EXPECT_EQ(complete({"neuron_cc_wrapper", "compile-entry", ""}), Words{"d1"});
   EXPECT_EQ(complete({"neuron_cc_wrapper", "compile", "--graph", ""}), (Words{"d1", "f1"}));
+  // The values of an option that takes one of a few.
+  EXPECT_EQ(complete({"neuron_parallel_compile", "--command", ""}),
+            (Words{"all", "analyze", "clean", "clear-locks", "clear-neffs", "collect", "collect-and-compile", "compile",
+                   "scan", "scan-with-failed"}));
+  EXPECT_EQ(complete({"neuron_parallel_compile", "--command", "=", "clea"}), (Words{"clean", "clear-locks", "clear-neffs"}));
+  EXPECT_EQ(complete({"neuron_parallel_compile", "--log_level", "W"}), Words{"WARNING"});
+  EXPECT_EQ(complete({"neuron_cc_wrapper", "compile", "--log_level", "D"}), Words{"DEBUG"});
 }
 
 // The completion offers every option --help names (at some level), and

@@ -2,7 +2,8 @@
 // A program's bash completion script, made from the same CLI::App that
 // makes its --help, so the two cannot disagree: options, flags, subcommands
 // and their options; names of files or directories for a value whose type
-// name says FILE, PATH, NEFF, .json or DIR.
+// name says FILE, PATH, NEFF, .json or DIR; the values of an option whose
+// type name lists them as argparse shows choices ("{a,b,c}").
 //
 // Each program takes the hidden option `--print-bash-completion`, alone, and
 // prints its script; the build writes it to the installed completion file.
