@@ -10,6 +10,10 @@
 #                                    DIR/access_key and DIR/secret_key
 #   tests/support/rgw.sh stop DIR    stops it and removes DIR
 #
+# DIR is the gateway's alone: start marks it (DIR/.npc-rgw), and neither
+# command removes a DIR that holds anything without that mark (a build
+# folder named by mistake): start refuses it, stop leaves it.
+#
 # Needs root (the daemons' defaults) and radosgw, ceph-mon and ceph-osd
 # (bash tools/setup.sh installs them). Exit status: 0; 1 when it could not
 # start (the reason on stderr, the daemons' logs under DIR/log); 2 for usage.
@@ -30,6 +34,19 @@ fail() {
 
 free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Whether $dir may be removed: absent, empty, or marked as a gateway's.
+ours_to_remove() {
+  [ ! -e "$dir" ] || [ -f "$dir/.npc-rgw" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]
+}
+
+remove_dir() {
+  if ours_to_remove; then
+    rm -rf "$dir"
+  else
+    echo "rgw: $dir holds files that are not a gateway's (no .npc-rgw): left as it is" >&2
+  fi
 }
 
 # $1 characters drawn from $2.
@@ -70,9 +87,12 @@ start() {
       fail "$tool is not installed: 'bash tools/setup.sh' installs it (the S3 tests need a RADOS Gateway)"
   done
   [ "$(id -u)" -eq 0 ] || fail "the RADOS Gateway for the tests is started as root (run the tests as root)"
+  ours_to_remove ||
+    fail "$dir holds files that are not a gateway's (no .npc-rgw): name a folder of its own, or an empty one"
   stop
   rm -rf "$dir"
   mkdir -p "$dir"/{mon,osd,rgw,run,log}
+  touch "$dir/.npc-rgw"
   starting=1
   local mon_port rgw_port fsid
   mon_port=$(free_port)
@@ -161,6 +181,6 @@ EOF
 
 case $command in
   start) start ;;
-  stop) stop; rm -rf "$dir" ;;
+  stop) if ours_to_remove; then stop; fi; remove_dir ;;
   *) usage ;;
 esac
