@@ -37,8 +37,10 @@ free_port() {
 }
 
 # Whether $dir may be removed: absent, empty, or marked as a gateway's.
+# (A folder an older script left has its daemons' folders and no mark.)
 ours_to_remove() {
-  [ ! -e "$dir" ] || [ -f "$dir/.npc-rgw" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ]
+  [ ! -e "$dir" ] || [ -f "$dir/.npc-rgw" ] || [ -z "$(ls -A "$dir" 2>/dev/null)" ] ||
+    { [ -d "$dir/mon" ] && [ -d "$dir/osd" ] && [ -d "$dir/run" ]; }
 }
 
 remove_dir() {
