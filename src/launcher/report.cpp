@@ -262,8 +262,16 @@ std::string python_float_text(double value) {
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   // The shortest digits that round-trip, as Python's repr picks them.
   char buffer[64];
+#if defined(__cpp_lib_to_chars)
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
   std::string scientific(buffer, ec == std::errc() ? end : buffer);
+#else // libstdc++ before 11: no to_chars for double; the fewest digits that read back the same
+  for (int precision = 0; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*e", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  std::string scientific(buffer);
+#endif
   std::string sign;
   if (!scientific.empty() && scientific.front() == '-') {
     sign = "-";

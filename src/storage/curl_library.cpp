@@ -51,6 +51,16 @@ Result<const CurlLibrary*> load_once() {
             resolve(handle, "curl_slist_free_all", curl.slist_free_all, missing) &&
             resolve(handle, "curl_getdate", curl.getdate, missing);
   if (!ok) return load_failure(missing);
+  // S3 requests are signed by libcurl (CURLOPT_AWS_SIGV4, from 7.75.0): an
+  // older one would send them unsigned, and every one would be refused.
+  using VersionInfo = curl_version_info_data* (*)(CURLversion);
+  VersionInfo version_info = nullptr;
+  if (!resolve(handle, "curl_version_info", version_info, missing)) return load_failure(missing);
+  const curl_version_info_data* version = version_info(CURLVERSION_NOW);
+  if (version == nullptr || version->version_num < kMinCurlVersion)
+    return fail(std::string(kCurlSoname) + " is version " + (version != nullptr ? version->version : "unknown") +
+                ", which cannot sign S3 requests (AWS SigV4 needs libcurl 7.75.0 or newer): install a newer "
+                "libcurl4 for s3:// caches");
   // Once per process, before any easy handle: not every libcurl makes
   // curl_global_init safe to run from two threads at once, and here it runs
   // under the static initialisation's lock.

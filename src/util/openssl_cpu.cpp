@@ -16,7 +16,7 @@
 
 #include <npc/util/openssl_cpu.hpp>
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && __has_include(<sys/platform/x86.h>)
 
 #include <cstddef>
 #include <cstring>

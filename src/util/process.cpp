@@ -270,8 +270,28 @@ std::string ExitStatus::describe() const {
   return "exit code " + std::to_string(code);
 }
 
+#if !__GLIBC_PREREQ(2, 32)
+// glibc before 2.32 has no sigabbrev_np: the names of the standard signals.
+static const char* sigabbrev_np(int signal) {
+  switch (signal) {
+  case SIGHUP: return "HUP"; case SIGINT: return "INT"; case SIGQUIT: return "QUIT";
+  case SIGILL: return "ILL"; case SIGTRAP: return "TRAP"; case SIGABRT: return "ABRT";
+  case SIGBUS: return "BUS"; case SIGFPE: return "FPE"; case SIGKILL: return "KILL";
+  case SIGUSR1: return "USR1"; case SIGSEGV: return "SEGV"; case SIGUSR2: return "USR2";
+  case SIGPIPE: return "PIPE"; case SIGALRM: return "ALRM"; case SIGTERM: return "TERM";
+  case SIGSTKFLT: return "STKFLT"; case SIGCHLD: return "CHLD"; case SIGCONT: return "CONT";
+  case SIGSTOP: return "STOP"; case SIGTSTP: return "TSTP"; case SIGTTIN: return "TTIN";
+  case SIGTTOU: return "TTOU"; case SIGURG: return "URG"; case SIGXCPU: return "XCPU";
+  case SIGXFSZ: return "XFSZ"; case SIGVTALRM: return "VTALRM"; case SIGPROF: return "PROF";
+  case SIGWINCH: return "WINCH"; case SIGIO: return "IO"; case SIGPWR: return "PWR";
+  case SIGSYS: return "SYS";
+  default: return nullptr;
+  }
+}
+#endif
+
 std::string signal_name(int signal) {
-  if (const char* abbrev = ::sigabbrev_np(signal)) return std::string("SIG") + abbrev;
+  if (const char* abbrev = sigabbrev_np(signal)) return std::string("SIG") + abbrev;
   return "signal " + std::to_string(signal);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -29,11 +30,20 @@ static std::optional<double> parse_decimal(std::string_view text) {
   if (text.empty()) return std::nullopt;
   for (char c : text)
     if (!std::isdigit(static_cast<unsigned char>(c)) && c != '.') return std::nullopt;
+#if defined(__cpp_lib_to_chars)
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
     return std::nullopt;
   return value;
+#else // libstdc++ before 11: no from_chars for double (the text is digits and '.' only)
+  std::string copy(text);
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(copy.c_str(), &end);
+  if (errno != 0 || end != copy.c_str() + copy.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+#endif
 }
 
 std::optional<std::uint64_t> parse_bytes(std::string_view text) {

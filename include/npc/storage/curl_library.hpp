@@ -15,6 +15,12 @@
 #include <ctime>
 
 #include <curl/curl.h>
+// libcurl's headers before 7.75 (Debian 11: 7.74) have no CURLOPT_AWS_SIGV4;
+// its number is fixed by the ABI. A libcurl older than 7.75 at run time
+// rejects it (CURLE_UNKNOWN_OPTION).
+#if !defined(CURLOPT_AWS_SIGV4)
+#define CURLOPT_AWS_SIGV4 static_cast<CURLoption>(CURLOPTTYPE_STRINGPOINT + 305)
+#endif
 
 #include <npc/util/result.hpp>
 
@@ -41,6 +47,8 @@ struct CurlLibrary {
 // The soname loaded: the ABI that <curl/curl.h> of libcurl 7.x and 8.x
 // describes (Debian's libcurl4 package).
 inline constexpr const char* kCurlSoname = "libcurl.so.4";
+// The oldest libcurl that signs S3 requests (CURLOPT_AWS_SIGV4): 7.75.0.
+inline constexpr unsigned kMinCurlVersion = 0x074B00;
 
 // Loads libcurl once per process (thread-safe; later calls return the same
 // library, or the same failure) and runs curl_global_init. The library is
