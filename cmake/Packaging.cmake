@@ -49,8 +49,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libcurl is loaded with dlopen() when an s3:// cache is used
 # (src/storage/curl_library.cpp), so dpkg-shlibdeps cannot see it: name it
 # here (CPack merges this with what dpkg-shlibdeps finds). 7.88 is Debian
-# 12's, the oldest the S3 client is tested with.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4 (>= 7.88)")
+# 12's, the oldest the S3 client is tested with; the portable release
+# (tools/release.sh) names 7.75, the first that signs S3 requests, which
+# Ubuntu 22.04 (7.81) has.
+set(NPC_DEB_CURL_VERSION "7.88" CACHE STRING "The oldest libcurl4 the .deb depends on")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libcurl4 (>= ${NPC_DEB_CURL_VERSION})")
 # Maintainer files (none here) and the md5sums: 0644, as dpkg expects.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
