@@ -6,11 +6,14 @@
 #         and the libFuzzer targets (preset asan); the whole suite run on it,
 #         and each fuzzer for NPC_FUZZ_SECONDS (default 10)
 #   tsan  the whole suite built with clang and ThreadSanitizer (preset tsan)
+#   release  the portable release built in a Debian 11 root (tools/release.sh)
+#         and tried in a minimal one (tools/release-test.sh)
 #
-#   tools/ci-checks.sh              both, in that order
+#   tools/ci-checks.sh              all three, in that order
 #   tools/ci-checks.sh tsan         one of them
 #
-# Each is a build of its own (asan 9.5 to 11.5 minutes, tsan 5.5, on 2 cores
+# Each is a build of its own (asan 9.5 to 11.5 minutes, tsan 5.5, release 3.5
+# with its roots made, on 2 cores
 # from a fresh clone) and a run of the suite; docs/testing.md has the
 # measured times. CI gives the whole job a time budget: NPC_CI_DEADLINE
 # (seconds since the epoch) is when everything must be over. A check still running then is stopped, and one
@@ -22,11 +25,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 checks=("$@")
-[ ${#checks[@]} -gt 0 ] || checks=(asan tsan)
+[ ${#checks[@]} -gt 0 ] || checks=(asan tsan release)
 for c in "${checks[@]}"; do
   case $c in
-    asan | tsan) ;;
-    *) echo "ci-checks: unknown check '$c' (asan or tsan)" >&2; exit 2 ;;
+    asan | tsan | release) ;;
+    *) echo "ci-checks: unknown check '$c' (asan, tsan or release)" >&2; exit 2 ;;
   esac
 done
 
@@ -43,6 +46,10 @@ run_tsan() {
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan
   ctest --preset tsan -j"$jobs"
+}
+run_release() {
+  JOBS=$jobs bash tools/release.sh
+  bash tools/release-test.sh
 }
 
 status=0
