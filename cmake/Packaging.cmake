@@ -47,7 +47,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER ${NPC_MAINTAINER})
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # libcurl is loaded with dlopen() when an s3:// cache is used
-# (src/storage/curl_library.cpp), so dpkg-shlibdeps cannot see it: name it
+# (src/curl_loader/dlopen.cpp), so dpkg-shlibdeps cannot see it: name it
 # here (CPack merges this with what dpkg-shlibdeps finds). 7.88 is Debian
 # 12's, the oldest the S3 client is tested with; the portable release
 # (tools/release.sh) names 7.75, the first that signs S3 requests, which

@@ -1,4 +1,4 @@
-// libcurl loaded on demand (storage/curl_library.cpp): it loads, once, for
+// libcurl loaded on demand (curl_loader/dlopen.cpp): it loads, once, for
 // every thread; the functions it resolved work; and the programs themselves
 // do not pull libcurl in at start (a cache hit never uses S3).
 
