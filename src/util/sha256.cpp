@@ -22,7 +22,6 @@
 #include <vector>
 
 #include <npc/util/fs.hpp>
-#include <npc/util/openssl_cpu.hpp>
 
 namespace npc::util {
 
@@ -42,7 +41,6 @@ std::string to_hex(const unsigned char* digest, unsigned length) {
 } // namespace
 
 Sha256::Sha256() : ctx_(std::make_unique<SHA256state_st>()) {
-  prepare_openssl_cpu();
   if (SHA256_Init(ctx_.get()) != 1) throw std::runtime_error("OpenSSL could not start a SHA-256 digest");
 }
 
