@@ -8,7 +8,8 @@
 #     then hits it;
 #   - runs neuron_parallel_compile over the stand-in training script, then
 #     the training run, which must find every graph compiled;
-#   - neuron_cache stats and verify on that cache;
+#   - neuron_cache stats and verify on that cache, and a bundle of it
+#     exported and imported into another (libarchive, linked in);
 #   - an s3:// cache without libcurl: one line saying so (neuron_cache
 #     exits 3; the wrapper compiles without the shared cache, as it does
 #     whenever that cache cannot be used).
@@ -107,6 +108,10 @@ expect "the launcher compiles the trial's graphs" 0 "4 graphs found, 0 already c
 expect "the training run then compiles nothing" 0 "total: ranks=2 graphs=4 jit_compiles=0" $train --steps_this_run 10
 expect "neuron_cache stats counts them" 0 "^neuron_parallel_compile +0 +4 +0 " neuron_cache stats
 expect "neuron_cache verify passes" 0 "5 done entries? checked|checked 5" neuron_cache verify
+expect "neuron_cache export writes a bundle of them" 0 "5 entr" neuron_cache export --all -o bundle.tar.zst
+expect "neuron_cache import takes it into another cache" 0 "^5 imported, 0 skipped, 0 rejected" \
+  neuron_cache --cache_dir /tmp/release-test/other import bundle.tar.zst
+expect "and that cache verifies" 0 "5 done entries? checked|checked 5" neuron_cache --cache_dir /tmp/release-test/other verify
 s3="env NEURON_COMPILE_CACHE_URL=s3://bucket/prefix NEURON_COMPILE_CACHE_MIRROR=/tmp/release-test/mirror NEURON_CC_FLAGS= AWS_ACCESS_KEY_ID=a AWS_SECRET_ACCESS_KEY=b AWS_REGION=us-east-1"
 expect "an s3:// cache without libcurl: neuron_cache says so in one line, exit 3" 3 \
   "^neuron_cache: error: .*cannot load libcurl.so.4 \(needed for s3:// caches\).*install the libcurl4 package" \
