@@ -73,3 +73,5 @@ install(DIRECTORY ${CMAKE_BINARY_DIR}/${NPC_MASQUERADE_DIR} DESTINATION ${NPC_WR
 
 file(GLOB npc_docs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${npc_docs} DESTINATION ${NPC_DOC_DIR})
+# What the pages show (docs/trace.md's picture and the trace it is drawn from).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/images DESTINATION ${NPC_DOC_DIR})

@@ -17,6 +17,7 @@ std::vector<std::string> expected_install_files() {
   std::vector<std::string> files = {doc + "README.md", doc + "changelog.gz", doc + "copyright"};
   for (const auto& name : names_in(source_dir() / "docs"))
     if (fs::path(name).extension() == ".md") files.push_back(doc + name);
+  for (const auto& name : names_in(source_dir() / "docs" / "images")) files.push_back(doc + "images/" + name);
   for (const auto& program : kPrograms) {
     files.push_back("bin/" + program);
     files.push_back("share/bash-completion/completions/" + program);
