@@ -36,6 +36,21 @@ Programs find_programs(const fs::path& build_dir, bool with_standins) {
   return p;
 }
 
+json spawn_in_turn(const RunSpec& first, const RunSpec& second, int count) {
+  std::vector<double> a, b;
+  for (int i = 0; i < count; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      const bool first_now = (k == 0) == (i % 2 == 0);
+      const RunSpec& spec = first_now ? first : second;
+      Timed t = run_timed(spec);
+      if (!t.status.success()) throw std::runtime_error(spec.argv.front() + " failed: " + t.status.describe());
+      (first_now ? a : b).push_back(t.seconds * 1000);
+    }
+  }
+  const double ma = median(a), mb = median(b);
+  return json{{"first_ms", ma}, {"second_ms", mb}, {"ratio", ma / mb}, {"spawns", count}};
+}
+
 double now_seconds() { return npc::util::monotonic_seconds(); }
 
 double Context::elapsed() const { return now_seconds() - started; }

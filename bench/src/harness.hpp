@@ -103,6 +103,12 @@ Timed run_checked_rss(const Context& context, RunSpec spec, const std::string& w
 
 [[nodiscard]] double now_seconds();
 
+// Two commands spawned in turn `count` times each (which goes first
+// alternates), so that both meet the same moments of the machine: the
+// median of each in ms ("first_ms", "second_ms") and their ratio
+// ("ratio", first over second). Throws when a spawn does not exit 0.
+[[nodiscard]] json spawn_in_turn(const RunSpec& first, const RunSpec& second, int count);
+
 struct Spread {
   double median = 0;
   double min = 0;

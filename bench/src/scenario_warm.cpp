@@ -64,24 +64,6 @@ double median_spawn_ms(const RunSpec& spec, int count) {
   return median(times);
 }
 
-// One hit and /bin/true, spawned in turn `count` times each (which goes
-// first alternates), so that both meet the same moment of the machine:
-// their medians and the ratio of the medians.
-json hit_over_true(const RunSpec& hit, const RunSpec& floor, int count) {
-  std::vector<double> hits, trues;
-  for (int i = 0; i < count; ++i) {
-    for (int k = 0; k < 2; ++k) {
-      bool hit_now = (k == 0) == (i % 2 == 0);
-      const RunSpec& spec = hit_now ? hit : floor;
-      Timed t = run_timed(spec);
-      if (!t.status.success()) throw std::runtime_error(spec.argv.front() + " failed: " + t.status.describe());
-      (hit_now ? hits : trues).push_back(t.seconds * 1000);
-    }
-  }
-  double h = median(hits), t = median(trues);
-  return json{{"hit_ms", h}, {"true_ms", t}, {"ratio", h / t}, {"spawns", count}};
-}
-
 } // namespace
 
 Scenario run_warm(const Context& context) {
@@ -134,7 +116,12 @@ Scenario run_warm(const Context& context) {
       {"version", nullptr,
        [&](int) { return json{{"median_ms", median_spawn_ms(version, spawns)}, {"spawns", spawns}}; }},
       {"true", nullptr, [&](int) { return json{{"median_ms", median_spawn_ms(floor, spawns)}, {"spawns", spawns}}; }},
-      {"hit-vs-true", nullptr, [&](int) { return hit_over_true(hit, floor, interleaved); }},
+      {"hit-vs-true", nullptr,
+       [&](int) {
+         json r = spawn_in_turn(hit, floor, interleaved);
+         return json{{"hit_ms", r["first_ms"]}, {"true_ms", r["second_ms"]}, {"ratio", r["ratio"]},
+                     {"spawns", interleaved}};
+       }},
   };
   auto ra = alternate(context, s.id + " (a)", a);
 
