@@ -352,13 +352,15 @@ Scenario run_cluster(const Context& context) {
         " requests in the median run (" + num(requests / wall, 0) + " a second) and its daemons used " +
         num(spread(gateway_share).median * 100, 0) + "% of this machine's " + std::to_string(static_cast<int>(cores)) +
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
-        " compiles share with it. A host downloads only the graphs it compiles (its worker fetches graph and flags "
-        "under the entry's lock); under --command compile it leaves the results other hosts compiled in S3; its "
-        "looks at graphs other hosts hold share one walk of the version folder and read a lock object once per "
-        "renewal. What else holds the hosts back is not measured yet: the candidates are the " +
-        std::to_string(slots) + " workers that start at once and race for the first graphs (each loser a process, "
-        "a PUT, a GET and a LIST), and each compile's requests on its critical path (the lock, a listing, graph and "
-        "flags, then the result's upload and the lock's release).");
+        " compiles share with it (a real S3 does not take the hosts' cores). Where the S3 requests go: each host's "
+        "launcher takes a graph's lock itself (one create-only PUT, since the gateway honours If-None-Match, which "
+        "the launcher finds out once) before its worker starts, so a race lost to another host costs a request, "
+        "not a worker; it looks at the graphs it passes through one walk of the version folder (reused for half a "
+        "second, walked again after a race lost), reads a lock object only when it is older than the launcher or a "
+        "minute, and picks among the graphs within 25% of the costliest by a seed of its own, so the hosts start "
+        "different graphs. What is left: the first second or two, when 128 slots fill through the gateway's PUTs, "
+        "and each compile's requests on its critical path (a listing, graph and flags, then the NEFF, its record and "
+        "model.done, and the lock's release).");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});

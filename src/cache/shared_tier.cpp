@@ -61,6 +61,14 @@ Result<storage::Lock::TakenOrHeld> SharedTier::try_lock(const CacheKey& key) con
   return got;
 }
 
+Result<std::optional<storage::Lock>> SharedTier::try_create_lock(const CacheKey& key) const {
+  auto got = storage::Lock::try_create(shared_, key_of(key, kFrameworkLockFile),
+                                       util::LockHolder::self(lock_tool_name()),
+                                       {storage::kLockTtl, mirror_.stale_lock_age()}, std::chrono::system_clock::now());
+  if (got && *got) (*got)->keep_renewed();
+  return got;
+}
+
 Result<storage::LockFacts> SharedTier::judge_lock(const CacheKey& key) const {
   return storage::judge_lock(*shared_, key_of(key, kFrameworkLockFile), mirror_.stale_lock_age(),
                              std::chrono::system_clock::now());
@@ -154,32 +162,51 @@ std::vector<SharedLook> SharedTier::look_all(const std::vector<CacheKey>& keys, 
                    shared_->describe() + "/" + version_dir, tree.error());
       return std::vector<SharedLook>(keys.size(), SharedLook::pending);
     }
-    for (const auto& key : keys) entries[key.relative_path().generic_string()].looked = true;
-    for (const auto& file : *tree) {
-      auto slash = file.key.find('/');
-      if (slash == std::string::npos || file.key.find('/', slash + 1) != std::string::npos) continue;
-      const std::string folder = version_dir + "/" + file.key.substr(0, slash);
-      if (auto it = entries.find(folder); it != entries.end()) note(folder, file, file.key.substr(slash + 1));
+    return look_in_walk(keys, *tree, retry_failed, download, memo);
+  }
+  for (const auto& key : keys) {
+    const std::string folder = key.relative_path().generic_string();
+    auto tree = shared_->list_tree(folder);
+    if (!tree) {
+      spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
+                   tree.error());
+      continue;
     }
-  } else {
-    for (const auto& key : keys) {
-      const std::string folder = key.relative_path().generic_string();
-      auto tree = shared_->list_tree(folder);
-      if (!tree) {
-        spdlog::warn("cannot look at {}: {}; starting its compile, which reports it if it persists", describe(key),
-                     tree.error());
-        continue;
-      }
-      entries[folder].looked = true;
-      for (const auto& file : *tree)
-        if (file.key.find('/') == std::string::npos) note(folder, file, file.key);
-    }
+    entries[folder].looked = true;
+    for (const auto& file : *tree)
+      if (file.key.find('/') == std::string::npos) note(folder, file, file.key);
   }
   std::vector<SharedLook> found;
   for (const auto& key : keys) {
     const Listed& entry = entries[key.relative_path().generic_string()];
     found.push_back(entry.looked ? judge_listed(key, entry.names, entry.lock, retry_failed, download, memo)
                                  : SharedLook::pending);
+  }
+  return found;
+}
+
+std::vector<SharedLook> SharedTier::look_in_walk(const std::vector<CacheKey>& keys,
+                                                 const std::vector<storage::TreeFile>& walk, bool retry_failed,
+                                                 DownloadResult download, LockMemo& memo) const {
+  struct Listed {
+    std::vector<std::string> names;
+    std::optional<storage::TreeFile> lock;
+  };
+  std::map<std::string, Listed> entries; // by the entry's folder name in the version folder
+  for (const auto& key : keys) entries[key.relative_path().filename().generic_string()];
+  for (const auto& file : walk) {
+    auto slash = file.key.find('/');
+    if (slash == std::string::npos || file.key.find('/', slash + 1) != std::string::npos) continue;
+    auto it = entries.find(file.key.substr(0, slash));
+    if (it == entries.end()) continue;
+    std::string name = file.key.substr(slash + 1);
+    if (name == kFrameworkLockFile) it->second.lock = file;
+    it->second.names.push_back(std::move(name));
+  }
+  std::vector<SharedLook> found;
+  for (const auto& key : keys) {
+    const Listed& entry = entries[key.relative_path().filename().generic_string()];
+    found.push_back(judge_listed(key, entry.names, entry.lock, retry_failed, download, memo));
   }
   return found;
 }
@@ -214,8 +241,10 @@ SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::
   std::optional<storage::LockFacts> facts;
   if (auto judged = memo.find(lock_key, lock->size, lock->modified))
     facts = storage::judge_lock_read(judged->bytes, judged->modified, mirror_.stale_lock_age(), now);
+  else if (memo.presumed_held(lock->modified, now))
+    return SharedLook::held;
   if (!facts) {
-    auto read = judge_lock(key);
+    auto read = storage::judge_listed_lock(*shared_, lock_key, lock->size, lock->modified, mirror_.stale_lock_age(), now);
     if (!read) {
       spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), read.error());
       return SharedLook::pending;
@@ -237,6 +266,11 @@ std::optional<storage::LockFacts> LockMemo::find(const std::string& lock_key, st
   const auto apart = modified > it->second.modified ? modified - it->second.modified : it->second.modified - modified;
   if (apart >= std::chrono::seconds(1)) return std::nullopt;
   return it->second;
+}
+
+bool LockMemo::presumed_held(storage::Time modified, storage::Time now) const {
+  return presume_since_ && modified >= *presume_since_ && modified <= now + std::chrono::seconds(5) &&
+         now - modified < kPresumeHeldFor;
 }
 
 void LockMemo::remember(const std::string& lock_key, const storage::LockFacts& facts) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include <npc/launcher/lane_plan.hpp>
 
@@ -148,22 +149,58 @@ bool Pool::fits(std::size_t i) const {
   return peak == 0 || memory_in_use_ + peak <= limits_.memory_budget;
 }
 
+bool Pool::ready(std::size_t i, double now) const {
+  const ItemProgress& p = progress_[i];
+  return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
+}
+
+void Pool::spread_picks(std::uint64_t seed, double band) {
+  spread_seed_ = seed;
+  spread_band_ = band;
+}
+
 std::optional<std::size_t> Pool::pick(double now) const {
   refresh_order(now);
   if (!out_of_space_.empty()) return std::nullopt;
-  auto ready = [&](const ItemProgress& p) {
-    return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
-  };
   // A compile that must run alone goes first: nothing new starts until the
   // running ones have ended.
   for (std::size_t i : order_)
-    if (progress_[i].alone && ready(progress_[i]))
+    if (progress_[i].alone && ready(i, now))
       return running_ == 0 ? std::optional<std::size_t>(i) : std::nullopt;
   if (running_ >= limits_.max_parallel) return std::nullopt;
   for (std::size_t i : order_) {
-    if (ready(progress_[i]) && fits(i)) return i;
+    if (ready(i, now) && fits(i)) return spread_seed_ ? spread_from(i, now) : i;
   }
   return std::nullopt;
+}
+
+namespace {
+
+// splitmix64's finaliser: a seed and a key's hash mixed into a rank.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+} // namespace
+
+std::size_t Pool::spread_from(std::size_t first, double now) const {
+  const double floor = items_[first].predicted.seconds * (1.0 - spread_band_);
+  auto rank = [&](std::size_t i) { return mix(*spread_seed_ ^ std::hash<std::string>{}(items_[i].key)); };
+  std::size_t best = first;
+  std::uint64_t best_rank = rank(first);
+  for (std::size_t i : order_) {
+    if (i == first || !ready(i, now) || progress_[i].alone || items_[i].own_share != items_[first].own_share ||
+        items_[i].predicted.seconds < floor || !fits(i))
+      continue;
+    if (std::uint64_t r = rank(i); r < best_rank) {
+      best = i;
+      best_rank = r;
+    }
+  }
+  return best;
 }
 
 void Pool::start(std::size_t i, double now) {

@@ -38,6 +38,7 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
   if (config.shared_cache_url) {
     argv.emplace_back("--shared-cache");
     argv.push_back(*config.shared_cache_url);
+    if (attempt.shared_lock_held) argv.emplace_back("--shared-lock-held");
   }
   return argv;
 }
@@ -268,6 +269,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
   PoolRunResult result;
   double start = runner.now();
   std::set<std::size_t> waits_said; // each graph held elsewhere is named once
+  std::set<std::size_t> locks_held; // shared locks this launcher holds for its running workers
 
   while (!pool.finished()) {
     double now = runner.now();
@@ -361,7 +363,13 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         bool blocks = false; // another process holds its lock now (not stale)
         Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
         bool downloaded = false;
-        if (found == Pool::Found::pending && config.held_look && others_seen && runner.now() < looks_until) {
+        // A launcher that takes the shared lock itself (take_lock below)
+        // looks first in any case, whatever the tick's looks took: a graph
+        // found done costs a LIST, not a lock taken and released around a
+        // worker that finds it done.
+        const bool takes_locks = config.held_look && config.shared_cache_url;
+        if (found == Pool::Found::pending && config.held_look &&
+            (takes_locks || (others_seen && runner.now() < looks_until))) {
           found = config.held_look->look(item.entry_dir);
           downloaded = found == Pool::Found::done;
         }
@@ -382,16 +390,30 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           continue;
         }
       }
+      bool lock_taken = false;
+      if (config.held_look && config.shared_cache_url) {
+        switch (config.held_look->take_lock(item.entry_dir)) {
+        case HeldEntryLook::Take::held:
+          others_seen = true;
+          pool.mark_held_elsewhere(i, now);
+          continue;
+        case HeldEntryLook::Take::taken: lock_taken = true; break;
+        case HeldEntryLook::Take::left_to_worker: break;
+        }
+      }
       std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts + 1);
       AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
                           config.log_dir / (attempt_name + ".result.json"),
-                          p.attempts > 0 || config.retry_cached_failures};
+                          p.attempts > 0 || config.retry_cached_failures, lock_taken};
       pool.start(i, now);
       if (config.trace) config.trace->attempt_started(i, now);
       if (auto started = runner.start(attempt); !started) {
+        if (lock_taken) config.held_look->release_lock(item.entry_dir);
         AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
         pool.finish(i, AttemptEnd::failed, info, now);
         if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, now);
+      } else if (lock_taken) {
+        locks_held.insert(i);
       }
     }
     if (config.trace) {
@@ -409,6 +431,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       break;
     }
     for (const auto& ended : events.ended) {
+      // The worker has uploaded what it had to: the graph is free again.
+      if (locks_held.erase(ended.item) > 0) config.held_look->release_lock(pool.items()[ended.item].entry_dir);
       const double at = runner.now();
       pool.finish(ended.item, ended.end, ended.info, at);
       if (config.trace) config.trace->attempt_ended(pool, ended.item, ended.end, ended.info, at);
@@ -426,6 +450,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     progress.finish();
     spdlog::warn("received {}; stopping {} compile(s)", util::signal_name(result.interrupted_by), runner.running());
     runner.stop_all(result.interrupted_by);
+    for (std::size_t i : locks_held) config.held_look->release_lock(pool.items()[i].entry_dir);
   } else {
     double t = runner.now();
     progress.update(snapshot(pool, t - start, t));

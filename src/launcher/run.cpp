@@ -32,6 +32,7 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/process.hpp>
+#include <npc/util/random.hpp>
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
@@ -533,6 +534,9 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
+  // Other hosts walk the same graphs of a shared cache at once: each its own
+  // among those of about the same cost (a seed of its own, for every run).
+  if (settings.shared_cache_url) pool.spread_picks(util::random_u64(), kSpreadBand);
   mark_known(pool, cache, source, retry_failed);
   if (options.dry_run) {
     print_dry_run(pool);

@@ -109,6 +109,18 @@ Result<LockFacts> judge_lock(const Storage& storage, std::string_view key, std::
   return judge_lock_read(std::move(bytes), (*info)->modified, stale_age, now);
 }
 
+Result<LockFacts> judge_listed_lock(const Storage& storage, std::string_view key, std::uint64_t size,
+                                    Time modified, std::chrono::seconds stale_age, Time now) {
+  std::string bytes = "(more than 1 MiB)"; // as judge_lock: never equal to what is there
+  if (size <= kMaxLockBytes) {
+    auto text = read_if_there(storage, key);
+    if (!text) return fail(text.error());
+    if (!*text) return LockFacts{}; // gone since the listing
+    bytes = std::move(**text);
+  }
+  return judge_lock_read(std::move(bytes), modified, stale_age, now);
+}
+
 LockFacts judge_lock_read(std::string bytes, Time modified, std::chrono::seconds stale_age, Time now) {
   LockFacts facts;
   facts.modified = modified;
@@ -255,6 +267,26 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
   auto judged = judge_lock(*storage, key, times.stale_age, now);
   if (!judged) return fail(judged.error());
   return TakenOrHeld(Held{std::move(*judged)});
+}
+
+Result<std::optional<Lock>> Lock::try_create(std::shared_ptr<Storage> storage, std::string key,
+                                             const util::LockHolder& me, LockTimes times, Time now) {
+  if (!storage->exclusive_create_is_exact()) {
+    auto got = try_acquire(std::move(storage), std::move(key), me, times, now);
+    if (!got) return fail(got.error());
+    if (auto* taken = std::get_if<Lock>(&*got)) return std::optional<Lock>(std::move(*taken));
+    return std::optional<Lock>{};
+  }
+  LockRecord mine{me.serialize(), util::unique_suffix(), unix_seconds(now + times.ttl)};
+  auto created = storage->create_exclusive(key, mine.serialize());
+  if (!created) return fail(created.error());
+  if (!*created) return std::optional<Lock>{};
+  auto state = std::make_unique<State>();
+  state->storage = std::move(storage);
+  state->key = std::move(key);
+  state->record = std::move(mine);
+  state->ttl = times.ttl;
+  return std::optional<Lock>(Lock(std::move(state)));
 }
 
 Status Lock::renew(Time now) {

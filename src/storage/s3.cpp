@@ -178,12 +178,36 @@ Result<bool> S3Storage::create_exclusive(std::string_view key, std::string_view 
   // first content as it is. The conditional PUT then decides real races on
   // AWS S3; where the header is ignored, racers that all passed the HEAD
   // all "win" and the last PUT's bytes stay (whole: a PUT is atomic).
-  auto head = client_->head_object(location_.bucket, object_key(key));
-  if (!head) return fail(head.error());
-  if (*head) return false;
+  // Once learn_exclusive_create found the condition honoured, the PUT alone
+  // decides.
+  if (!exact_create_) {
+    auto head = client_->head_object(location_.bucket, object_key(key));
+    if (!head) return fail(head.error());
+    if (*head) return false;
+  }
   auto put = client_->put_object(location_.bucket, object_key(key), bytes, {.if_exists = IfExists::keep});
   if (!put) return fail(put.error());
   return *put == PutOutcome::written;
+}
+
+Result<bool> S3Storage::learn_exclusive_create() {
+  std::lock_guard lock(mutex_);
+  const std::string probe = object_key(".npc/create-probe/" + util::unique_suffix());
+  bool honoured = false;
+  for (int round = 0; round < 2; ++round) {
+    auto put = client_->put_object(location_.bucket, probe, "probe\n", {.if_exists = IfExists::keep});
+    if (!put) {
+      std::ignore = client_->delete_object(location_.bucket, probe);
+      return fail(put.error());
+    }
+    // The first must write (nothing was there); the second must be refused.
+    if (round == 0 && *put != PutOutcome::written) break;
+    honoured = round == 1 && *put == PutOutcome::already_exists;
+  }
+  if (auto s = client_->delete_object(location_.bucket, probe); !s)
+    spdlog::debug("cannot remove the probe s3://{}/{}: {}", location_.bucket, probe, s.error());
+  exact_create_ = honoured;
+  return honoured;
 }
 
 Status S3Storage::put_file(const fs::path& local, std::string_view key) {

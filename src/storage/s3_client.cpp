@@ -20,6 +20,19 @@
 
 namespace npc::storage {
 
+namespace {
+
+// Names the program in the server's access log (S3 server access logs and
+// CloudTrail show it): which tool, of which release, sent a request.
+const std::string& user_agent() {
+  static const std::string agent = [] {
+    return "neuron-parallel-compile/" NPC_VERSION " (" + std::string(program_invocation_short_name) + ")";
+  }();
+  return agent;
+}
+
+} // namespace
+
 // Where a response's body goes, and what the request timeout bounds: types
 // of S3Client::Request's members, so outside the anonymous namespace (a
 // class with linkage may not hold them, g++ -Wsubobject-linkage).
@@ -327,6 +340,7 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     lib.easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
     lib.easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
     lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+    lib.easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());
     lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
     lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));

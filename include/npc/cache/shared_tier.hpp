@@ -76,15 +76,30 @@ struct Brought {
 // second) is judged again from that, without reading it. A holder renews its
 // lock every third of its time to live, which writes it anew: the watcher
 // reads it once per renewal, not once per look.
+//
+// A watcher may also presume held, without reading it, a lock object written
+// after it started and less than kPresumeHeldFor ago (presume_held_since):
+// a lock is that young because its holder took or renewed it a moment ago.
+// What that skips is a holder of this host that died within the last
+// minute, whose lock is then taken over that much later; a lock left by a
+// run before this one (a launcher killed and started again) is older than
+// the watcher and read as before.
 class LockMemo {
 public:
   [[nodiscard]] std::optional<storage::LockFacts> find(const std::string& lock_key, std::uint64_t size,
                                                        storage::Time modified) const;
   void remember(const std::string& lock_key, const storage::LockFacts& facts);
+  void presume_held_since(storage::Time started) { presume_since_ = started; }
+  // Whether a lock object written at `modified`, not found in the memo, is
+  // presumed held at `now`.
+  [[nodiscard]] bool presumed_held(storage::Time modified, storage::Time now) const;
 
 private:
   std::map<std::string, storage::LockFacts> judged_;
+  std::optional<storage::Time> presume_since_;
 };
+
+inline constexpr std::chrono::seconds kPresumeHeldFor{60};
 
 // How look_all lists: one walk of the version folder for every entry, or a
 // listing of each entry's folder (cheaper when few are looked at in a large
@@ -158,14 +173,25 @@ public:
   // look, for many entries of one compiler version at once: listed as
   // `listing` says, a lock object judged from `memo` when it is the one read
   // before. Requests: 1 LIST per 1,000 objects of the version folder, or 1
-  // LIST per entry; a HEAD and a GET per lock object not in the memo.
+  // LIST per entry; a GET per lock object not in the memo.
   [[nodiscard]] std::vector<SharedLook> look_all(const std::vector<CacheKey>& keys, bool retry_failed,
                                                  DownloadResult download, LockMemo& memo, LookListing listing) const;
+
+  // look_all's judgement of entries of one version folder from a walk of
+  // that folder made before (its list_tree): no LIST of its own.
+  [[nodiscard]] std::vector<SharedLook> look_in_walk(const std::vector<CacheKey>& keys,
+                                                     const std::vector<storage::TreeFile>& walk, bool retry_failed,
+                                                     DownloadResult download, LockMemo& memo) const;
 
   // The entry's lock in the shared tier (storage/lock.hpp): one attempt, and a
   // lock taken is renewed while held; judging it without taking it.
   [[nodiscard]] Result<storage::Lock::TakenOrHeld> try_lock(const CacheKey& key) const;
   [[nodiscard]] Result<storage::LockFacts> judge_lock(const CacheKey& key) const;
+  // As try_lock, but a lock found there is neither read nor judged
+  // (storage::Lock::try_create): nullopt then.
+  [[nodiscard]] Result<std::optional<storage::Lock>> try_create_lock(const CacheKey& key) const;
+  // The key of the entry's lock object (what a LockMemo remembers it by).
+  [[nodiscard]] std::string lock_key(const CacheKey& key) const { return key_of(key, kFrameworkLockFile); }
 
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;

@@ -147,6 +147,12 @@ inline constexpr double kMinPlanGain = 0.005;
 // end later than longest first as sooner (docs/schedule-overhead.md).
 inline constexpr std::size_t kMinFitSamples = 3;
 inline constexpr double kMaxFitError = 0.1;
+// How far below the costliest graph ready a launcher sharing a cache with
+// others may pick (Pool::spread_picks): wide enough that 16 hosts find
+// graphs of their own among a few hundred, narrow enough that the order
+// stays costliest first (a graph started at 90% of the top's cost ends the
+// run at most that much sooner than the top would have).
+inline constexpr double kSpreadBand = 0.25;
 // SIGKILLed compiles are retried (with less parallelism) this many times
 // even when --max-retries is 0: the failure says nothing about the graph.
 inline constexpr int kMaxOomRetries = 2;
@@ -165,6 +171,14 @@ public:
   // worker starts only to meet the lock.
   void mark_held_elsewhere(std::size_t i, double now);
   void mark_removed_elsewhere(std::size_t i);
+
+  // Launchers sharing a cache walk the same graphs in the same order and
+  // would race for each one: spread their picks. Among the graphs ready to
+  // start whose prediction is within `band` (a share) of the first one's,
+  // this launcher takes the one that `seed` ranks first (rendezvous
+  // hashing): launchers with different seeds start different graphs of about
+  // the same cost, and costliest first still holds across them.
+  void spread_picks(std::uint64_t seed, double band);
 
   // The next item to start now, if any may start.
   [[nodiscard]] std::optional<std::size_t> pick(double now) const;
@@ -228,6 +242,10 @@ private:
     last_event_at_ = now;
   }
   [[nodiscard]] std::optional<double> known_cost(std::size_t i, const std::optional<SizeFit>& fit) const;
+  // Among the ready items near `first`'s cost, the one spread_picks' seed
+  // ranks first.
+  [[nodiscard]] std::size_t spread_from(std::size_t first, double now) const;
+  [[nodiscard]] bool ready(std::size_t i, double now) const;
 
   std::vector<WorkItem> items_;
   std::vector<ItemProgress> progress_;
@@ -236,6 +254,8 @@ private:
   mutable bool planned_ = false; // order_ is a plan's, not longest first
   double last_event_at_ = 0;
   PoolLimits limits_;
+  std::optional<std::uint64_t> spread_seed_; // spread_picks
+  double spread_band_ = 0;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;
   std::string out_of_space_; // how the space fault was reported; empty: none

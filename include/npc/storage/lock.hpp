@@ -112,6 +112,10 @@ struct LockFacts {
 // Judges the lock object at `key`.
 [[nodiscard]] Result<LockFacts> judge_lock(const Storage& storage, std::string_view key,
                                            std::chrono::seconds stale_age, Time now);
+// Judges the lock object at `key` that a listing showed (its size and
+// modification time): one read, not a stat and a read.
+[[nodiscard]] Result<LockFacts> judge_listed_lock(const Storage& storage, std::string_view key, std::uint64_t size,
+                                                  Time modified, std::chrono::seconds stale_age, Time now);
 // Judges a lock object read before (its bytes and modification time), as
 // judge_lock would now: a watcher that sees the same object listed again
 // judges it again without reading it (the holder's liveness and the expiry
@@ -131,6 +135,12 @@ public:
   // One attempt at the lock `key`; a stale lock is broken on the way.
   [[nodiscard]] static Result<TakenOrHeld> try_acquire(std::shared_ptr<Storage> storage, std::string key,
                                                        const util::LockHolder& me, LockTimes times, Time now);
+  // Where exclusive create is exact, one create: the lock, or nullopt when
+  // something is there, neither read nor judged (a stale lock stays; the
+  // caller that must break one calls try_acquire). Elsewhere as try_acquire,
+  // nullopt when held.
+  [[nodiscard]] static Result<std::optional<Lock>> try_create(std::shared_ptr<Storage> storage, std::string key,
+                                                              const util::LockHolder& me, LockTimes times, Time now);
 
   Lock(); // holds nothing
   Lock(Lock&& other) noexcept;

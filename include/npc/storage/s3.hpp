@@ -23,6 +23,7 @@
 // over its one connection. Threads that must not wait on each other open a
 // storage each.
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -71,7 +72,12 @@ public:
   [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
   [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
   [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
-  [[nodiscard]] bool exclusive_create_is_exact() const override { return false; }
+  [[nodiscard]] bool exclusive_create_is_exact() const override { return exact_create_; }
+  // Two create-only PUTs of one probe object (under .npc/): the second
+  // refused (412) is a server that honours If-None-Match, as AWS S3, the
+  // RADOS Gateway and MinIO do; then create_exclusive is one PUT, with no
+  // HEAD before it, and a lock needs no read-back (storage/lock.hpp).
+  [[nodiscard]] Result<bool> learn_exclusive_create() override;
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
                                                  std::optional<Time> modified) override;
@@ -92,6 +98,7 @@ private:
   S3Location location_;
   // The client holds one connection and is not thread-safe.
   mutable std::mutex mutex_;
+  std::atomic<bool> exact_create_{false};
 };
 
 } // namespace npc::storage

@@ -74,6 +74,11 @@ public:
   // everywhere it runs. An object store cannot promise it: some
   // S3-compatible servers ignore the condition.
   [[nodiscard]] virtual bool exclusive_create_is_exact() const = 0;
+  // Finds out whether this server lets exactly one of racing creators win,
+  // where that depends on the server (S3: whether it honours If-None-Match),
+  // with a few requests; exclusive_create_is_exact() says so afterwards.
+  // What an error leaves is the cautious answer.
+  [[nodiscard]] virtual Result<bool> learn_exclusive_create() { return exclusive_create_is_exact(); }
 
   // Removes one file; an absent one is fine.
   [[nodiscard]] virtual Status remove(std::string_view key) = 0;
