@@ -349,16 +349,16 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       std::size_t i = *next;
       const WorkItem& item = pool.items()[i];
       const ItemProgress& p = pool.progress()[i];
-      // Launchers sharing a cache all walk the graphs in the same order, so
-      // by the time one reaches a graph another has often compiled it or
-      // holds it: a look settles that without a worker's start (a process,
-      // the key, the lock; on S3 the same listing and download as here). The
-      // look is a stat of the entry; in a shared tier, one LIST (and the
-      // result's download when it is done) while the tick's budget for
-      // looks lasts, and once another launcher has shown itself (a graph
-      // found done or held): alone, the worker's LIST would only repeat it.
-      // Anything else is the worker's to handle (a stale lock to break, a
-      // cached failure to report).
+      // Launchers sharing a cache all walk the graphs in about the same
+      // order, so by the time one reaches a graph another has often
+      // compiled it or holds it: a look settles that without a worker's
+      // start (a process, the key, the lock; on S3 the same listing and
+      // download as here). The look is a stat of the entry; in a shared
+      // tier, its listing (shared_entry_look.hpp) and the result's download
+      // when it is done. Without the shared tier's URL (a test's look) only
+      // while the tick's budget for looks lasts and once another launcher
+      // has shown itself. Anything else is the worker's to handle (a stale
+      // lock to break, a cached failure to report).
       if (p.attempts == 0) {
         bool blocks = false; // another process holds its lock now (not stale)
         Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);

@@ -374,6 +374,96 @@ protected:
 };
 TEST_F(LockS3rverTest, OneOfTheRacersTakesItOnAServerThatIgnoresTheCondition) { OneOfTheRacersTakesIt(*this); }
 
+// Racers that each create once (Lock::try_create, what the launcher does
+// before a worker starts), after each learned what its storage promises.
+void OneCreatorOfManyTakesIt(LockPlace& place, bool exact) {
+  constexpr int kRacers = 6;
+  for (int round = 0; round < 3; ++round) {
+    const std::string key = "create-" + std::to_string(round) + "/model.hlo_module.pb.lock";
+    std::vector<std::shared_ptr<Storage>> storages;
+    for (int i = 0; i < kRacers; ++i) {
+      storages.push_back(place.open());
+      auto learned = storages.back()->learn_exclusive_create();
+      ASSERT_TRUE(learned) << learned.error();
+      EXPECT_EQ(*learned, exact);
+      EXPECT_EQ(storages.back()->exclusive_create_is_exact(), exact);
+    }
+    std::latch start(kRacers);
+    std::atomic<int> taken{0}, held{0}, errors{0};
+    std::vector<std::optional<Lock>> locks(kRacers);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kRacers; ++i)
+      threads.emplace_back([&, i] {
+        start.arrive_and_wait();
+        auto got = Lock::try_create(storages[i], key, holder("create"), kTimes, Clock::now());
+        if (!got) ++errors;
+        else if (*got) {
+          ++taken;
+          locks[i] = std::move(*got);
+        } else ++held;
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_EQ(taken.load(), 1) << "round " << round;
+    EXPECT_EQ(held.load(), kRacers - 1) << "round " << round;
+    for (auto& lock : locks) {
+      if (!lock) continue;
+      EXPECT_TRUE(lock->release());
+    }
+    EXPECT_FALSE(place.storage().stat(key).value().has_value()) << "released";
+  }
+}
+TEST_F(LockTest, OneCreatorOfManyTakesIt) { OneCreatorOfManyTakesIt(*this, true); }
+TEST_F(LockS3Test, OneCreatorOfManyTakesItAfterLearningTheGatewayHonoursTheCondition) {
+  OneCreatorOfManyTakesIt(*this, true);
+  // The probes are gone.
+  auto probes = storage().list_tree(".npc/create-probe");
+  ASSERT_TRUE(probes) << probes.error();
+  EXPECT_TRUE(probes->empty());
+}
+TEST_F(LockS3rverTest, OneCreatorOfManyTakesItWhereTheConditionIsIgnored) { OneCreatorOfManyTakesIt(*this, false); }
+
+// try_create leaves a lock it finds as it is, stale or not: breaking one is
+// try_acquire's.
+void CreateLeavesAStaleLockAlone(LockPlace& place) {
+  ASSERT_TRUE(place.storage().learn_exclusive_create());
+  util::LockHolder gone = holder("test");
+  gone.pid = dead_pid();
+  place.put(LockRecord{gone.serialize(), "t0", 0}.serialize());
+  auto created = Lock::try_create(place.shared(), kLockKey, holder("test"), kTimes, Clock::now());
+  ASSERT_TRUE(created) << created.error();
+  EXPECT_FALSE(created->has_value());
+  EXPECT_EQ(place.record()->token, "t0");
+  auto taken = place.take(holder("test"));
+  ASSERT_TRUE(taken) << taken.error();
+  ASSERT_TRUE(std::holds_alternative<Lock>(*taken));
+  EXPECT_NE(place.record()->token, "t0");
+}
+ON_BOTH_BACKENDS(CreateLeavesAStaleLockAlone)
+
+// A lock judged from a listing (its size and time from there, one read) is
+// judged as judge_lock judges it.
+void JudgesAListedLockAsAStatAndAReadWould(LockPlace& place) {
+  util::LockHolder me = holder("test");
+  place.put(LockRecord{me.serialize(), "t1", 0}.serialize());
+  auto listed = place.storage().list_tree("neuronxcc-1.0/MODULE_1+abcdef01");
+  ASSERT_TRUE(listed) << listed.error();
+  ASSERT_EQ(listed->size(), 1u);
+  auto facts = judge_listed_lock(place.storage(), kLockKey, listed->front().size, listed->front().modified, 3600s,
+                                 Clock::now());
+  ASSERT_TRUE(facts) << facts.error();
+  EXPECT_EQ(facts->state, LockState::held_alive);
+  EXPECT_EQ(facts->state, place.judge().state);
+  EXPECT_EQ(facts->record->token, "t1");
+  // Gone since the listing: absent.
+  ASSERT_TRUE(place.storage().remove(kLockKey));
+  facts = judge_listed_lock(place.storage(), kLockKey, listed->front().size, listed->front().modified, 3600s,
+                            Clock::now());
+  ASSERT_TRUE(facts) << facts.error();
+  EXPECT_EQ(facts->state, LockState::absent);
+}
+ON_BOTH_BACKENDS(JudgesAListedLockAsAStatAndAReadWould)
+
 // --- a directory only ------------------------------------------------------------
 
 // Many processes race for one lock at once, repeatedly: never two holders,

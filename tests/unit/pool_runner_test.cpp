@@ -268,6 +268,88 @@ TEST_F(PoolRunnerTest, TheLooksAtAGraphHeldElsewhereSpreadOutAsItStaysHeld) {
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
 }
 
+// A shared tier whose locks the launcher takes itself: every look finds
+// the graph pending; take_lock answers from a script per entry (taken when
+// the script is empty), and every take and release is written down.
+class LockingLook final : public HeldEntryLook {
+public:
+  explicit LockingLook(FakeRunner& clock) : clock_(clock) {}
+  Pool::Found look(const fs::path&) override { return Pool::Found::pending; }
+  Take take_lock(const fs::path& entry_dir) override {
+    auto& left = script[entry_dir.filename().string()];
+    Take take = Take::taken;
+    if (!left.empty()) {
+      take = left.front();
+      left.pop_front();
+    }
+    taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken ? " taken" : " held"));
+    return take;
+  }
+  void release_lock(const fs::path& entry_dir) override {
+    released.emplace_back(clock_.now(), entry_dir.filename().string());
+  }
+  std::map<std::string, std::deque<Take>> script;
+  std::vector<std::pair<double, std::string>> taken, released;
+
+private:
+  FakeRunner& clock_;
+};
+
+// The launcher takes the shared lock before a worker starts: a graph another
+// host holds starts no worker (it is looked at again), a taken one starts a
+// worker told --shared-lock-held, and each lock is released once its worker
+// has ended, or at once when the worker could not start.
+TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesItAfter) {
+  Pool pool({pending_item(kModuleA, 30), pending_item(kModuleB, 20), pending_item(kModuleC, 10)}, {4, 0, 0});
+  auto look = std::make_shared<LockingLook>(runner);
+  look->script[kModuleA] = {HeldEntryLook::Take::held};
+  config.held_look = look;
+  config.shared_cache_url = "s3://bucket/cache";
+  runner.script[0] = {{4, AttemptEnd::compiled}};
+  runner.script[1] = {{3, AttemptEnd::compiled}};
+  // Nothing scripted for C: its worker cannot start.
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[0].second.item, 1u);
+  EXPECT_DOUBLE_EQ(runner.starts[0].first, 0);
+  EXPECT_TRUE(runner.starts[0].second.shared_lock_held);
+  // A was held at first: its next look, half a second later, finds it
+  // pending; the lock is taken then and its worker starts.
+  EXPECT_EQ(runner.starts[1].second.item, 0u);
+  EXPECT_NEAR(runner.starts[1].first, 0.5, 0.01);
+  EXPECT_TRUE(runner.starts[1].second.shared_lock_held);
+  const std::vector<std::pair<double, std::string>> taken = {
+      {0, kModuleA + " held"}, {0, kModuleB + " taken"}, {0, kModuleC + " taken"}, {0.5, kModuleA + " taken"}};
+  ASSERT_EQ(look->taken.size(), taken.size());
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    EXPECT_NEAR(look->taken[i].first, taken[i].first, 0.01) << i;
+    EXPECT_EQ(look->taken[i].second, taken[i].second) << i;
+  }
+  ASSERT_EQ(look->released.size(), 3u);
+  EXPECT_EQ(look->released[0], (std::pair<double, std::string>{0, kModuleC}));
+  EXPECT_EQ(look->released[1], (std::pair<double, std::string>{3, kModuleB}));
+  EXPECT_NEAR(look->released[2].first, 4.5, 0.01);
+  EXPECT_EQ(look->released[2].second, kModuleA);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
+  EXPECT_EQ(pool.progress()[2].state, ItemState::failed);
+}
+
+// Without a shared tier's URL the workers take their locks themselves, as
+// before: the launcher takes none.
+TEST_F(PoolRunnerTest, WithoutASharedTierTheLauncherTakesNoLock) {
+  Pool pool({pending_item(kModuleA, 30)}, {4, 0, 0});
+  auto look = std::make_shared<LockingLook>(runner);
+  config.held_look = look;
+  runner.script[0] = {{4, AttemptEnd::compiled}};
+  std::ignore = run(pool);
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_FALSE(runner.starts[0].second.shared_lock_held);
+  EXPECT_TRUE(look->taken.empty());
+  EXPECT_TRUE(look->released.empty());
+}
+
 // Launchers sharing a cache walk the graphs in the same order: a graph
 // another one finished before this one's turn came gets no worker.
 TEST_F(PoolRunnerTest, AGraphAnotherProcessFinishedBeforeItsTurnGetsNoWorker) {

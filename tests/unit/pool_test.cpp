@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,47 @@ TEST(Pool, OrderIsOwnShareFirstThenCostliestFirst) {
   // Own share (a, c, e) before the rest (b, d, f); the key breaks ties.
   EXPECT_EQ(pool.order(), (std::vector<std::size_t>{2, 4, 0, 1, 5, 3}));
   EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+}
+
+// Launchers sharing a cache each pick among the graphs within the band of
+// the costliest ready one, by their own seed: never outside the band, and
+// different seeds take different graphs of it.
+TEST(Pool, SpreadPicksStayWithinTheBandAndDifferBySeed) {
+  std::set<std::size_t> picked;
+  for (std::uint64_t seed = 0; seed < 64; ++seed) {
+    Pool pool({item("a", 100), item("b", 95), item("c", 90), item("d", 80), item("e", 50), item("f", 99, 0, false)},
+              {4, 0, 0});
+    pool.spread_picks(seed, 0.1);
+    auto first = pool.pick(0);
+    ASSERT_TRUE(first.has_value());
+    // a, b, c: within 10% of a; d and e below it; f is not the own share.
+    EXPECT_LE(*first, 2u) << "seed " << seed;
+    picked.insert(*first);
+    // The same seed picks the same graph again until it starts.
+    EXPECT_EQ(pool.pick(0), first);
+    pool.start(*first, 0);
+    auto second = pool.pick(0);
+    ASSERT_TRUE(second.has_value());
+    EXPECT_LE(*second, 2u);
+    EXPECT_NE(*second, *first);
+  }
+  EXPECT_EQ(picked, (std::set<std::size_t>{0, 1, 2}));
+}
+
+// Sixteen launchers over 128 graphs of one cost start mostly different ones
+// (without spreading, all sixteen start the same one).
+TEST(Pool, SpreadPicksOfManyLaunchersRarelyMeet) {
+  std::vector<WorkItem> items;
+  for (int i = 0; i < 128; ++i) items.push_back(item("g" + std::to_string(i), 10));
+  std::set<std::size_t> firsts;
+  for (std::uint64_t launcher = 0; launcher < 16; ++launcher) {
+    Pool pool(items, {8, 0, 0});
+    pool.spread_picks(0x5eed0000 + launcher * 7919, kSpreadBand);
+    firsts.insert(*pool.pick(0));
+  }
+  EXPECT_GE(firsts.size(), 13u);
+  Pool plain(items, {8, 0, 0});
+  EXPECT_EQ(plain.pick(0), std::optional<std::size_t>(0));
 }
 
 TEST(Pool, PickRespectsMaxParallel) {

@@ -5,6 +5,7 @@
 #include <npc/storage/s3_client.hpp>
 #include <npc/storage/s3_url.hpp>
 
+#include <cerrno>
 #include <map>
 #include <random>
 #include <set>
@@ -398,6 +399,19 @@ TEST(S3ClientNoServer, RetriesSlowDownThenSucceeds) {
   EXPECT_EQ(**got, "hello");
   EXPECT_EQ((*client)->last_attempts(), 3);
   EXPECT_EQ(server.requests().size(), 3u);
+}
+
+// Every request names the program and release that sent it, which S3's
+// access logs and CloudTrail record.
+TEST(S3ClientNoServer, RequestsNameTheProgramInTheirUserAgent) {
+  ScriptedHttpServer server({http_response(200, "OK", "hello")});
+  S3Config config{{"AK", "SK", ""}, "us-east-1", "http://127.0.0.1:" + std::to_string(server.port())};
+  auto client = S3Client::create(config);
+  ASSERT_TRUE(client) << client.error();
+  ASSERT_TRUE((*client)->get_object("bucket", "key", 100));
+  ASSERT_EQ(server.requests().size(), 1u);
+  EXPECT_EQ(server.requests()[0].headers.at("user-agent"),
+            std::string("neuron-parallel-compile/" NPC_VERSION " (") + program_invocation_short_name + ")");
 }
 
 TEST(S3ClientNoServer, GivesUpAfterMaxAttemptsAndDoesNotRetryForbidden) {

@@ -420,5 +420,21 @@ TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenO
   EXPECT_EQ(look(), SharedLook::pending);
 }
 
+// A lock object written after the watcher started and less than a minute
+// ago is presumed held without reading; older ones, and any when the watcher
+// presumes nothing, are read.
+TEST(LockMemoPresumption, OnlyYoungLocksWrittenSinceTheWatcherStarted) {
+  using namespace std::chrono_literals;
+  const auto started = std::chrono::system_clock::now();
+  LockMemo memo;
+  EXPECT_FALSE(memo.presumed_held(started + 1s, started + 2s));
+  memo.presume_held_since(started);
+  EXPECT_TRUE(memo.presumed_held(started + 1s, started + 2s));
+  EXPECT_TRUE(memo.presumed_held(started, started + 59s));
+  EXPECT_FALSE(memo.presumed_held(started, started + 60s)) << "a minute old: read";
+  EXPECT_FALSE(memo.presumed_held(started - 1s, started + 2s)) << "left by a run before the watcher: read";
+  EXPECT_FALSE(memo.presumed_held(started + 30s, started)) << "from far ahead of our clock: read";
+}
+
 } // namespace
 } // namespace npc::cache

@@ -1,0 +1,48 @@
+#pragma once
+// The launcher's hand in a shared tier (an s3:// cache) while its pool runs
+// (pool_runner.hpp's HeldEntryLook), over one connection of it: not for
+// several threads at once.
+//
+// Looks. Many graphs due a look at once are judged from one walk of their
+// version folder when that takes fewer LISTs than one each
+// (`version_objects`, the folder's size when the graphs were taken, grown
+// threefold as results land; unknown: one LIST each). At a pick the launcher
+// looks at graph after graph, most of them done or held by other hosts,
+// until one is free: a walk at most kWalkReuse old answers for all of them,
+// while the folder takes at most kMaxPickWalkPages LISTs. A lock object seen
+// again unchanged is judged from what was read of it, and one written since
+// the launcher started and less than a minute ago is presumed held
+// (cache::LockMemo): looks at a graph held for minutes cost the listing, and
+// a read per renewal of its lock.
+//
+// Locks. The launcher takes a graph's lock just before its worker starts
+// (take_lock) and releases it once the worker has ended: once per run it
+// finds out whether the server honours create-only PUTs, and then a lock is
+// one PUT. A graph a walk showed free and another host took meanwhile costs
+// that PUT alone the first time; found free again later, its lock is judged
+// and broken when stale (storage::Lock::try_acquire).
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include <npc/cache/shared_tier.hpp>
+#include <npc/launcher/pool_runner.hpp>
+
+namespace npc::launcher {
+
+// How old a walk of the version folder may be and still answer looks: a
+// graph it shows free may have been taken since (the lock taken next says
+// so), but none it shows held or done can have become free to compile.
+inline constexpr auto kWalkReuse = std::chrono::milliseconds(500);
+// A walk answers the looks at a pick while it takes at most this many LISTs
+// (about 2,000 entries); in a larger cache each graph looked at is listed.
+inline constexpr std::size_t kMaxPickWalkPages = 4;
+
+[[nodiscard]] std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
+                                                                    const cache::Cache& mirror, bool retry_failed,
+                                                                    cache::DownloadResult download,
+                                                                    std::optional<std::size_t> version_objects);
+
+} // namespace npc::launcher
