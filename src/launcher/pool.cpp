@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <npc/launcher/lane_plan.hpp>
+#include <npc/util/random.hpp>
 
 namespace npc::launcher {
 
@@ -174,21 +175,10 @@ std::optional<std::size_t> Pool::pick(double now) const {
   return std::nullopt;
 }
 
-namespace {
-
-// splitmix64's finaliser: a seed and a key's hash mixed into a rank.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-} // namespace
-
 std::size_t Pool::spread_from(std::size_t first, double now) const {
   const double floor = items_[first].predicted.seconds * (1.0 - spread_band_);
-  auto rank = [&](std::size_t i) { return mix(*spread_seed_ ^ std::hash<std::string>{}(items_[i].key)); };
+  // The seed and the graph's key mixed into this launcher's rank of it.
+  auto rank = [&](std::size_t i) { return util::mix64(*spread_seed_ ^ std::hash<std::string>{}(items_[i].key)); };
   std::size_t best = first;
   std::uint64_t best_rank = rank(first);
   for (std::size_t i : order_) {

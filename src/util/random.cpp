@@ -7,15 +7,14 @@
 
 namespace npc::util {
 
-namespace {
-
-// SplitMix64's finaliser: spreads a counter and a clock into 64 bits.
-std::uint64_t mix(std::uint64_t x) {
+std::uint64_t mix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+namespace {
 
 // Only when getrandom fails (a seccomp filter, or early boot with
 // GRND_NONBLOCK): names stay distinct by process, time and call.
@@ -23,8 +22,8 @@ std::uint64_t fallback() {
   static std::atomic<std::uint64_t> calls{0};
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC, &now);
-  return mix(static_cast<std::uint64_t>(now.tv_nsec) ^ (static_cast<std::uint64_t>(now.tv_sec) << 30) ^
-             (static_cast<std::uint64_t>(::getpid()) << 40) ^ mix(calls.fetch_add(1, std::memory_order_relaxed)));
+  return mix64(static_cast<std::uint64_t>(now.tv_nsec) ^ (static_cast<std::uint64_t>(now.tv_sec) << 30) ^
+             (static_cast<std::uint64_t>(::getpid()) << 40) ^ mix64(calls.fetch_add(1, std::memory_order_relaxed)));
 }
 
 } // namespace

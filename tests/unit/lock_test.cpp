@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -336,32 +337,57 @@ void BreakingLeavesALockThatReplacedTheJudgedOne(LockPlace& place) {
 }
 ON_BOTH_BACKENDS(BreakingLeavesALockThatReplacedTheJudgedOne)
 
+// `racers` threads started at once, each with a storage of its own, each
+// making one attempt at the lock `key`: the lock it took, or nullopt (held
+// by another); the counts of taken, held and errors, with the locks taken.
+struct RaceEnd {
+  int taken = 0, held = 0, errors = 0;
+  std::vector<std::optional<Lock>> locks;
+};
+using Attempt = std::function<Result<std::optional<Lock>>(std::shared_ptr<Storage>, const std::string& key)>;
+RaceEnd race(const std::vector<std::shared_ptr<Storage>>& storages, const std::string& key, const Attempt& attempt) {
+  const int racers = static_cast<int>(storages.size());
+  std::latch start(racers);
+  std::atomic<int> taken{0}, held{0}, errors{0};
+  RaceEnd end;
+  end.locks.resize(storages.size());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < racers; ++i)
+    threads.emplace_back([&, i] {
+      start.arrive_and_wait();
+      auto got = attempt(storages[i], key);
+      if (!got) ++errors;
+      else if (*got) {
+        ++taken;
+        end.locks[i] = std::move(*got);
+      } else {
+        ++held;
+      }
+    });
+  for (auto& t : threads) t.join();
+  end.taken = taken;
+  end.held = held;
+  end.errors = errors;
+  return end;
+}
+
 // Racers for one lock, six threads at once, three rounds, each with a
 // storage of its own: one takes it.
 void OneOfTheRacersTakesIt(LockPlace& place) {
   constexpr int kRacers = 6;
   for (int round = 0; round < 3; ++round) {
-    const std::string key = "race-" + std::to_string(round) + "/model.hlo_module.pb.lock";
     std::vector<std::shared_ptr<Storage>> storages;
     for (int i = 0; i < kRacers; ++i) storages.push_back(place.open());
-    std::latch start(kRacers);
-    std::atomic<int> taken{0}, held{0}, errors{0};
-    std::vector<Lock> locks(kRacers);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kRacers; ++i)
-      threads.emplace_back([&, i] {
-        start.arrive_and_wait();
-        auto got = Lock::try_acquire(storages[i], key, holder("racer"), kTimes, Clock::now());
-        if (!got) ++errors;
-        else if (auto* lock = std::get_if<Lock>(&*got)) {
-          ++taken;
-          locks[i] = std::move(*lock);
-        } else ++held;
-      });
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(errors.load(), 0);
-    EXPECT_EQ(taken.load(), 1) << "round " << round;
-    EXPECT_EQ(held.load(), kRacers - 1) << "round " << round;
+    auto end = race(storages, "race-" + std::to_string(round) + "/model.hlo_module.pb.lock",
+                    [](std::shared_ptr<Storage> storage, const std::string& key) -> Result<std::optional<Lock>> {
+                      auto got = Lock::try_acquire(std::move(storage), key, holder("racer"), kTimes, Clock::now());
+                      if (!got) return fail(got.error());
+                      if (auto* lock = std::get_if<Lock>(&*got)) return std::optional<Lock>(std::move(*lock));
+                      return std::optional<Lock>{};
+                    });
+    EXPECT_EQ(end.errors, 0);
+    EXPECT_EQ(end.taken, 1) << "round " << round;
+    EXPECT_EQ(end.held, kRacers - 1) << "round " << round;
   }
 }
 ON_BOTH_BACKENDS(OneOfTheRacersTakesIt)
@@ -388,25 +414,13 @@ void OneCreatorOfManyTakesIt(LockPlace& place, bool exact) {
       EXPECT_EQ(*learned, exact);
       EXPECT_EQ(storages.back()->exclusive_create_is_exact(), exact);
     }
-    std::latch start(kRacers);
-    std::atomic<int> taken{0}, held{0}, errors{0};
-    std::vector<std::optional<Lock>> locks(kRacers);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kRacers; ++i)
-      threads.emplace_back([&, i] {
-        start.arrive_and_wait();
-        auto got = Lock::try_create(storages[i], key, holder("create"), kTimes, Clock::now());
-        if (!got) ++errors;
-        else if (*got) {
-          ++taken;
-          locks[i] = std::move(*got);
-        } else ++held;
-      });
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(errors.load(), 0);
-    EXPECT_EQ(taken.load(), 1) << "round " << round;
-    EXPECT_EQ(held.load(), kRacers - 1) << "round " << round;
-    for (auto& lock : locks) {
+    auto end = race(storages, key, [](std::shared_ptr<Storage> storage, const std::string& key) {
+      return Lock::try_create(std::move(storage), key, holder("create"), kTimes, Clock::now());
+    });
+    EXPECT_EQ(end.errors, 0);
+    EXPECT_EQ(end.taken, 1) << "round " << round;
+    EXPECT_EQ(end.held, kRacers - 1) << "round " << round;
+    for (auto& lock : end.locks) {
       if (!lock) continue;
       EXPECT_TRUE(lock->release());
     }

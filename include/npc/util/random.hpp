@@ -11,6 +11,10 @@ namespace npc::util {
 
 [[nodiscard]] std::uint64_t random_u64();
 
+// SplitMix64's finaliser: 64 bits in, 64 well-spread bits out (the same
+// input gives the same output, in every process).
+[[nodiscard]] std::uint64_t mix64(std::uint64_t x);
+
 // Uniform enough in [low, high] for jitter and names (the bias of a modulo
 // of 2^64 is below 2^-40 for the ranges used); low when high <= low.
 [[nodiscard]] std::int64_t random_between(std::int64_t low, std::int64_t high);
