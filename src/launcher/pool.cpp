@@ -52,6 +52,11 @@ bool Pool::waits_in_own_share(std::size_t i) const {
 }
 
 void Pool::plan_order(double now) const {
+  // Launchers sharing a cache pick from a band by their seeds, not by a
+  // plan: a plan of this host's slots does not hold while other hosts take
+  // graphs from the same list, and planning after every compile on each of
+  // 16 hosts was half of what their launchers spent.
+  if (spread_seed_) return restore_longest_first();
   std::vector<std::size_t> waiting;
   for (std::size_t i : order_)
     if (waits_in_own_share(i)) waiting.push_back(i);

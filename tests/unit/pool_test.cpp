@@ -85,6 +85,21 @@ TEST(Pool, SpreadPicksOfManyLaunchersRarelyMeet) {
   EXPECT_EQ(plain.pick(0), std::optional<std::size_t>(0));
 }
 
+// Costs known from history would be planned; a launcher that spreads its
+// picks keeps them longest first (other hosts take from the same list).
+TEST(Pool, SpreadPicksAreNotPlanned) {
+  std::vector<WorkItem> items;
+  for (int i = 0; i < 12; ++i) {
+    items.push_back(item("h" + std::to_string(i), 10 + i));
+    items.back().predicted.from_history = true;
+  }
+  Pool pool(items, {4, 0, 0});
+  pool.spread_picks(1, kSpreadBand);
+  std::vector<std::size_t> longest_first;
+  for (int i = 11; i >= 0; --i) longest_first.push_back(static_cast<std::size_t>(i));
+  EXPECT_EQ(pool.order(), longest_first);
+}
+
 TEST(Pool, PickRespectsMaxParallel) {
   Pool pool({item("a", 30), item("b", 20), item("c", 10)}, {2, 0, 0});
   EXPECT_EQ(pool.parallel_limit(), 2);

@@ -177,7 +177,8 @@ public:
   // start whose prediction is within `band` (a share) of the first one's,
   // this launcher takes the one that `seed` ranks first (rendezvous
   // hashing): launchers with different seeds start different graphs of about
-  // the same cost, and costliest first still holds across them.
+  // the same cost, and costliest first still holds across them. No plan of
+  // the slots orders them then.
   void spread_picks(std::uint64_t seed, double band);
 
   // The next item to start now, if any may start.
