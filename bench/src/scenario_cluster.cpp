@@ -354,13 +354,14 @@ Scenario run_cluster(const Context& context) {
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
         " compiles share with it (a real S3 does not take the hosts' cores). Where the S3 requests go: each host's "
         "launcher takes a graph's lock itself (one create-only PUT, since the gateway honours If-None-Match, which "
-        "the launcher finds out once) before its worker starts, so a race lost to another host costs a request, "
-        "not a worker; it looks at the graphs it passes through one walk of the version folder (reused for half a "
-        "second, walked again after a race lost), reads a lock object only when it is older than the launcher or a "
-        "minute, and picks among the graphs within 25% of the costliest by a seed of its own, so the hosts start "
-        "different graphs. What is left: the first second or two, when 128 slots fill through the gateway's PUTs, "
-        "and each compile's requests on its critical path (a listing, graph and flags, then the NEFF, its record and "
-        "model.done, and the lock's release).");
+        "the launcher finds out once) and brings its graph before the worker starts, so a race lost to another host "
+        "costs a request, not a worker, and the worker compiles in the mirror without an S3 client of its own; the "
+        "result goes up, and the lock is released, on the launcher's upload threads while the slot compiles its next "
+        "graph. It looks at the graphs it passes through one walk of the version folder (reused for half a second), "
+        "reads a lock object only when it is older than the launcher or a minute, does not plan its slots, and picks "
+        "among the graphs within 25% of the costliest by a seed of its own, so the hosts start different graphs. "
+        "What is left is the launcher's event loop: each pick's requests (the walk, the lock, graph and flags) are "
+        "made one after another, at the gateway's latency on a busy machine.");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});

@@ -78,8 +78,6 @@ options:
   --shared-cache URL     compile-entry: DIR is an entry of the local mirror of the
                          shared cache URL; it is compiled under the lock of the
                          entry there (or its result there downloaded) and pushed there
-  --shared-lock-held     compile-entry: the process that started this one holds
-                         that lock for it (the parallel compile's launcher)
   --                     every word after it is a compiler flag
 
 environment:
@@ -576,7 +574,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   store();
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
-                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}, {}, true, false};
+                                       context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}, {}, true};
   auto deliver = [&](const cache::Entry& done) {
     auto integrity = deliver_neff(done, command.output);
     if (!integrity || *integrity == cache::Integrity::mismatch)
@@ -635,7 +633,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   util::ArgScanner args(words);
   CommonOptions common;
   std::optional<fs::path> entry_dir;
-  bool no_evict = false, no_wait = false, shared_lock_held = false;
+  bool no_evict = false, no_wait = false;
   std::optional<std::string> shared_url;
   std::vector<std::string> cache_words;
   while (!args.done()) {
@@ -644,7 +642,6 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
     else if (auto url = args.take_value("--shared-cache")) shared_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) no_wait = true;
-    else if (args.take_flag("--shared-lock-held")) shared_lock_held = true;
     else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
     else if (!entry_dir) entry_dir = fs::path(args.next());
     else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
@@ -654,7 +651,6 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   // launcher passes with --no-wait, and must not bring the wait back.
   if (no_wait) common.lock_wait = std::chrono::milliseconds(0);
   if (!entry_dir) throw UsageError("compile-entry needs the entry directory");
-  if (shared_lock_held && !shared_url) throw UsageError("compile-entry --shared-lock-held needs --shared-cache URL");
   auto from_command_line = config::split_cache_options(cache_words, "command line");
   if (!from_command_line.compiler_flags.empty())
     throw UsageError("compile-entry takes its compiler flags from the entry's compile_flags.json, not '" +
@@ -678,8 +674,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   }
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
-                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true,
-                                       shared_lock_held};
+                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;

@@ -63,7 +63,7 @@ EntryCompileResult compile_shared_entry(const cache::SharedTier& shared, const c
   const auto deadline = std::chrono::steady_clock::now() + options.lock_wait;
   storage::Lock lock; // renewed while held
   bool told = false;
-  for (; !options.shared_lock_held;) {
+  for (;;) {
     auto got = shared.try_lock(key);
     if (!got) throw EnvironmentError(got.error());
     if (auto* taken = std::get_if<storage::Lock>(&*got)) {

@@ -35,10 +35,11 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (attempt.retry) argv.emplace_back("--retry_failed_compilation");
-  if (config.shared_cache_url) {
+  // Under the launcher's lock, with the graph brought: a compile in the
+  // directory alone, which the launcher then uploads.
+  if (config.shared_cache_url && !attempt.shared_lock_held) {
     argv.emplace_back("--shared-cache");
     argv.push_back(*config.shared_cache_url);
-    if (attempt.shared_lock_held) argv.emplace_back("--shared-lock-held");
   }
   return argv;
 }
@@ -405,13 +406,16 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
                           config.log_dir / (attempt_name + ".result.json"),
                           p.attempts > 0 || config.retry_cached_failures, lock_taken};
-      pool.start(i, now);
-      if (config.trace) config.trace->attempt_started(i, now);
+      // Now, not the tick's start: looks and locks in a shared cache take
+      // requests, and a compile's measured time starts with its worker.
+      const double started_at = runner.now();
+      pool.start(i, started_at);
+      if (config.trace) config.trace->attempt_started(i, started_at);
       if (auto started = runner.start(attempt); !started) {
-        if (lock_taken) config.held_look->release_lock(item.entry_dir);
+        if (lock_taken) config.held_look->attempt_ended(item.entry_dir);
         AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
-        pool.finish(i, AttemptEnd::failed, info, now);
-        if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, now);
+        pool.finish(i, AttemptEnd::failed, info, started_at);
+        if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, started_at);
       } else if (lock_taken) {
         locks_held.insert(i);
       }
@@ -431,8 +435,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       break;
     }
     for (const auto& ended : events.ended) {
-      // The worker has uploaded what it had to: the graph is free again.
-      if (locks_held.erase(ended.item) > 0) config.held_look->release_lock(pool.items()[ended.item].entry_dir);
+      // The worker has ended: its result goes up, then the lock goes.
+      if (locks_held.erase(ended.item) > 0) config.held_look->attempt_ended(pool.items()[ended.item].entry_dir);
       const double at = runner.now();
       pool.finish(ended.item, ended.end, ended.info, at);
       if (config.trace) config.trace->attempt_ended(pool, ended.item, ended.end, ended.info, at);
@@ -450,12 +454,14 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     progress.finish();
     spdlog::warn("received {}; stopping {} compile(s)", util::signal_name(result.interrupted_by), runner.running());
     runner.stop_all(result.interrupted_by);
-    for (std::size_t i : locks_held) config.held_look->release_lock(pool.items()[i].entry_dir);
+    for (std::size_t i : locks_held) config.held_look->attempt_ended(pool.items()[i].entry_dir);
   } else {
     double t = runner.now();
     progress.update(snapshot(pool, t - start, t));
     progress.finish();
   }
+  // The last results go up before the run is over.
+  if (config.held_look) config.held_look->finish();
   result.wall_seconds = runner.now() - start;
   if (config.trace) config.trace->close(pool, runner.now());
   return result;

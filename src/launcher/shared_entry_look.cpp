@@ -3,11 +3,13 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
+#include <npc/launcher/result_uploads.hpp>
 
 namespace npc::launcher {
 
@@ -15,10 +17,11 @@ namespace {
 
 class SharedEntryLook final : public HeldEntryLook {
 public:
-  SharedEntryLook(std::shared_ptr<storage::Storage> connection, const cache::Cache& mirror, bool retry_failed,
-                  cache::DownloadResult download, std::optional<std::size_t> version_objects)
+  SharedEntryLook(std::shared_ptr<storage::Storage> connection,
+                  std::vector<std::shared_ptr<storage::Storage>> upload_connections, const cache::Cache& mirror,
+                  bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects)
       : shared_(std::move(connection), mirror), retry_failed_(retry_failed), download_(download),
-        version_objects_(version_objects) {
+        version_objects_(version_objects), uploads_(std::move(upload_connections), mirror) {
     // A second of margin: S3's clock and ours are not the same clock.
     memo_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
   }
@@ -83,14 +86,8 @@ public:
         spdlog::debug("cannot take the lock of {}: {}; its worker tries", shared_.describe(*key), created.error());
         return Take::left_to_worker;
       }
-      if (*created) {
-        taken_.insert_or_assign(entry_dir.string(), std::move(**created));
-        return Take::taken;
-      }
+      if (*created) return with_graph(*key, entry_dir, std::move(**created));
       created_over_.insert(entry_dir.string());
-      // The walk that showed it free is behind the other hosts' picks: the
-      // next look walks again and sees what they took meanwhile.
-      walk_.reset();
       return Take::held;
     }
     auto got = shared_.try_lock(*key);
@@ -98,24 +95,39 @@ public:
       spdlog::debug("cannot take the lock of {}: {}; its worker tries", shared_.describe(*key), got.error());
       return Take::left_to_worker;
     }
-    if (auto* taken = std::get_if<storage::Lock>(&*got)) {
-      taken_.insert_or_assign(entry_dir.string(), std::move(*taken));
-      return Take::taken;
-    }
+    if (auto* taken = std::get_if<storage::Lock>(&*got)) return with_graph(*key, entry_dir, std::move(*taken));
     // What was read of it spares the next look its reading while unchanged.
     memo_.remember(shared_.lock_key(*key), std::get<storage::Lock::Held>(*got).facts);
     return Take::held;
   }
 
-  void release_lock(const fs::path& entry_dir) override {
+  void attempt_ended(const fs::path& entry_dir) override {
     auto it = taken_.find(entry_dir.string());
     if (it == taken_.end()) return;
-    if (auto s = it->second.release(); !s)
-      spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", entry_dir.string(), s.error());
+    uploads_.add(it->second.first, std::move(it->second.second));
     taken_.erase(it);
   }
 
+  void finish() override { uploads_.wait(); }
+
 private:
+  // A lock just taken: the graph comes into the mirror now, so that the
+  // worker compiles there alone, as in a directory (no S3 client of its
+  // own). Not brought (S3 failing, the graph removed): the lock goes and
+  // the worker does it all, and reports what it meets.
+  Take with_graph(const cache::CacheKey& key, const fs::path& entry_dir, storage::Lock lock) {
+    auto graph = shared_.fetch_graph(key);
+    if (!graph || !*graph) {
+      if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", shared_.describe(key), graph.error());
+      if (auto s = lock.release(); !s)
+        spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", shared_.describe(key),
+                     s.error());
+      return Take::left_to_worker;
+    }
+    taken_.insert_or_assign(entry_dir.string(), std::pair{key, std::move(lock)});
+    return Take::taken;
+  }
+
   static Pool::Found from(cache::SharedLook look) {
     switch (look) {
     case cache::SharedLook::done: return Pool::Found::done;
@@ -158,16 +170,20 @@ private:
   std::optional<std::vector<storage::TreeFile>> walk_; // recent_walk's
   std::string walk_dir_;
   std::chrono::steady_clock::time_point walked_at_;
-  std::map<std::string, storage::Lock> taken_; // by entry folder: locks held for running workers
+  // By entry folder: the locks held for running workers.
+  std::map<std::string, std::pair<cache::CacheKey, storage::Lock>> taken_;
+  ResultUploads uploads_;
 };
 
 } // namespace
 
 std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
+                                                      std::vector<std::shared_ptr<storage::Storage>> upload_connections,
                                                       const cache::Cache& mirror, bool retry_failed,
                                                       cache::DownloadResult download,
                                                       std::optional<std::size_t> version_objects) {
-  return std::make_shared<SharedEntryLook>(std::move(connection), mirror, retry_failed, download, version_objects);
+  return std::make_shared<SharedEntryLook>(std::move(connection), std::move(upload_connections), mirror, retry_failed,
+                                           download, version_objects);
 }
 
 } // namespace npc::launcher

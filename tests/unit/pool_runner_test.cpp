@@ -285,9 +285,11 @@ public:
     taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken ? " taken" : " held"));
     return take;
   }
-  void release_lock(const fs::path& entry_dir) override {
+  void attempt_ended(const fs::path& entry_dir) override {
     released.emplace_back(clock_.now(), entry_dir.filename().string());
   }
+  void finish() override { finished_at = clock_.now(); }
+  double finished_at = -1;
   std::map<std::string, std::deque<Take>> script;
   std::vector<std::pair<double, std::string>> taken, released;
 
@@ -297,8 +299,9 @@ private:
 
 // The launcher takes the shared lock before a worker starts: a graph another
 // host holds starts no worker (it is looked at again), a taken one starts a
-// worker told --shared-lock-held, and each lock is released once its worker
-// has ended, or at once when the worker could not start.
+// worker started without --shared-cache (the graph is brought), and each
+// attempt's end is passed on (its upload, then the lock's release), at once
+// when the worker could not start; the run waits for those before it ends.
 TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesItAfter) {
   Pool pool({pending_item(kModuleA, 30), pending_item(kModuleB, 20), pending_item(kModuleC, 10)}, {4, 0, 0});
   auto look = std::make_shared<LockingLook>(runner);
@@ -331,6 +334,7 @@ TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesIt
   EXPECT_EQ(look->released[1], (std::pair<double, std::string>{3, kModuleB}));
   EXPECT_NEAR(look->released[2].first, 4.5, 0.01);
   EXPECT_EQ(look->released[2].second, kModuleA);
+  EXPECT_NEAR(look->finished_at, 4.5, 0.01) << "the run waits for the uploads";
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
   EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
   EXPECT_EQ(pool.progress()[2].state, ItemState::failed);

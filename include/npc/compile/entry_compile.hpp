@@ -53,10 +53,6 @@ struct EntryCompileOptions {
   // False: a failed compile leaves the entry pending, nothing cached, so that
   // the cache never makes a later compile fail (the masquerade's).
   bool cache_failures = true;
-  // The shared tier's lock of the entry is held for this compile by the
-  // process that started it (the launcher, for its worker): compiled and
-  // uploaded under that lock, neither taken nor released here.
-  bool shared_lock_held = false;
 };
 
 enum class EntryOutcome {

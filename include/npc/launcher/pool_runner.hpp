@@ -46,19 +46,23 @@ public:
   [[nodiscard]] virtual bool downloads() const { return true; }
 
   // The shared lock of a graph about to be compiled, taken by the launcher
-  // itself just before its worker starts (and renewed meanwhile): hosts
-  // walking the same graphs at once then lose a race for one with a request
-  // or two, not a worker's start, and the worker (told --shared-lock-held)
-  // compiles and uploads under it. left_to_worker: not taken here (the
-  // worker takes it, as without a shared tier, and breaks a stale one).
+  // itself just before its worker starts (and renewed meanwhile), with the
+  // graph brought into this host's directory: hosts walking the same graphs
+  // at once then lose a race for one with a request or two, not a worker's
+  // start, and the worker compiles in the directory alone (started without
+  // --shared-cache). left_to_worker: not taken here (the worker takes it,
+  // brings the graph and uploads the result, as without this).
   enum class Take { taken, held, left_to_worker };
   [[nodiscard]] virtual Take take_lock(const fs::path& entry_dir) {
     (void)entry_dir;
     return Take::left_to_worker;
   }
-  // Releases what take_lock took, once its worker has ended (its result,
-  // if any, uploaded): removed only while it is still the one we wrote.
-  virtual void release_lock(const fs::path& entry_dir) { (void)entry_dir; }
+  // The worker of a graph take_lock took has ended: its result, if any, goes
+  // to the shared cache and the lock is released (on threads of their own:
+  // this returns at once).
+  virtual void attempt_ended(const fs::path& entry_dir) { (void)entry_dir; }
+  // Returns once what attempt_ended started has ended.
+  virtual void finish() {}
 };
 
 struct RunnerConfig {
@@ -100,7 +104,7 @@ struct AttemptSpec {
   fs::path log;         // the attempt's output
   fs::path result_file; // the worker's report (compile/worker_report.hpp)
   bool retry = false;   // compile a cached failure again
-  bool shared_lock_held = false; // the launcher holds its shared lock (HeldEntryLook::take_lock)
+  bool shared_lock_held = false; // the launcher holds its shared lock and brought its graph (HeldEntryLook::take_lock)
 };
 
 struct AttemptEnded {

@@ -15,17 +15,23 @@
 // (cache::LockMemo): looks at a graph held for minutes cost the listing, and
 // a read per renewal of its lock.
 //
-// Locks. The launcher takes a graph's lock just before its worker starts
-// (take_lock) and releases it once the worker has ended: once per run it
-// finds out whether the server honours create-only PUTs, and then a lock is
-// one PUT. A graph a walk showed free and another host took meanwhile costs
-// that PUT alone the first time; found free again later, its lock is judged
-// and broken when stale (storage::Lock::try_acquire).
+// Locks and transfers. The launcher takes a graph's lock just before its
+// worker starts (take_lock) and brings the graph into the mirror, so the
+// worker compiles there as in a directory, with no S3 client of its own
+// (a process that loads libcurl and opens connections cost about a second
+// of a busy machine per compile). Once the worker has ended, the result is
+// uploaded and the lock released on a thread of their own
+// (result_uploads.hpp). Once per run the launcher finds out whether the
+// server honours create-only PUTs, and then a lock is one PUT. A graph a
+// walk showed free and another host took meanwhile costs that PUT alone the
+// first time; found free again later, its lock is judged and broken when
+// stale (storage::Lock::try_acquire).
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <npc/cache/shared_tier.hpp>
 #include <npc/launcher/pool_runner.hpp>
@@ -40,9 +46,14 @@ inline constexpr auto kWalkReuse = std::chrono::milliseconds(500);
 // (about 2,000 entries); in a larger cache each graph looked at is listed.
 inline constexpr std::size_t kMaxPickWalkPages = 4;
 
-[[nodiscard]] std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
-                                                                    const cache::Cache& mirror, bool retry_failed,
-                                                                    cache::DownloadResult download,
-                                                                    std::optional<std::size_t> version_objects);
+// The uploads of results (result_uploads.hpp) go over `upload_connections`,
+// one thread each.
+[[nodiscard]] std::shared_ptr<HeldEntryLook>
+make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
+                       std::vector<std::shared_ptr<storage::Storage>> upload_connections, const cache::Cache& mirror,
+                       bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects);
+
+// Threads that upload results at once, each over a connection of its own.
+inline constexpr std::size_t kUploadConnections = 4;
 
 } // namespace npc::launcher
