@@ -398,6 +398,11 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           others_seen = true;
           pool.mark_held_elsewhere(i, now);
           continue;
+        case HeldEntryLook::Take::done:
+          others_seen = true;
+          pool.revisit(i, Pool::Found::done, now);
+          progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
+          continue;
         case HeldEntryLook::Take::taken: lock_taken = true; break;
         case HeldEntryLook::Take::left_to_worker: break;
         }

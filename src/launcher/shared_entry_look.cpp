@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
+#include <npc/cache/listing.hpp>
 #include <npc/launcher/result_uploads.hpp>
 
 namespace npc::launcher {
@@ -111,18 +112,33 @@ public:
   void finish() override { uploads_.wait(); }
 
 private:
-  // A lock just taken: the graph comes into the mirror now, so that the
-  // worker compiles there alone, as in a directory (no S3 client of its
-  // own). Not brought (S3 failing, the graph removed): the lock goes and
-  // the worker does it all, and reports what it meets.
+  // A lock just taken. The entry is listed first: the look that showed it
+  // free may be older than a whole compile of another host, which took the
+  // lock, published and let go meanwhile. Then the graph comes into the
+  // mirror, so that the worker compiles there alone, as in a directory (no
+  // S3 client of its own). A result there (downloaded by a worker when this
+  // run downloads them), a graph not brought (S3 failing, the graph
+  // removed): the lock goes and the worker does what is left, and reports
+  // what it meets.
   Take with_graph(const cache::CacheKey& key, const fs::path& entry_dir, storage::Lock lock) {
-    auto graph = shared_.fetch_graph(key);
-    if (!graph || !*graph) {
-      if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", shared_.describe(key), graph.error());
+    auto let_go = [&](Take take) {
       if (auto s = lock.release(); !s)
         spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", shared_.describe(key),
                      s.error());
-      return Take::left_to_worker;
+      return take;
+    };
+    auto names = shared_.storage()->list(key.relative_path().generic_string());
+    if (!names) {
+      spdlog::debug("cannot look at {}: {}; its worker tries", shared_.describe(key), names.error());
+      return let_go(Take::left_to_worker);
+    }
+    const cache::ListedEntry listed = cache::read_listing(*names);
+    if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::done);
+    if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker);
+    auto graph = shared_.fetch_graph(key);
+    if (!graph || !*graph) {
+      if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", shared_.describe(key), graph.error());
+      return let_go(Take::left_to_worker);
     }
     taken_.insert_or_assign(entry_dir.string(), std::pair{key, std::move(lock)});
     return Take::taken;

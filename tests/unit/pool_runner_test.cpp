@@ -282,7 +282,9 @@ public:
       take = left.front();
       left.pop_front();
     }
-    taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken ? " taken" : " held"));
+    taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken  ? " taken"
+                                                                       : take == Take::held ? " held"
+                                                                                            : " done"));
     return take;
   }
   void attempt_ended(const fs::path& entry_dir) override {
@@ -338,6 +340,22 @@ TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesIt
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
   EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
   EXPECT_EQ(pool.progress()[2].state, ItemState::failed);
+}
+
+// Another host compiled the graph between the look and the lock: no worker
+// starts, and it counts as compiled there.
+TEST_F(PoolRunnerTest, AGraphFoundDoneOnceItsLockIsTakenStartsNoWorker) {
+  Pool pool({pending_item(kModuleA, 30)}, {4, 0, 0});
+  auto look = std::make_shared<LockingLook>(runner);
+  look->script[kModuleA] = {HeldEntryLook::Take::done};
+  config.held_look = look;
+  config.shared_cache_url = "s3://bucket/cache";
+  std::ignore = run(pool);
+  EXPECT_TRUE(runner.starts.empty());
+  EXPECT_TRUE(look->released.empty());
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
+  EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: compiled by another node, downloaded: " +
+                                               kModuleA});
 }
 
 // Without a shared tier's URL the workers take their locks themselves, as

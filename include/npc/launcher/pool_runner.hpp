@@ -51,8 +51,10 @@ public:
   // at once then lose a race for one with a request or two, not a worker's
   // start, and the worker compiles in the directory alone (started without
   // --shared-cache). left_to_worker: not taken here (the worker takes it,
-  // brings the graph and uploads the result, as without this).
-  enum class Take { taken, held, left_to_worker };
+  // brings the graph and uploads the result, as without this). done: the
+  // graph's result was there once the lock was taken (another host compiled
+  // it since the last look), and the lock let go.
+  enum class Take { taken, held, done, left_to_worker };
   [[nodiscard]] virtual Take take_lock(const fs::path& entry_dir) {
     (void)entry_dir;
     return Take::left_to_worker;
