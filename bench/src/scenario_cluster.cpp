@@ -358,7 +358,7 @@ Scenario run_cluster(const Context& context) {
         "costs a request, not a worker, and the worker compiles in the mirror without an S3 client of its own; the "
         "result goes up, and the lock is released, on the launcher's upload threads while the slot compiles its next "
         "graph. It looks at the graphs it passes through one walk of the version folder (reused for half a second), "
-        "reads a lock object only when it is older than the launcher or a minute, does not plan its slots, and picks "
+        "reads a lock object only when it is older than the launcher or 10 s, does not plan its slots, and picks "
         "among the graphs within 25% of the costliest by a seed of its own, so the hosts start different graphs. "
         "What is left is the launcher's event loop: each pick's requests (the walk, the lock, graph and flags) are "
         "made one after another, at the gateway's latency on a busy machine.");

@@ -241,8 +241,12 @@ SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::
   std::optional<storage::LockFacts> facts;
   if (auto judged = memo.find(lock_key, lock->size, lock->modified))
     facts = storage::judge_lock_read(judged->bytes, judged->modified, mirror_.stale_lock_age(), now);
-  else if (memo.presumed_held(lock->modified, now))
+  else if (memo.presumed_held(lock->modified, now)) {
+    spdlog::debug("{} is still held in {}: the lock was written {} ago (presumed held, not read)", key.module_name(),
+                  shared_->describe(),
+                  util::format_seconds(std::max(0.0, std::chrono::duration<double>(now - lock->modified).count())));
     return SharedLook::held;
+  }
   if (!facts) {
     auto read = storage::judge_listed_lock(*shared_, lock_key, lock->size, lock->modified, mirror_.stale_lock_age(), now);
     if (!read) {

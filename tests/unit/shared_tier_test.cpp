@@ -420,7 +420,7 @@ TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenO
   EXPECT_EQ(look(), SharedLook::pending);
 }
 
-// A lock object written after the watcher started and less than a minute
+// A lock object written after the watcher started and less than ten seconds
 // ago is presumed held without reading; older ones, and any when the watcher
 // presumes nothing, are read.
 TEST(LockMemoPresumption, OnlyYoungLocksWrittenSinceTheWatcherStarted) {
@@ -430,8 +430,8 @@ TEST(LockMemoPresumption, OnlyYoungLocksWrittenSinceTheWatcherStarted) {
   EXPECT_FALSE(memo.presumed_held(started + 1s, started + 2s));
   memo.presume_held_since(started);
   EXPECT_TRUE(memo.presumed_held(started + 1s, started + 2s));
-  EXPECT_TRUE(memo.presumed_held(started, started + 59s));
-  EXPECT_FALSE(memo.presumed_held(started, started + 60s)) << "a minute old: read";
+  EXPECT_TRUE(memo.presumed_held(started, started + 9s));
+  EXPECT_FALSE(memo.presumed_held(started, started + 10s)) << "ten seconds old: read";
   EXPECT_FALSE(memo.presumed_held(started - 1s, started + 2s)) << "left by a run before the watcher: read";
   EXPECT_FALSE(memo.presumed_held(started + 30s, started)) << "from far ahead of our clock: read";
 }

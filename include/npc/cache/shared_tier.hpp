@@ -80,10 +80,10 @@ struct Brought {
 // A watcher may also presume held, without reading it, a lock object written
 // after it started and less than kPresumeHeldFor ago (presume_held_since):
 // a lock is that young because its holder took or renewed it a moment ago.
-// What that skips is a holder of this host that died within the last
-// minute, whose lock is then taken over that much later; a lock left by a
-// run before this one (a launcher killed and started again) is older than
-// the watcher and read as before.
+// What that skips is a holder of this host that died within those seconds,
+// or a record that expires sooner, whose lock is then taken over up to
+// that much later; a lock left by a run before this one (a launcher killed
+// and started again) is older than the watcher and read as before.
 class LockMemo {
 public:
   [[nodiscard]] std::optional<storage::LockFacts> find(const std::string& lock_key, std::uint64_t size,
@@ -99,7 +99,9 @@ private:
   std::optional<storage::Time> presume_since_;
 };
 
-inline constexpr std::chrono::seconds kPresumeHeldFor{60};
+// Short beside any lock's time to live (ours: 10 minutes), long beside most
+// compiles' looks at a graph another host holds.
+inline constexpr std::chrono::seconds kPresumeHeldFor{10};
 
 // How look_all lists: one walk of the version folder for every entry, or a
 // listing of each entry's folder (cheaper when few are looked at in a large
