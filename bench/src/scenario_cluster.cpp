@@ -354,14 +354,17 @@ Scenario run_cluster(const Context& context) {
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
         " compiles share with it (a real S3 does not take the hosts' cores). Where the S3 requests go: each host's "
         "launcher takes a graph's lock itself (one create-only PUT, since the gateway honours If-None-Match, which "
-        "the launcher finds out once) and brings its graph before the worker starts, so a race lost to another host "
-        "costs a request, not a worker, and the worker compiles in the mirror without an S3 client of its own; the "
-        "result goes up, and the lock is released, on the launcher's upload threads while the slot compiles its next "
-        "graph. It looks at the graphs it passes through one walk of the version folder (reused for half a second), "
-        "reads a lock object only when it is older than the launcher or 10 s, does not plan its slots, and picks "
-        "among the graphs within 25% of the costliest by a seed of its own, so the hosts start different graphs. "
-        "What is left is the launcher's event loop: each pick's requests (the walk, the lock, graph and flags) are "
-        "made one after another, at the gateway's latency on a busy machine.");
+        "the launcher finds out once), lists the entry and brings its graph before the worker starts, so a race lost "
+        "to another host costs a request, not a worker, and the worker compiles in the mirror without an S3 client "
+        "of its own; the takes, and the uploads of results with the release of their locks, run on the launcher's "
+        "transfer threads beside its event loop, so the slots free at once take their locks together. It looks at "
+        "the graphs it passes through one walk of the version folder (reused for half a second), reads a lock "
+        "object only when it is older than the launcher or 10 s, looks again at graphs held elsewhere only once it "
+        "has nothing of its own ready to start, does not plan its slots, and picks among the graphs within 25% of "
+        "the costliest by a seed of its own, so the hosts start different graphs. What is left is contention: all "
+        "hosts pick from the costliest graphs left, so many of their creates are refused (a request each, and a "
+        "round trip before the slot's next pick), and every request waits for a share of the 2 cores the gateway "
+        "itself uses.");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});

@@ -68,7 +68,7 @@ std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir
 std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed, cache::DownloadResult download) const {
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
-  return make_shared_entry_look(shared_->connection(), storage::open(*url_, kUploadConnections), cache_, retry_failed,
+  return make_shared_entry_look(shared_->connection(), storage::open(*url_, kTransferConnections), cache_, retry_failed,
                                 download, shared_->version_objects());
 }
 

@@ -209,6 +209,16 @@ void Pool::start(std::size_t i, double now) {
   memory_in_use_ += items_[i].predicted.peak_bytes;
 }
 
+void Pool::begin(std::size_t i, double now) { progress_[i].started_at = now; }
+
+void Pool::withdraw(std::size_t i) {
+  auto& p = progress_[i];
+  --running_;
+  memory_in_use_ -= std::min(memory_in_use_, items_[i].predicted.peak_bytes);
+  undo_start(i);
+  p.state = p.attempts > 0 ? ItemState::retry_wait : ItemState::queued;
+}
+
 void Pool::undo_start(std::size_t i) {
   auto& p = progress_[i];
   --p.attempts;
@@ -300,9 +310,12 @@ void Pool::finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info
 }
 
 std::vector<std::size_t> Pool::due_revisits(double now) const {
+  const bool work_waits = any_ready(now);
   std::vector<std::size_t> due;
   for (std::size_t i = 0; i < progress_.size(); ++i)
-    if (progress_[i].state == ItemState::deferred && progress_[i].eligible_at <= now) due.push_back(i);
+    if (progress_[i].state == ItemState::deferred && progress_[i].eligible_at <= now &&
+        !(progress_[i].held_elsewhere && work_waits))
+      due.push_back(i);
   // The longest due first: a runner that looks at only some of them in one
   // tick (looks at a shared cache cost a request each) reaches the rest next.
   std::stable_sort(due.begin(), due.end(),
@@ -374,12 +387,20 @@ bool Pool::finished() const {
   return true;
 }
 
-std::optional<double> Pool::next_due() const {
+std::optional<double> Pool::next_due(double now) const {
+  // Graphs held elsewhere wait for this pool's ready work (due_revisits).
+  const bool work_waits = any_ready(now);
   std::optional<double> due;
   for (const auto& p : progress_)
-    if (p.state == ItemState::deferred || p.state == ItemState::retry_wait)
+    if ((p.state == ItemState::deferred && !(p.held_elsewhere && work_waits)) || p.state == ItemState::retry_wait)
       due = due ? std::min(*due, p.eligible_at) : p.eligible_at;
   return due;
+}
+
+bool Pool::any_ready(double now) const {
+  for (std::size_t i = 0; i < progress_.size(); ++i)
+    if (ready(i, now)) return true;
+  return false;
 }
 
 std::size_t Pool::count(ItemState state) const {

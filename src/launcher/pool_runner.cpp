@@ -172,7 +172,11 @@ public:
 
   Events wait(std::chrono::milliseconds timeout) override {
     Events events;
-    for (int sig : signals_.wait(static_cast<int>(timeout.count())))
+    // A take of a shared lock that ends (HeldEntryLook::wake_fd) ends the
+    // wait too: its worker is to start.
+    std::vector<int> fds;
+    if (config_.held_look && config_.held_look->wake_fd() >= 0) fds.push_back(config_.held_look->wake_fd());
+    for (int sig : signals_.wait(static_cast<int>(timeout.count()), fds))
       if (sig != SIGCHLD && events.interrupt == 0) events.interrupt = sig;
     if (events.interrupt != 0) return events;
     std::set<pid_t> tracked;
@@ -271,6 +275,59 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
   double start = runner.now();
   std::set<std::size_t> waits_said; // each graph held elsewhere is named once
   std::set<std::size_t> locks_held; // shared locks this launcher holds for its running workers
+  // The launcher takes the shared lock itself (HeldEntryLook::begin_take),
+  // beside this loop, before a worker starts.
+  const bool takes_locks = config.held_look && config.shared_cache_url;
+  bool others_seen = false;
+
+  // The worker of item i, which the pool has started.
+  auto start_worker = [&](std::size_t i, bool lock_taken) {
+    const WorkItem& item = pool.items()[i];
+    const ItemProgress& p = pool.progress()[i];
+    std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts);
+    AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
+                        config.log_dir / (attempt_name + ".result.json"),
+                        p.attempts > 1 || config.retry_cached_failures, lock_taken};
+    // Now, not the tick's start: looks and locks in a shared cache take
+    // requests, and a compile's measured time starts with its worker.
+    const double started_at = runner.now();
+    pool.begin(i, started_at);
+    if (config.trace) config.trace->attempt_started(i, started_at);
+    if (auto started = runner.start(attempt); !started) {
+      if (lock_taken) config.held_look->attempt_ended(item.entry_dir);
+      AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
+      pool.finish(i, AttemptEnd::failed, info, started_at);
+      if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, started_at);
+    } else if (lock_taken) {
+      locks_held.insert(i);
+    }
+  };
+  // Starts the workers of the takes ended; whether one gave its slot back.
+  auto settle_takes = [&] {
+    bool slot_freed = false;
+    for (const auto& ended : config.held_look->takes_ended()) {
+      const std::size_t i = ended.item;
+      const double at = runner.now();
+      switch (ended.take) {
+      case HeldEntryLook::Take::held:
+        others_seen = true;
+        slot_freed = true;
+        pool.withdraw(i);
+        pool.mark_held_elsewhere(i, at);
+        break;
+      case HeldEntryLook::Take::done:
+        others_seen = true;
+        slot_freed = true;
+        pool.withdraw(i);
+        pool.revisit(i, Pool::Found::done, at);
+        progress.event(done_elsewhere_event(*config.held_look) + short_name(pool.items()[i]));
+        break;
+      case HeldEntryLook::Take::taken: start_worker(i, true); break;
+      case HeldEntryLook::Take::left_to_worker: start_worker(i, false); break;
+      }
+    }
+    return slot_freed;
+  };
 
   while (!pool.finished()) {
     double now = runner.now();
@@ -345,85 +402,63 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     }
     // Counted once a tick (the picks below are the loop's hot path), and
     // set by what their looks find.
-    bool others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
-    while (auto next = pool.pick(now)) {
-      std::size_t i = *next;
-      const WorkItem& item = pool.items()[i];
-      const ItemProgress& p = pool.progress()[i];
-      // Launchers sharing a cache all walk the graphs in about the same
-      // order, so by the time one reaches a graph another has often
-      // compiled it or holds it: a look settles that without a worker's
-      // start (a process, the key, the lock; on S3 the same listing and
-      // download as here). The look is a stat of the entry; in a shared
-      // tier, its listing (shared_entry_look.hpp) and the result's download
-      // when it is done. Without the shared tier's URL (a test's look) only
-      // while the tick's budget for looks lasts and once another launcher
-      // has shown itself. Anything else is the worker's to handle (a stale
-      // lock to break, a cached failure to report).
-      if (p.attempts == 0) {
-        bool blocks = false; // another process holds its lock now (not stale)
-        Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
-        bool downloaded = false;
-        // A launcher that takes the shared lock itself (take_lock below)
-        // looks first in any case, whatever the tick's looks took: a graph
-        // found done costs a LIST, not a lock taken and released around a
-        // worker that finds it done.
-        const bool takes_locks = config.held_look && config.shared_cache_url;
-        if (found == Pool::Found::pending && config.held_look &&
-            (takes_locks || (others_seen && runner.now() < looks_until))) {
-          found = config.held_look->look(item.entry_dir);
-          downloaded = found == Pool::Found::done;
+    others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
+    for (;;) {
+      while (auto next = pool.pick(now)) {
+        std::size_t i = *next;
+        const WorkItem& item = pool.items()[i];
+        const ItemProgress& p = pool.progress()[i];
+        // Launchers sharing a cache all walk the graphs in about the same
+        // order, so by the time one reaches a graph another has often
+        // compiled it or holds it: a look settles that without a worker's
+        // start (a process, the key, the lock; on S3 the same listing and
+        // download as here). The look is a stat of the entry; in a shared
+        // tier, its listing (shared_entry_look.hpp) and the result's download
+        // when it is done. Without the shared tier's URL (a test's look) only
+        // while the tick's budget for looks lasts and once another launcher
+        // has shown itself. Anything else is the worker's to handle (a stale
+        // lock to break, a cached failure to report).
+        if (p.attempts == 0) {
+          bool blocks = false; // another process holds its lock now (not stale)
+          Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
+          bool downloaded = false;
+          // A launcher that takes the shared lock itself (take_lock below)
+          // looks first in any case, whatever the tick's looks took: a graph
+          // found done costs a LIST, not a lock taken and released around a
+          // worker that finds it done.
+          if (found == Pool::Found::pending && config.held_look &&
+              (takes_locks || (others_seen && runner.now() < looks_until))) {
+            found = config.held_look->look(item.entry_dir);
+            downloaded = found == Pool::Found::done;
+          }
+          others_seen = others_seen || found == Pool::Found::done || found == Pool::Found::locked ||
+                        found == Pool::Found::held_elsewhere;
+          if (found == Pool::Found::done) {
+            pool.revisit(i, Pool::Found::done, now);
+            progress.event((downloaded ? done_elsewhere_event(*config.held_look) : "compiled by another process: ") +
+                           short_name(item));
+            continue;
+          }
+          if (found == Pool::Found::held_elsewhere) {
+            pool.mark_held_elsewhere(i, now);
+            continue;
+          }
+          if (found == Pool::Found::locked && blocks) {
+            pool.mark_locked_elsewhere(i, now);
+            continue;
+          }
         }
-        others_seen = others_seen || found == Pool::Found::done || found == Pool::Found::locked ||
-                      found == Pool::Found::held_elsewhere;
-        if (found == Pool::Found::done) {
-          pool.revisit(i, Pool::Found::done, now);
-          progress.event((downloaded ? done_elsewhere_event(*config.held_look) : "compiled by another process: ") +
-                         short_name(item));
+        pool.start(i, now);
+        if (takes_locks) {
+          // The slot is the take's until it ends (settle_takes).
+          config.held_look->begin_take(i, item.entry_dir);
           continue;
         }
-        if (found == Pool::Found::held_elsewhere) {
-          pool.mark_held_elsewhere(i, now);
-          continue;
-        }
-        if (found == Pool::Found::locked && blocks) {
-          pool.mark_locked_elsewhere(i, now);
-          continue;
-        }
+        start_worker(i, false);
       }
-      bool lock_taken = false;
-      if (config.held_look && config.shared_cache_url) {
-        switch (config.held_look->take_lock(item.entry_dir)) {
-        case HeldEntryLook::Take::held:
-          others_seen = true;
-          pool.mark_held_elsewhere(i, now);
-          continue;
-        case HeldEntryLook::Take::done:
-          others_seen = true;
-          pool.revisit(i, Pool::Found::done, now);
-          progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
-          continue;
-        case HeldEntryLook::Take::taken: lock_taken = true; break;
-        case HeldEntryLook::Take::left_to_worker: break;
-        }
-      }
-      std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts + 1);
-      AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
-                          config.log_dir / (attempt_name + ".result.json"),
-                          p.attempts > 0 || config.retry_cached_failures, lock_taken};
-      // Now, not the tick's start: looks and locks in a shared cache take
-      // requests, and a compile's measured time starts with its worker.
-      const double started_at = runner.now();
-      pool.start(i, started_at);
-      if (config.trace) config.trace->attempt_started(i, started_at);
-      if (auto started = runner.start(attempt); !started) {
-        if (lock_taken) config.held_look->attempt_ended(item.entry_dir);
-        AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
-        pool.finish(i, AttemptEnd::failed, info, started_at);
-        if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, started_at);
-      } else if (lock_taken) {
-        locks_held.insert(i);
-      }
+      // Takes ended: their workers start, and slots a take gave back are
+      // picked for again.
+      if (!takes_locks || !settle_takes()) break;
     }
     if (config.trace) {
       config.trace->load(pool, now);
@@ -432,7 +467,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     if (pool.finished()) break;
 
     int timeout_ms = kProgressTickMs;
-    if (auto due = pool.next_due())
+    if (auto due = pool.next_due(now))
       timeout_ms = std::clamp(static_cast<int>((*due - now) * 1000) + 1, 1, kProgressTickMs);
     auto events = runner.wait(std::chrono::milliseconds(timeout_ms));
     if (events.interrupt != 0) {

@@ -1,16 +1,22 @@
 #include <npc/launcher/shared_entry_look.hpp>
 
+#include <cstdint>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/listing.hpp>
-#include <npc/launcher/result_uploads.hpp>
+#include <npc/launcher/transfer_threads.hpp>
+#include <npc/util/fs.hpp>
 
 namespace npc::launcher {
 
@@ -19,10 +25,11 @@ namespace {
 class SharedEntryLook final : public HeldEntryLook {
 public:
   SharedEntryLook(std::shared_ptr<storage::Storage> connection,
-                  std::vector<std::shared_ptr<storage::Storage>> upload_connections, const cache::Cache& mirror,
+                  std::vector<std::shared_ptr<storage::Storage>> transfer_connections, const cache::Cache& mirror,
                   bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects)
       : shared_(std::move(connection), mirror), retry_failed_(retry_failed), download_(download),
-        version_objects_(version_objects), uploads_(std::move(upload_connections), mirror) {
+        version_objects_(version_objects), transfer_connections_(transfer_connections),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), transfers_(std::move(transfer_connections), mirror) {
     // A second of margin: S3's clock and ours are not the same clock.
     memo_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
   }
@@ -65,53 +72,127 @@ public:
   }
   [[nodiscard]] bool downloads() const override { return download_ == cache::DownloadResult::yes; }
 
-  [[nodiscard]] Take take_lock(const fs::path& entry_dir) override {
+  void begin_take(std::size_t item, const fs::path& entry_dir) override {
     auto key = cache::parse_key(entry_dir.string());
-    if (!key) return Take::left_to_worker;
-    if (!create_learned_) {
-      // Once, before the first lock: where the server honours create-only
-      // PUTs, a lock is one PUT, not a HEAD, a PUT, a pause and a GET.
-      create_learned_ = true;
-      auto exact = shared_.storage()->learn_exclusive_create();
-      if (!exact) spdlog::debug("cannot tell whether {} honours create-only writes: {}", shared_.storage()->describe(),
-                                exact.error());
-      else spdlog::debug("{} {} create-only writes", shared_.storage()->describe(), *exact ? "honours" : "ignores");
+    if (!key) {
+      std::lock_guard guard(ended_mutex_);
+      ended_.push_back({item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false});
+      wake();
+      return;
     }
+    learn_exclusive_create();
     // A graph the last look showed free is usually taken since by another
     // host, whose fresh lock needs no reading: one create says so. Found
     // free again later, its lock is judged (and broken when stale).
-    if (!created_over_.contains(entry_dir.string())) {
-      auto created = shared_.try_create_lock(*key);
-      if (!created) {
-        // The worker meets the same trouble and reports it with its graph.
-        spdlog::debug("cannot take the lock of {}: {}; its worker tries", shared_.describe(*key), created.error());
-        return Take::left_to_worker;
-      }
-      if (*created) return with_graph(*key, entry_dir, std::move(**created));
-      created_over_.insert(entry_dir.string());
-      return Take::held;
-    }
-    auto got = shared_.try_lock(*key);
-    if (!got) {
-      spdlog::debug("cannot take the lock of {}: {}; its worker tries", shared_.describe(*key), got.error());
-      return Take::left_to_worker;
-    }
-    if (auto* taken = std::get_if<storage::Lock>(&*got)) return with_graph(*key, entry_dir, std::move(*taken));
-    // What was read of it spares the next look its reading while unchanged.
-    memo_.remember(shared_.lock_key(*key), std::get<storage::Lock::Held>(*got).facts);
-    return Take::held;
+    const bool create_only = !created_over_.contains(entry_dir.string());
+    transfers_.add_first([this, item, key = *key, dir = entry_dir.string(), create_only](const cache::SharedTier& tier) {
+      Ended ended = take(tier, item, key, dir, create_only);
+      std::lock_guard guard(ended_mutex_);
+      ended_.push_back(std::move(ended));
+      wake();
+    });
   }
+
+  [[nodiscard]] std::vector<TakeEnded> takes_ended() override {
+    std::uint64_t count = 0;
+    std::ignore = ::read(wake_.get(), &count, sizeof count);
+    std::vector<Ended> ended;
+    {
+      std::lock_guard guard(ended_mutex_);
+      ended.swap(ended_);
+    }
+    std::vector<TakeEnded> takes;
+    for (auto& e : ended) {
+      if (e.lock) taken_.insert_or_assign(e.entry_dir, std::pair{*e.key, std::move(*e.lock)});
+      if (e.created_over) created_over_.insert(e.entry_dir);
+      // What was read of it spares the next look its reading while unchanged.
+      if (e.held_facts) memo_.remember(shared_.lock_key(*e.key), *e.held_facts);
+      takes.push_back({e.item, e.take});
+    }
+    return takes;
+  }
+
+  [[nodiscard]] int wake_fd() const override { return wake_.get(); }
 
   void attempt_ended(const fs::path& entry_dir) override {
     auto it = taken_.find(entry_dir.string());
     if (it == taken_.end()) return;
-    uploads_.add(it->second.first, std::move(it->second.second));
+    transfers_.upload(it->second.first, std::move(it->second.second));
     taken_.erase(it);
   }
 
-  void finish() override { uploads_.wait(); }
+  void finish() override {
+    transfers_.wait();
+    // Takes that ended after the run stopped (interrupted): no worker got
+    // their locks.
+    std::vector<Ended> left;
+    {
+      std::lock_guard guard(ended_mutex_);
+      left.swap(ended_);
+    }
+    for (auto& e : left)
+      if (e.lock) transfers_.upload(*e.key, std::move(*e.lock));
+    for (auto& [dir, held] : taken_) transfers_.upload(held.first, std::move(held.second));
+    taken_.clear();
+    transfers_.wait();
+  }
 
 private:
+  // A take that ended (on a transfer thread), for takes_ended to pass on.
+  struct Ended {
+    std::size_t item = 0;
+    std::string entry_dir;
+    std::optional<cache::CacheKey> key;
+    Take take = Take::left_to_worker;
+    std::optional<storage::Lock> lock;          // taken, for the worker
+    std::optional<storage::LockFacts> held_facts; // held, as read
+    bool created_over = false;                  // held, as a create found it
+  };
+
+  void wake() {
+    const std::uint64_t one = 1;
+    std::ignore = ::write(wake_.get(), &one, sizeof one);
+  }
+
+  // Once, before the first lock: where the server honours create-only
+  // PUTs, a lock is one PUT, not a HEAD, a PUT, a pause and a GET.
+  void learn_exclusive_create() {
+    if (create_learned_) return;
+    create_learned_ = true;
+    auto exact = shared_.storage()->learn_exclusive_create();
+    if (!exact) spdlog::debug("cannot tell whether {} honours create-only writes: {}", shared_.storage()->describe(),
+                              exact.error());
+    else spdlog::debug("{} {} create-only writes", shared_.storage()->describe(), *exact ? "honours" : "ignores");
+    for (const auto& connection : transfer_connections_) connection->learn_exclusive_create_from(*shared_.storage());
+  }
+
+  // On a transfer thread, over its connection: the lock, then the graph.
+  Ended take(const cache::SharedTier& tier, std::size_t item, const cache::CacheKey& key, const std::string& entry_dir,
+             bool create_only) const {
+    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false};
+    if (create_only) {
+      auto created = tier.try_create_lock(key);
+      if (!created) {
+        // The worker meets the same trouble and reports it with its graph.
+        spdlog::debug("cannot take the lock of {}: {}; its worker tries", tier.describe(key), created.error());
+        return ended;
+      }
+      if (*created) return with_graph(tier, std::move(ended), std::move(**created));
+      ended.take = Take::held;
+      ended.created_over = true;
+      return ended;
+    }
+    auto got = tier.try_lock(key);
+    if (!got) {
+      spdlog::debug("cannot take the lock of {}: {}; its worker tries", tier.describe(key), got.error());
+      return ended;
+    }
+    if (auto* taken = std::get_if<storage::Lock>(&*got)) return with_graph(tier, std::move(ended), std::move(*taken));
+    ended.take = Take::held;
+    ended.held_facts = std::get<storage::Lock::Held>(*got).facts;
+    return ended;
+  }
+
   // A lock just taken. The entry is listed first: the look that showed it
   // free may be older than a whole compile of another host, which took the
   // lock, published and let go meanwhile. Then the graph comes into the
@@ -120,28 +201,31 @@ private:
   // run downloads them), a graph not brought (S3 failing, the graph
   // removed): the lock goes and the worker does what is left, and reports
   // what it meets.
-  Take with_graph(const cache::CacheKey& key, const fs::path& entry_dir, storage::Lock lock) {
+  Ended with_graph(const cache::SharedTier& tier, Ended ended, storage::Lock lock) const {
+    const cache::CacheKey& key = *ended.key;
     auto let_go = [&](Take take) {
       if (auto s = lock.release(); !s)
-        spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", shared_.describe(key),
+        spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", tier.describe(key),
                      s.error());
-      return take;
+      ended.take = take;
+      return std::move(ended);
     };
-    auto names = shared_.storage()->list(key.relative_path().generic_string());
+    auto names = tier.storage()->list(key.relative_path().generic_string());
     if (!names) {
-      spdlog::debug("cannot look at {}: {}; its worker tries", shared_.describe(key), names.error());
+      spdlog::debug("cannot look at {}: {}; its worker tries", tier.describe(key), names.error());
       return let_go(Take::left_to_worker);
     }
     const cache::ListedEntry listed = cache::read_listing(*names);
     if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::done);
     if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker);
-    auto graph = shared_.fetch_graph(key);
+    auto graph = tier.fetch_graph(key);
     if (!graph || !*graph) {
-      if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", shared_.describe(key), graph.error());
+      if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", tier.describe(key), graph.error());
       return let_go(Take::left_to_worker);
     }
-    taken_.insert_or_assign(entry_dir.string(), std::pair{key, std::move(lock)});
-    return Take::taken;
+    ended.take = Take::taken;
+    ended.lock = std::move(lock);
+    return ended;
   }
 
   static Pool::Found from(cache::SharedLook look) {
@@ -181,6 +265,7 @@ private:
   cache::DownloadResult download_;
   std::optional<std::size_t> version_objects_;
   cache::LockMemo memo_;
+  std::vector<std::shared_ptr<storage::Storage>> transfer_connections_; // transfers_'s
   bool create_learned_ = false;
   std::set<std::string> created_over_; // entries whose lock a create found there once
   std::optional<std::vector<storage::TreeFile>> walk_; // recent_walk's
@@ -188,17 +273,21 @@ private:
   std::chrono::steady_clock::time_point walked_at_;
   // By entry folder: the locks held for running workers.
   std::map<std::string, std::pair<cache::CacheKey, storage::Lock>> taken_;
-  ResultUploads uploads_;
+  std::mutex ended_mutex_;
+  std::vector<Ended> ended_; // takes ended, not yet passed on
+  util::UniqueFd wake_;      // an eventfd: a take ended
+  // Last: its threads, which use the members above, end first.
+  TransferThreads transfers_;
 };
 
 } // namespace
 
 std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
-                                                      std::vector<std::shared_ptr<storage::Storage>> upload_connections,
+                                                      std::vector<std::shared_ptr<storage::Storage>> transfer_connections,
                                                       const cache::Cache& mirror, bool retry_failed,
                                                       cache::DownloadResult download,
                                                       std::optional<std::size_t> version_objects) {
-  return std::make_shared<SharedEntryLook>(std::move(connection), std::move(upload_connections), mirror, retry_failed,
+  return std::make_shared<SharedEntryLook>(std::move(connection), std::move(transfer_connections), mirror, retry_failed,
                                            download, version_objects);
 }
 

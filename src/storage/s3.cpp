@@ -210,6 +210,11 @@ Result<bool> S3Storage::learn_exclusive_create() {
   return honoured;
 }
 
+void S3Storage::learn_exclusive_create_from(const Storage& learned) {
+  if (const auto* s3 = dynamic_cast<const S3Storage*>(&learned); s3 != nullptr && s3->location_.bucket == location_.bucket)
+    exact_create_ = s3->exact_create_.load();
+}
+
 Status S3Storage::put_file(const fs::path& local, std::string_view key) {
   std::lock_guard lock(mutex_);
   // Streamed from disk (a NEFF can be hundreds of MiB); the upload is

@@ -42,6 +42,9 @@ public:
   int stopped_with = 0;
   std::size_t running_when_stopped = 0;
   std::vector<double> waits; // when the loop waited
+  // When something outside the workers wakes the loop (a take of a shared
+  // lock ending), if anything will.
+  std::function<std::optional<double>()> wake_at;
 
   double now() override { return clock_; }
   // Time spent outside a wait (a request to a shared cache).
@@ -63,6 +66,8 @@ public:
     waits.push_back(clock_);
     double next = clock_ + static_cast<double>(timeout.count()) / 1000.0;
     for (const auto& r : running_) next = std::min(next, r.ends_at);
+    if (wake_at)
+      if (auto at = wake_at()) next = std::min(next, std::max(clock_, *at));
     Events events;
     if (interrupt_signal != 0 && interrupt_at <= next) {
       clock_ = std::max(clock_, interrupt_at);
@@ -356,6 +361,108 @@ TEST_F(PoolRunnerTest, AGraphFoundDoneOnceItsLockIsTakenStartsNoWorker) {
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_EQ(events(), std::vector<std::string>{"neuron_parallel_compile: compiled by another node, downloaded: " +
                                                kModuleA});
+}
+
+// A shared tier whose takes run beside the loop, `cost` seconds each, as on
+// the launcher's transfer threads: the end of each is scripted per entry
+// (taken when the script is empty).
+class SlowTakeLook final : public HeldEntryLook {
+public:
+  SlowTakeLook(FakeRunner& clock, double cost) : clock_(clock), cost_(cost) {
+    clock_.wake_at = [this]() -> std::optional<double> {
+      if (running_.empty()) return std::nullopt;
+      double first = running_.front().ends_at;
+      for (const auto& r : running_) first = std::min(first, r.ends_at);
+      return first;
+    };
+  }
+  ~SlowTakeLook() override { clock_.wake_at = nullptr; }
+  Pool::Found look(const fs::path&) override { return Pool::Found::pending; }
+  void begin_take(std::size_t item, const fs::path& entry_dir) override {
+    auto& left = script[entry_dir.filename().string()];
+    Take take = Take::taken;
+    if (!left.empty()) {
+      take = left.front();
+      left.pop_front();
+    }
+    begun.emplace_back(clock_.now(), entry_dir.filename().string());
+    running_.push_back({item, take, clock_.now() + cost_});
+  }
+  std::vector<TakeEnded> takes_ended() override {
+    std::vector<TakeEnded> ended;
+    for (auto it = running_.begin(); it != running_.end();) {
+      if (it->ends_at > clock_.now()) {
+        ++it;
+        continue;
+      }
+      ended.push_back({it->item, it->take});
+      it = running_.erase(it);
+    }
+    return ended;
+  }
+  void attempt_ended(const fs::path& entry_dir) override {
+    released.emplace_back(clock_.now(), entry_dir.filename().string());
+  }
+  std::map<std::string, std::deque<Take>> script;
+  std::vector<std::pair<double, std::string>> begun, released;
+
+private:
+  struct Running {
+    std::size_t item;
+    Take take;
+    double ends_at;
+  };
+  FakeRunner& clock_;
+  double cost_;
+  std::vector<Running> running_;
+};
+
+// The takes of the slots free at once run together, and each worker starts
+// when its take ends: three slots, takes of 0.2 s, all three workers start
+// at 0.2 s (one after another, the last would start at 0.6 s). A take that
+// finds the graph held gives its slot back at once, to the next graph, and
+// a compile's time counts from its worker's start.
+TEST_F(PoolRunnerTest, TakesOfSharedLocksRunTogetherBesideTheLoop) {
+  const std::string kModuleD = "MODULE_d4+abcdef01";
+  Pool pool({pending_item(kModuleA, 40), pending_item(kModuleB, 30), pending_item(kModuleC, 20),
+             pending_item(kModuleD, 10)},
+            {3, 0, 0});
+  auto look = std::make_shared<SlowTakeLook>(runner, 0.2);
+  look->script[kModuleA] = {HeldEntryLook::Take::held};
+  config.held_look = look;
+  config.shared_cache_url = "s3://bucket/cache";
+  runner.script[1] = {{3, AttemptEnd::compiled}};
+  runner.script[2] = {{2, AttemptEnd::compiled}};
+  runner.script[3] = {{1, AttemptEnd::compiled}};
+  runner.script[0] = {{4, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  // A, B and C at once; D when A's take gave its slot back; A again once
+  // its next look is due (half a second after it was found held) and a
+  // slot is free (D's, at 1.4 s).
+  const std::vector<std::pair<double, std::string>> begun = {
+      {0, kModuleA}, {0, kModuleB}, {0, kModuleC}, {0.2, kModuleD}, {1.4, kModuleA}};
+  ASSERT_EQ(look->begun.size(), begun.size());
+  for (std::size_t i = 0; i < begun.size(); ++i) {
+    EXPECT_NEAR(look->begun[i].first, begun[i].first, 0.01) << i;
+    EXPECT_EQ(look->begun[i].second, begun[i].second) << i;
+  }
+  ASSERT_EQ(runner.starts.size(), 4u);
+  const std::vector<std::pair<double, std::size_t>> starts = {{0.2, 1}, {0.2, 2}, {0.4, 3}, {1.6, 0}};
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    EXPECT_NEAR(runner.starts[i].first, starts[i].first, 0.01) << i;
+    EXPECT_EQ(runner.starts[i].second.item, starts[i].second) << i;
+    EXPECT_TRUE(runner.starts[i].second.shared_lock_held) << i;
+    EXPECT_EQ(runner.starts[i].second.log.filename().string(),
+              pool.items()[starts[i].second].entry_dir.filename().string() + ".attempt1.log")
+        << i;
+  }
+  EXPECT_EQ(look->released.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(pool.progress()[i].state, ItemState::compiled) << i;
+    EXPECT_EQ(pool.progress()[i].attempts, 1) << i;
+  }
+  EXPECT_EQ(pool.running(), 0);
 }
 
 // Without a shared tier's URL the workers take their locks themselves, as

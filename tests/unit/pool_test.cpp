@@ -171,7 +171,7 @@ TEST(Pool, FailedIsRetriedWithBackoffThenFails) {
   EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 10 + kRetryBackoffSeconds);
   EXPECT_EQ(pool.progress()[0].last_exit, "exit code 70");
   EXPECT_EQ(pool.pick(10.4), std::nullopt);
-  EXPECT_EQ(pool.next_due(), std::optional<double>(10.5));
+  EXPECT_EQ(pool.next_due(10.4), std::optional<double>(10.5));
   EXPECT_FALSE(pool.finished());
   ASSERT_EQ(pool.pick(10.5), std::optional<std::size_t>(0));
   pool.start(0, 10.5);
@@ -334,7 +334,7 @@ TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
   const double first_look = 5 + kRevisitSeconds;
   EXPECT_TRUE(pool.due_revisits(first_look - 0.01).empty());
   EXPECT_EQ(pool.due_revisits(first_look), (std::vector<std::size_t>{0, 1, 2, 3}));
-  EXPECT_EQ(pool.next_due(), std::optional<double>(first_look));
+  EXPECT_EQ(pool.next_due(5), std::optional<double>(first_look));
 
   pool.revisit(0, Pool::Found::pending, first_look); // its holder is gone
   EXPECT_EQ(pool.progress()[0].state, ItemState::queued);
@@ -409,7 +409,7 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, 5);
   EXPECT_EQ(pool.pick(5), std::nullopt);
   EXPECT_TRUE(pool.only_deferred_left());
-  EXPECT_EQ(pool.next_due(), std::optional<double>(5 + kHeldElsewhereMinPollSeconds));
+  EXPECT_EQ(pool.next_due(5), std::optional<double>(5 + kHeldElsewhereMinPollSeconds));
   EXPECT_TRUE(pool.due_revisits(5 + kHeldElsewhereMinPollSeconds - 0.01).empty());
   double now = 5 + kHeldElsewhereMinPollSeconds;
   std::vector<double> periods{kHeldElsewhereMinPollSeconds};
@@ -432,6 +432,51 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
   EXPECT_EQ(pool.progress()[1].attempts, 1);
   EXPECT_TRUE(pool.finished());
+}
+
+// A graph another host holds is not looked at while this pool has work
+// ready to start (its look costs requests and changes nothing), nor does
+// it set the wait's timeout then; once no work waits, it is due as before.
+// A graph locked in this cache is looked at in any case.
+TEST(Pool, HeldElsewhereWaitsWhileWorkIsReady) {
+  Pool pool({item("a", 30), item("b", 20), item("c", 10), item("d", 5)}, {1, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  pool.start(1, 0);
+  pool.finish(1, AttemptEnd::locked_elsewhere, ended(""), 0); // due at kRevisitSeconds
+  ASSERT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+  pool.start(2, 0);
+  // d waits (one slot): a, due at 0.5, is not.
+  EXPECT_EQ(pool.due_revisits(1), (std::vector<std::size_t>{1}));
+  pool.revisit(1, Pool::Found::locked, 1);
+  EXPECT_EQ(pool.next_due(1), pool.progress()[1].eligible_at);
+  pool.finish(2, AttemptEnd::compiled, ended("exit code 0"), 2);
+  ASSERT_EQ(pool.pick(2), std::optional<std::size_t>(3));
+  pool.start(3, 2);
+  // Nothing waits ready now: a is due (since 0.5), before b (since 1.5).
+  EXPECT_EQ(pool.next_due(2), std::optional<double>(kHeldElsewhereMinPollSeconds));
+  EXPECT_EQ(pool.due_revisits(2), (std::vector<std::size_t>{0, 1}));
+}
+
+// A start whose compile waits for its shared lock holds a slot from the
+// start; withdrawn, the item is as before it (no attempt counted, its slot
+// free) and is marked for what was found; begun, its time counts from then.
+TEST(Pool, AStartWithdrawnLeavesNoTrace) {
+  Pool pool({item("a", 10), item("b", 5)}, {1, 0, 0});
+  pool.start(0, 0);
+  EXPECT_EQ(pool.running(), 1);
+  EXPECT_EQ(pool.pick(0), std::nullopt);
+  pool.withdraw(0);
+  EXPECT_EQ(pool.running(), 0);
+  EXPECT_EQ(pool.progress()[0].attempts, 0);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::queued);
+  pool.mark_held_elsewhere(0, 0.2);
+  ASSERT_EQ(pool.pick(0.2), std::optional<std::size_t>(1));
+  pool.start(1, 0.2);
+  pool.begin(1, 0.5);
+  EXPECT_DOUBLE_EQ(pool.progress()[1].started_at, 0.5);
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 5.5);
+  EXPECT_EQ(pool.progress()[1].attempts, 1);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled);
 }
 
 // A runner that looks at only some due items per tick reaches the longest
@@ -512,24 +557,24 @@ TEST(Pool, CachedStatesAtTheStart) {
 TEST(Pool, FinishedAndNextDue) {
   Pool empty({}, {1, 0, 0});
   EXPECT_TRUE(empty.finished());
-  EXPECT_EQ(empty.next_due(), std::nullopt);
+  EXPECT_EQ(empty.next_due(0), std::nullopt);
   EXPECT_EQ(empty.pick(0), std::nullopt);
 
   Pool pool({item("a", 10), item("b", 10), item("c", 10)}, {3, 0, 5});
   EXPECT_FALSE(pool.finished());
-  EXPECT_EQ(pool.next_due(), std::nullopt); // nothing waits on time
+  EXPECT_EQ(pool.next_due(0), std::nullopt); // nothing waits on time
   pool.start(0, 0);
   pool.start(1, 0);
   pool.start(2, 0);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), 5);  // due at 6
   pool.finish(1, AttemptEnd::failed, ended("exit code 1"), 5); // due at 5.5
-  EXPECT_EQ(pool.next_due(), std::optional<double>(5.5));
+  EXPECT_EQ(pool.next_due(5), std::optional<double>(5.5));
   pool.finish(2, AttemptEnd::compiled, ended("exit code 0"), 5);
   EXPECT_FALSE(pool.finished());
   pool.revisit(0, Pool::Found::done, 6);
-  EXPECT_EQ(pool.next_due(), std::optional<double>(5.5));
+  EXPECT_EQ(pool.next_due(6), std::optional<double>(5.5));
   pool.start(1, 6);
-  EXPECT_EQ(pool.next_due(), std::nullopt);
+  EXPECT_EQ(pool.next_due(6), std::nullopt);
   pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 7);
   EXPECT_TRUE(pool.finished());
   EXPECT_EQ(pool.count(ItemState::compiled), 2U);

@@ -184,10 +184,21 @@ public:
   // The next item to start now, if any may start.
   [[nodiscard]] std::optional<std::size_t> pick(double now) const;
   void start(std::size_t i, double now);
+  // A start whose compile waits for something first (its shared lock taken
+  // on another thread): its slot is taken from start on; `begin` when the
+  // compile does begin (its time counts from then), `withdraw` when it will
+  // not (the lock held by another host, the graph found compiled), and the
+  // item is as before the start, to be marked at once for what was found.
+  void begin(std::size_t i, double now);
+  void withdraw(std::size_t i);
   void finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
 
   // Deferred items due for a look, the longest due first, and what that
-  // look found.
+  // look found. A graph held by another host is not due while a graph of
+  // this pool waits ready to start: its look costs requests, and what it
+  // can find (the result there, the holder gone) changes nothing until this
+  // host has no other work; then all such graphs due come at once, and one
+  // walk of the shared tier settles them.
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
   // locked: a process of this host holds the entry (its local lock);
   // held_elsewhere: another host holds its lock in the cache they share,
@@ -202,7 +213,7 @@ public:
 
   [[nodiscard]] bool finished() const;
   // When something becomes due (a retry or a revisit), if anything waits.
-  [[nodiscard]] std::optional<double> next_due() const;
+  [[nodiscard]] std::optional<double> next_due(double now) const;
 
   [[nodiscard]] int parallel_limit() const { return limits_.max_parallel; }
   [[nodiscard]] int running() const { return running_; }
@@ -247,6 +258,7 @@ private:
   // ranks first.
   [[nodiscard]] std::size_t spread_from(std::size_t first, double now) const;
   [[nodiscard]] bool ready(std::size_t i, double now) const;
+  [[nodiscard]] bool any_ready(double now) const;
 
   std::vector<WorkItem> items_;
   std::vector<ItemProgress> progress_;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <npc/cache/store.hpp>
@@ -59,12 +60,31 @@ public:
     (void)entry_dir;
     return Take::left_to_worker;
   }
+  // take_lock without holding up the event loop, which reaps workers and
+  // starts the next: begin_take starts taking the lock of item `item`'s
+  // entry, and takes_ended returns the takes ended since the last call
+  // (their graph's lock taken, or not). While a take runs, wake_fd (when
+  // not -1) turns readable once one has ended. By default the take is
+  // take_lock, at once, in begin_take.
+  struct TakeEnded {
+    std::size_t item = 0;
+    Take take = Take::left_to_worker;
+  };
+  virtual void begin_take(std::size_t item, const fs::path& entry_dir) {
+    takes_ended_.push_back({item, take_lock(entry_dir)});
+  }
+  [[nodiscard]] virtual std::vector<TakeEnded> takes_ended() { return std::exchange(takes_ended_, {}); }
+  [[nodiscard]] virtual int wake_fd() const { return -1; }
   // The worker of a graph take_lock took has ended: its result, if any, goes
   // to the shared cache and the lock is released (on threads of their own:
   // this returns at once).
   virtual void attempt_ended(const fs::path& entry_dir) { (void)entry_dir; }
-  // Returns once what attempt_ended started has ended.
+  // Returns once what attempt_ended and begin_take started has ended; a
+  // lock a take took that no worker got is released.
   virtual void finish() {}
+
+private:
+  std::vector<TakeEnded> takes_ended_; // the default begin_take's
 };
 
 struct RunnerConfig {

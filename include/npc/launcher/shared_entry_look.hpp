@@ -1,7 +1,7 @@
 #pragma once
 // The launcher's hand in a shared tier (an s3:// cache) while its pool runs
-// (pool_runner.hpp's HeldEntryLook), over one connection of it: not for
-// several threads at once.
+// (pool_runner.hpp's HeldEntryLook): its looks over one connection, used
+// by the event loop's thread alone, its locks and transfers over others.
 //
 // Looks. Many graphs due a look at once are judged from one walk of their
 // version folder when that takes fewer LISTs than one each
@@ -11,21 +11,23 @@
 // until one is free: a walk at most kWalkReuse old answers for all of them,
 // while the folder takes at most kMaxPickWalkPages LISTs. A lock object seen
 // again unchanged is judged from what was read of it, and one written since
-// the launcher started and less than a minute ago is presumed held
+// the launcher started and less than kPresumeHeldFor ago is presumed held
 // (cache::LockMemo): looks at a graph held for minutes cost the listing, and
 // a read per renewal of its lock.
 //
 // Locks and transfers. The launcher takes a graph's lock just before its
-// worker starts (take_lock) and brings the graph into the mirror, so the
-// worker compiles there as in a directory, with no S3 client of its own
-// (a process that loads libcurl and opens connections cost about a second
-// of a busy machine per compile). Once the worker has ended, the result is
-// uploaded and the lock released on a thread of their own
-// (result_uploads.hpp). Once per run the launcher finds out whether the
-// server honours create-only PUTs, and then a lock is one PUT. A graph a
-// walk showed free and another host took meanwhile costs that PUT alone the
-// first time; found free again later, its lock is judged and broken when
-// stale (storage::Lock::try_acquire).
+// worker starts and brings the graph into the mirror, so the worker
+// compiles there as in a directory, with no S3 client of its own (a
+// process that loads libcurl and opens connections cost about a second of
+// a busy machine per compile). Once the worker has ended, the result is
+// uploaded and the lock released. Both run on transfer threads
+// (transfer_threads.hpp), a connection each, beside the event loop
+// (begin_take, takes_ended): the slots free at once take their locks
+// together, and a take comes before any upload waiting. Once per run the
+// launcher finds out whether the server honours create-only PUTs, and then
+// a lock is one PUT. A graph a walk showed free and another host took
+// meanwhile costs that PUT alone the first time; found free again later,
+// its lock is judged and broken when stale (storage::Lock::try_acquire).
 
 #include <chrono>
 #include <cstddef>
@@ -46,14 +48,16 @@ inline constexpr auto kWalkReuse = std::chrono::milliseconds(500);
 // (about 2,000 entries); in a larger cache each graph looked at is listed.
 inline constexpr std::size_t kMaxPickWalkPages = 4;
 
-// The uploads of results (result_uploads.hpp) go over `upload_connections`,
-// one thread each.
+// Takes of locks and uploads of results (transfer_threads.hpp) go over
+// `transfer_connections`, one thread each.
 [[nodiscard]] std::shared_ptr<HeldEntryLook>
 make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
-                       std::vector<std::shared_ptr<storage::Storage>> upload_connections, const cache::Cache& mirror,
+                       std::vector<std::shared_ptr<storage::Storage>> transfer_connections, const cache::Cache& mirror,
                        bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects);
 
-// Threads that upload results at once, each over a connection of its own.
-inline constexpr std::size_t kUploadConnections = 4;
+// Transfer threads, each over a connection of its own: as many as a
+// launcher's usual slots (the takes at its start run together), and the
+// uploads of a NEFF each at most.
+inline constexpr std::size_t kTransferConnections = 8;
 
 } // namespace npc::launcher

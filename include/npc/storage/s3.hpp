@@ -78,6 +78,8 @@ public:
   // RADOS Gateway and MinIO do; then create_exclusive is one PUT, with no
   // HEAD before it, and a lock needs no read-back (storage/lock.hpp).
   [[nodiscard]] Result<bool> learn_exclusive_create() override;
+  // From another connection to the same bucket only.
+  void learn_exclusive_create_from(const Storage& learned) override;
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
                                                  std::optional<Time> modified) override;

@@ -79,6 +79,9 @@ public:
   // with a few requests; exclusive_create_is_exact() says so afterwards.
   // What an error leaves is the cautious answer.
   [[nodiscard]] virtual Result<bool> learn_exclusive_create() { return exclusive_create_is_exact(); }
+  // What learn_exclusive_create found on `learned`, another connection to
+  // the same server, without asking the server again.
+  virtual void learn_exclusive_create_from(const Storage& learned) { (void)learned; }
 
   // Removes one file; an absent one is fine.
   [[nodiscard]] virtual Status remove(std::string_view key) = 0;

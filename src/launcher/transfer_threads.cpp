@@ -1,0 +1,93 @@
+#include <npc/launcher/transfer_threads.hpp>
+
+#include <csignal>
+#include <pthread.h>
+
+#include <spdlog/spdlog.h>
+
+namespace npc::launcher {
+
+TransferThreads::TransferThreads(std::vector<std::shared_ptr<storage::Storage>> connections,
+                                 const cache::Cache& mirror)
+    : mirror_(mirror) {
+  // The launcher's event loop takes its signals from a signalfd: no thread
+  // of ours may take one first.
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  for (auto& connection : connections)
+    threads_.emplace_back([this, connection = std::move(connection)] { serve(connection); });
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+}
+
+TransferThreads::~TransferThreads() {
+  wait();
+  {
+    std::lock_guard guard(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& thread : threads_) thread.join();
+}
+
+void TransferThreads::add(Job job) {
+  {
+    std::lock_guard guard(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+}
+
+void TransferThreads::add_first(Job job) {
+  {
+    std::lock_guard guard(mutex_);
+    jobs_.push_front(std::move(job));
+  }
+  wake_.notify_one();
+}
+
+void TransferThreads::upload(const cache::CacheKey& key, storage::Lock lock) {
+  // A std::function must be copyable, and a lock is not: shared.
+  auto held = std::make_shared<storage::Lock>(std::move(lock));
+  add([key, held](const cache::SharedTier& tier) {
+    // Nothing done or failed in the mirror (the worker found the graph
+    // locked here, or was killed): nothing to upload, the lock goes.
+    if (auto pushed = tier.push(key); !pushed)
+      spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", tier.describe(key),
+                   pushed.error());
+    if (auto released = held->release(); !released)
+      spdlog::warn("cannot release the lock of {}: {} (it frees itself at its expiry)", tier.describe(key),
+                   released.error());
+  });
+}
+
+void TransferThreads::wait() {
+  std::unique_lock guard(mutex_);
+  settled_.wait(guard, [this] { return jobs_.empty() && running_ == 0; });
+}
+
+void TransferThreads::serve(const std::shared_ptr<storage::Storage>& connection) {
+  const cache::SharedTier tier(connection, mirror_);
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock guard(mutex_);
+      wake_.wait(guard, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return; // stopping, and nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      ++running_;
+    }
+    job(tier);
+    // What the job held (a lock it did not hand on) goes before the wait
+    // that counts it ended.
+    job = nullptr;
+    {
+      std::lock_guard guard(mutex_);
+      --running_;
+    }
+    settled_.notify_all();
+  }
+}
+
+} // namespace npc::launcher
