@@ -403,8 +403,19 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     // Counted once a tick (the picks below are the loop's hot path), and
     // set by what their looks find.
     others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
+    // The picks' looks have a budget of their own: late in a run most
+    // graphs left in the order are done or held elsewhere, and passing them
+    // (a look each, sometimes a lock's read) must not keep the loop from
+    // reaping the workers that end meanwhile. What is left is picked next
+    // tick, with no wait between.
+    const double picks_until = runner.now() + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
+    bool picks_cut = false;
     for (;;) {
       while (auto next = pool.pick(now)) {
+        if (takes_locks && runner.now() >= picks_until) {
+          picks_cut = true;
+          break;
+        }
         std::size_t i = *next;
         const WorkItem& item = pool.items()[i];
         const ItemProgress& p = pool.progress()[i];
@@ -469,6 +480,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     int timeout_ms = kProgressTickMs;
     if (auto due = pool.next_due(now))
       timeout_ms = std::clamp(static_cast<int>((*due - now) * 1000) + 1, 1, kProgressTickMs);
+    if (picks_cut) timeout_ms = 0;
     auto events = runner.wait(std::chrono::milliseconds(timeout_ms));
     if (events.interrupt != 0) {
       result.interrupted_by = events.interrupt;

@@ -465,6 +465,44 @@ TEST_F(PoolRunnerTest, TakesOfSharedLocksRunTogetherBesideTheLoop) {
   EXPECT_EQ(pool.running(), 0);
 }
 
+// Late in a run most graphs a launcher passes are done or held elsewhere,
+// and passing each costs a look: the picks' looks stop for the tick once
+// they have taken kHeldLookBudgetPerTick, and the loop reaps what ended
+// before it goes on, with no wait between. Looks of 0.1 s: A, B and C in
+// the first tick (A's worker starts at 0.3 s, and ends at 0.4 s), D, E and
+// F in the second, after which A's end is reaped (at 0.6 s, not after the
+// other four looks).
+TEST_F(PoolRunnerTest, ThePicksLooksStopForTheTickOnceTheirBudgetIsSpent) {
+  class SlowHeldLook final : public HeldEntryLook {
+  public:
+    explicit SlowHeldLook(FakeRunner& clock) : clock_(clock) {}
+    Pool::Found look(const fs::path& entry_dir) override {
+      clock_.spend(0.1);
+      return entry_dir.filename().string() == kModuleA ? Pool::Found::pending : Pool::Found::held_elsewhere;
+    }
+
+  private:
+    FakeRunner& clock_;
+  };
+  std::vector<WorkItem> items = {pending_item(kModuleA, 100)};
+  for (int i = 0; i < 9; ++i)
+    items.push_back(pending_item("MODULE_e" + std::to_string(i) + "+abcdef01", 10.0 - i));
+  Pool pool(std::move(items), {2, 0, 0});
+  config.held_look = std::make_shared<SlowHeldLook>(runner);
+  config.shared_cache_url = "s3://bucket/cache";
+  runner.script[0] = {{0.1, AttemptEnd::compiled}};
+  runner.interrupt_at = 0.65; // the rest is not this test's
+  runner.interrupt_signal = SIGTERM;
+  std::ignore = run(pool);
+  ASSERT_EQ(runner.starts.size(), 1u);
+  EXPECT_NEAR(runner.starts[0].first, 0.3, 1e-9);
+  ASSERT_GE(runner.waits.size(), 2u);
+  EXPECT_NEAR(runner.waits[0], 0.3, 1e-9);
+  EXPECT_NEAR(runner.waits[1], 0.6, 1e-9);
+  EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
+  EXPECT_EQ(pool.count(ItemState::deferred), 8u) << "B to I looked at by the interrupt (G to I in a third tick)";
+}
+
 // Without a shared tier's URL the workers take their locks themselves, as
 // before: the launcher takes none.
 TEST_F(PoolRunnerTest, WithoutASharedTierTheLauncherTakesNoLock) {
