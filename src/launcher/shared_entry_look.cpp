@@ -1,6 +1,8 @@
 #include <npc/launcher/shared_entry_look.hpp>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -30,6 +32,9 @@ public:
       : shared_(std::move(connection), mirror), retry_failed_(retry_failed), download_(download),
         version_objects_(version_objects), transfer_connections_(transfer_connections),
         wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), transfers_(std::move(transfer_connections), mirror) {
+    if (!wake_.valid())
+      spdlog::warn("cannot make an eventfd ({}): the launcher takes each shared lock itself, one at a time",
+                   std::strerror(errno));
     // A second of margin: S3's clock and ours are not the same clock.
     memo_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
   }
@@ -85,6 +90,14 @@ public:
     // host, whose fresh lock needs no reading: one create says so. Found
     // free again later, its lock is judged (and broken when stale).
     const bool create_only = !created_over_.contains(entry_dir.string());
+    if (!wake_.valid()) {
+      // No eventfd (out of descriptors): a take ended on a thread could go
+      // unseen for a whole tick, so it runs here, as one did before.
+      Ended ended = take(shared_, item, *key, entry_dir.string(), create_only);
+      std::lock_guard guard(ended_mutex_);
+      ended_.push_back(std::move(ended));
+      return;
+    }
     transfers_.add_first([this, item, key = *key, dir = entry_dir.string(), create_only](const cache::SharedTier& tier) {
       Ended ended = take(tier, item, key, dir, create_only);
       std::lock_guard guard(ended_mutex_);
@@ -95,7 +108,7 @@ public:
 
   [[nodiscard]] std::vector<TakeEnded> takes_ended() override {
     std::uint64_t count = 0;
-    std::ignore = ::read(wake_.get(), &count, sizeof count);
+    if (wake_.valid()) std::ignore = ::read(wake_.get(), &count, sizeof count);
     std::vector<Ended> ended;
     {
       std::lock_guard guard(ended_mutex_);
@@ -150,6 +163,7 @@ private:
   };
 
   void wake() {
+    if (!wake_.valid()) return;
     const std::uint64_t one = 1;
     std::ignore = ::write(wake_.get(), &one, sizeof one);
   }
