@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <npc/launcher/lane_plan.hpp>
+#include <npc/launcher/share_owner.hpp>
 #include <npc/util/random.hpp>
 
 namespace npc::launcher {
@@ -165,6 +166,14 @@ void Pool::spread_picks(std::uint64_t seed, double band) {
   spread_band_ = band;
 }
 
+void Pool::share_among(const std::vector<std::string>& members, const std::string& self) {
+  for (auto& item : items_) item.own_share = members.empty() || members[share_owner(item.key, members)] == self;
+  shares_split_ = true;
+  sort_longest_first();
+  planned_ = false;
+  plan_due_ = true;
+}
+
 std::optional<std::size_t> Pool::pick(double now) const {
   refresh_order(now);
   if (!out_of_space_.empty()) return std::nullopt;
@@ -211,12 +220,28 @@ void Pool::start(std::size_t i, double now) {
 
 void Pool::begin(std::size_t i, double now) { progress_[i].started_at = now; }
 
-void Pool::withdraw(std::size_t i) {
+void Pool::withdraw(std::size_t i, double now) {
   auto& p = progress_[i];
   --running_;
   memory_in_use_ -= std::min(memory_in_use_, items_[i].predicted.peak_bytes);
   undo_start(i);
   p.state = p.attempts > 0 ? ItemState::retry_wait : ItemState::queued;
+  work_ended(now);
+}
+
+double Pool::held_wait_since(std::size_t i, double now) const {
+  const double since = progress_[i].held_elsewhere_since;
+  return running_ == 0 && !any_ready(now) ? std::max(since, last_end_) : since;
+}
+
+void Pool::work_ended(double now) {
+  last_end_ = now;
+  if (running_ > 0 || any_ready(now)) return;
+  // Out of work: what is left is held elsewhere, and this launcher ends
+  // once its holders do. Their looks start again from the floor.
+  for (auto& p : progress_)
+    if (p.state == ItemState::deferred && p.held_elsewhere)
+      p.eligible_at = std::min(p.eligible_at, now + kHeldElsewhereMinPollSeconds);
 }
 
 void Pool::undo_start(std::size_t i) {
@@ -233,6 +258,7 @@ void Pool::finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double
   finish_attempt(i, end, info, now);
   give_up_waiting_items();
   changed(now);
+  work_ended(now);
 }
 
 void Pool::give_up_waiting_items() {
@@ -331,7 +357,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
       p.held_elsewhere = true;
       p.held_elsewhere_since = now;
     }
-    p.eligible_at = next_look(p.held_elsewhere_since, now);
+    p.eligible_at = next_look(held_wait_since(i, now), now);
     ++p.held_looks;
     return;
   }

@@ -312,13 +312,13 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       case HeldEntryLook::Take::held:
         others_seen = true;
         slot_freed = true;
-        pool.withdraw(i);
+        pool.withdraw(i, at);
         pool.mark_held_elsewhere(i, at);
         break;
       case HeldEntryLook::Take::done:
         others_seen = true;
         slot_freed = true;
-        pool.withdraw(i);
+        pool.withdraw(i, at);
         pool.revisit(i, Pool::Found::done, at);
         progress.event(done_elsewhere_event(*config.held_look) + short_name(pool.items()[i]));
         break;
@@ -329,8 +329,21 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     return slot_freed;
   };
 
+  bool roll_said = false;
   while (!pool.finished()) {
     double now = runner.now();
+    // Launchers that joined or left the roll since its last look move the
+    // shares: each launcher's own come first.
+    if (config.roll)
+      if (auto members = config.roll->changed(now)) {
+        pool.share_among(*members, config.roll->self());
+        std::size_t own = 0;
+        for (const auto& item : pool.items()) own += item.own_share ? 1 : 0;
+        auto say = roll_said ? spdlog::level::debug : spdlog::level::info;
+        roll_said = true;
+        spdlog::log(say, "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
+                    members->size(), own, pool.items().size());
+      }
     // A wait that may last hours says what it waits for.
     for (std::size_t i = 0; i < pool.items().size(); ++i) {
       if (pool.progress()[i].state != ItemState::deferred || !waits_said.insert(i).second) continue;
@@ -429,7 +442,11 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         // while the tick's budget for looks lasts and once another launcher
         // has shown itself. Anything else is the worker's to handle (a stale
         // lock to break, a cached failure to report).
-        if (p.attempts == 0) {
+        // A graph of this launcher's own share, once the shares are split,
+        // is rarely another's: its lock is taken at once, and the take's
+        // listing finds it done if it is.
+        const bool own_to_take = takes_locks && pool.shares_split() && item.own_share;
+        if (p.attempts == 0 && !own_to_take) {
           bool blocks = false; // another process holds its lock now (not stale)
           Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
           bool downloaded = false;

@@ -17,6 +17,7 @@
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/cost_model.hpp>
 #include <npc/launcher/graph_source.hpp>
+#include <npc/launcher/launcher_roll.hpp>
 #include <npc/launcher/launcher.hpp>
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
@@ -428,6 +429,23 @@ std::optional<StepMeeting> join_step(const Options& options, const GraphSource& 
   return std::nullopt;
 }
 
+// Launchers on one shared cache that were not told how many they are split
+// its graphs by a roll they keep there (launcher_roll.hpp). Without the roll
+// they still share the cache, only with more races for the same graphs.
+std::shared_ptr<LauncherRoll> join_roll(const Options& options, const config::Settings& settings,
+                                        const GraphSource& source) {
+  if (!settings.shared_cache_url || options.world_size > 1 || options.mode == Mode::collect || options.dry_run)
+    return nullptr;
+  try {
+    auto joined = LauncherRoll::join(source.open_common_storage());
+    if (joined) return std::move(*joined);
+    spdlog::warn("the graphs are not split with the other launchers of this cache: {}", joined.error());
+  } catch (const std::exception& e) {
+    spdlog::warn("the graphs are not split with the other launchers of this cache: {}", e.what());
+  }
+  return nullptr;
+}
+
 // This task's record for the step; task 0 then waits for the others and
 // prints the step's totals.
 void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options) {
@@ -502,6 +520,9 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   Collector collector(cache.root(), version);
   GraphSource source(cache, settings, version);
   std::optional<StepMeeting> step_meeting = join_step(options, source);
+  // Before the collect, so that launchers started together are on the roll
+  // by the time the first of them picks.
+  std::shared_ptr<LauncherRoll> roll = join_roll(options, settings, source);
   const bool retry_failed = settings.cache.retry_failed_compilation;
   double collect_start = util::monotonic_seconds();
   if (mode_runs_trial(options.mode)) {
@@ -537,6 +558,7 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   // Other hosts walk the same graphs of a shared cache at once: each its own
   // among those of about the same cost (a seed of its own, for every run).
   if (settings.shared_cache_url) pool.spread_picks(util::random_u64(), kSpreadBand);
+  if (options.world_size > 1) pool.split_by_world();
   mark_known(pool, cache, source, retry_failed);
   if (options.dry_run) {
     print_dry_run(pool);
@@ -558,7 +580,7 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
                       retry_failed, cache.stale_lock_age(), settings.shared_cache_url,
-                      source.held_look(retry_failed, download), trace};
+                      source.held_look(retry_failed, download), trace, roll};
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -310,6 +310,11 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
     EXPECT_TRUE(status.success()) << status.describe() << "\n" << log;
     EXPECT_TRUE(log.starts_with("host " + host + " pid 1\n"))
         << "simulating a host needs `unshare --uts --pid --fork --mount-proc` (util-linux) run as root:\n" << log;
+    // Each put itself on the cache's roll and split the graphs by what it
+    // saw there (launcher_roll.hpp): itself and up to three others.
+    EXPECT_TRUE(std::regex_search(
+        log, std::regex(R"([1-4] launcher\(s\) on this cache's roll: \d+ of the 10 graph\(s\) are this one's)")))
+        << log;
     auto report = nlohmann::json::parse(read_text(dir() / (host + ".json")), nullptr, false);
     ASSERT_FALSE(report.is_discarded()) << log;
     EXPECT_EQ(report["compilation_summary"].value("total_graphs", 0u), kGraphs) << log;
@@ -324,6 +329,7 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
   EXPECT_EQ(compiled, kGraphs) << "the launchers' reports count each graph compiled once between them";
   EXPECT_EQ(compiles(), kGraphs);
   EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  // Nothing else: each launcher left the roll as it ended.
   EXPECT_EQ(objects(/*with_uses=*/false), done_entries(kGraphs));
 }
 

@@ -4,6 +4,7 @@
 // test waits: the clock moves only when the loop waits.
 
 #include <npc/launcher/pool_runner.hpp>
+#include <npc/launcher/share_owner.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -377,7 +378,10 @@ public:
     };
   }
   ~SlowTakeLook() override { clock_.wake_at = nullptr; }
-  Pool::Found look(const fs::path&) override { return Pool::Found::pending; }
+  Pool::Found look(const fs::path& entry_dir) override {
+    looked.push_back(entry_dir.filename().string());
+    return Pool::Found::pending;
+  }
   void begin_take(std::size_t item, const fs::path& entry_dir) override {
     auto& left = script[entry_dir.filename().string()];
     Take take = Take::taken;
@@ -405,6 +409,7 @@ public:
   }
   std::map<std::string, std::deque<Take>> script;
   std::vector<std::pair<double, std::string>> begun, released;
+  std::vector<std::string> looked;
 
 private:
   struct Running {
@@ -463,6 +468,58 @@ TEST_F(PoolRunnerTest, TakesOfSharedLocksRunTogetherBesideTheLoop) {
     EXPECT_EQ(pool.progress()[i].attempts, 1) << i;
   }
   EXPECT_EQ(pool.running(), 0);
+}
+
+// The roll of launchers as a test sets it: told once, at the first look.
+class FixedRoll final : public RollLook {
+public:
+  FixedRoll(std::string self, std::vector<std::string> members)
+      : self_(std::move(self)), members_(std::move(members)) {}
+  const std::string& self() const override { return self_; }
+  std::optional<std::vector<std::string>> changed(double) override {
+    if (told_) return std::nullopt;
+    told_ = true;
+    return members_;
+  }
+
+private:
+  std::string self_;
+  std::vector<std::string> members_;
+  bool told_ = false;
+};
+
+// Two launchers on the roll split the graphs: this one starts its own
+// share first, costliest first, taking their locks without a look (no other
+// launcher starts them); then the other's, each looked at first (its owner
+// may have started it). The shares are share_owner's.
+TEST_F(PoolRunnerTest, ItsOwnShareIsTakenFirstAndWithoutALook) {
+  const std::vector<std::string> modules = {kModuleA, kModuleB, kModuleC, "MODULE_d4+abcdef01", "MODULE_e5+abcdef01",
+                                            "MODULE_f6+abcdef01"};
+  const std::vector<std::string> roll = {"me", "other"};
+  std::vector<WorkItem> items;
+  std::vector<std::string> own, others; // costliest first
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    items.push_back(pending_item(modules[i], 60 - 10 * static_cast<double>(i)));
+    (roll[share_owner(items.back().key, roll)] == "me" ? own : others).push_back(modules[i]);
+  }
+  ASSERT_FALSE(own.empty());
+  ASSERT_FALSE(others.empty());
+  Pool pool(std::move(items), {1, 0, 0});
+  auto look = std::make_shared<SlowTakeLook>(runner, 0.1);
+  config.held_look = look;
+  config.shared_cache_url = "s3://bucket/cache";
+  config.roll = std::make_shared<FixedRoll>("me", roll);
+  for (std::size_t i = 0; i < modules.size(); ++i) runner.script[i] = {{1, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  EXPECT_TRUE(pool.shares_split());
+  std::vector<std::string> expected = own;
+  expected.insert(expected.end(), others.begin(), others.end());
+  std::vector<std::string> begun;
+  for (const auto& [at, module] : look->begun) begun.push_back(module);
+  EXPECT_EQ(begun, expected);
+  EXPECT_EQ(look->looked, others);
+  for (std::size_t i = 0; i < modules.size(); ++i) EXPECT_EQ(pool.progress()[i].state, ItemState::compiled) << i;
 }
 
 // Late in a run most graphs a launcher passes are done or held elsewhere,

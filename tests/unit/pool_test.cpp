@@ -10,6 +10,7 @@
 
 #include <npc/launcher/lane_plan.hpp>
 #include <npc/launcher/pool.hpp>
+#include <npc/launcher/share_owner.hpp>
 
 namespace npc::launcher {
 namespace {
@@ -438,6 +439,35 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
 // ready to start (its look costs requests and changes nothing), nor does
 // it set the wait's timeout then; once no work waits, it is due as before.
 // A graph locked in this cache is looked at in any case.
+// Split among a roll of launchers, each item is this launcher's as
+// share_owner has it, and the order puts its own first (costliest first
+// within each share). Alone on the roll, everything is its own. Either way
+// the shares are split from then on.
+TEST(Pool, SharedAmongARollItsOwnComeFirst) {
+  std::vector<WorkItem> items;
+  for (int i = 0; i < 8; ++i) items.push_back(item("k" + std::to_string(i), 80.0 - i));
+  Pool pool(std::move(items), {1, 0, 0});
+  EXPECT_FALSE(pool.shares_split());
+  const std::vector<std::string> roll = {"a.1.x", "b.2.y"};
+  pool.share_among(roll, "b.2.y");
+  EXPECT_TRUE(pool.shares_split());
+  std::vector<std::size_t> own, others;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const bool mine = roll[share_owner(pool.items()[i].key, roll)] == "b.2.y";
+    EXPECT_EQ(pool.items()[i].own_share, mine) << i;
+    (mine ? own : others).push_back(i);
+  }
+  ASSERT_FALSE(own.empty());
+  ASSERT_FALSE(others.empty());
+  std::vector<std::size_t> expected = own;
+  expected.insert(expected.end(), others.begin(), others.end());
+  EXPECT_EQ(pool.order(), expected);
+  EXPECT_EQ(pool.pick(0), own.front());
+  pool.share_among({"b.2.y"}, "b.2.y");
+  for (std::size_t i = 0; i < 8; ++i) EXPECT_TRUE(pool.items()[i].own_share) << i;
+  EXPECT_EQ(pool.order(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
 TEST(Pool, HeldElsewhereWaitsWhileWorkIsReady) {
   Pool pool({item("a", 30), item("b", 20), item("c", 10), item("d", 5)}, {1, 0, 0});
   pool.mark_held_elsewhere(0, 0);
@@ -457,6 +487,27 @@ TEST(Pool, HeldElsewhereWaitsWhileWorkIsReady) {
   EXPECT_EQ(pool.due_revisits(2), (std::vector<std::size_t>{0, 1}));
 }
 
+// A launcher that runs out of work (its last compile ended, nothing ready)
+// while graphs are held elsewhere looks at them again from the floor, and
+// backs off from then, not from when they were first seen held: it ends at
+// most about a tenth of its wait after their holders, not a tenth of the
+// holds.
+TEST(Pool, OutOfWorkTheLooksAtHeldGraphsStartAgainFromTheFloor) {
+  Pool pool({item("a", 10), item("b", 5)}, {1, 0, 0});
+  pool.mark_held_elsewhere(0, 0);
+  pool.revisit(0, Pool::Found::held_elsewhere, 60); // work waits: the hold's backoff
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 60 + 6);
+  ASSERT_EQ(pool.pick(60), std::optional<std::size_t>(1));
+  pool.start(1, 60);
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 62);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62 + kHeldElsewhereMinPollSeconds);
+  EXPECT_EQ(pool.due_revisits(62.5), std::vector<std::size_t>{0});
+  pool.revisit(0, Pool::Found::held_elsewhere, 62.5);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62.5 + kHeldElsewhereMinPollSeconds);
+  pool.revisit(0, Pool::Found::held_elsewhere, 82);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 82 + 2) << "a tenth of the 20 s out of work";
+}
+
 // A start whose compile waits for its shared lock holds a slot from the
 // start; withdrawn, the item is as before it (no attempt counted, its slot
 // free) and is marked for what was found; begun, its time counts from then.
@@ -465,7 +516,7 @@ TEST(Pool, AStartWithdrawnLeavesNoTrace) {
   pool.start(0, 0);
   EXPECT_EQ(pool.running(), 1);
   EXPECT_EQ(pool.pick(0), std::nullopt);
-  pool.withdraw(0);
+  pool.withdraw(0, 0.1);
   EXPECT_EQ(pool.running(), 0);
   EXPECT_EQ(pool.progress()[0].attempts, 0);
   EXPECT_EQ(pool.progress()[0].state, ItemState::queued);

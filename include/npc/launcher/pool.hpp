@@ -135,6 +135,11 @@ inline constexpr double kRevisitSeconds = 0.5;
 // node make 50 LISTs a second, far under S3's request rates and about $1 an
 // hour of LIST requests. The looks of one tick are bounded in time
 // (pool_runner.hpp's kHeldLookBudgetPerTick), which bounds a host's rate.
+// Once the launcher has nothing else left (nothing running, nothing ready)
+// the tenth is of the time since it ran out of work, and the looks start
+// again from the floor: its end then comes at most about a tenth of its
+// wait after the holders', not a tenth of holds that began at the run's
+// start.
 inline constexpr double kHeldElsewhereMinPollSeconds = 0.5;
 inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
 inline constexpr double kHeldElsewherePollShare = 0.1;
@@ -181,6 +186,18 @@ public:
   // the slots orders them then.
   void spread_picks(std::uint64_t seed, double band);
 
+  // Launchers that split the graphs among themselves (launcher_roll.hpp):
+  // each item is this launcher's own when `self` owns it among `members`
+  // (share_owner.hpp), and the order puts its own first again. From then on
+  // the shares are split (shares_split).
+  void share_among(const std::vector<std::string>& members, const std::string& self);
+  // The shares made by --world_size (make_items) split the graphs too.
+  void split_by_world() { shares_split_ = true; }
+  // Whether the other launchers at work know which graphs are this one's:
+  // then a graph of its own share is rarely another's to take, and its
+  // lock is taken without a look first.
+  [[nodiscard]] bool shares_split() const { return shares_split_; }
+
   // The next item to start now, if any may start.
   [[nodiscard]] std::optional<std::size_t> pick(double now) const;
   void start(std::size_t i, double now);
@@ -190,7 +207,7 @@ public:
   // not (the lock held by another host, the graph found compiled), and the
   // item is as before the start, to be marked at once for what was found.
   void begin(std::size_t i, double now);
-  void withdraw(std::size_t i);
+  void withdraw(std::size_t i, double now);
   void finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
 
   // Deferred items due for a look, the longest due first, and what that
@@ -267,7 +284,16 @@ private:
   mutable bool planned_ = false; // order_ is a plan's, not longest first
   double last_event_at_ = 0;
   PoolLimits limits_;
+  // The last compile (or take) of this launcher that ended, and what that
+  // does to the looks at graphs held elsewhere once nothing else is left:
+  // they back off from then, not from when each was first seen held, so a
+  // launcher out of work ends at most about a tenth of its wait late, not
+  // a tenth of the holds (of graphs taken at the run's start, say).
+  double last_end_ = 0;
+  [[nodiscard]] double held_wait_since(std::size_t i, double now) const;
+  void work_ended(double now);
   std::optional<std::uint64_t> spread_seed_; // spread_picks
+  bool shares_split_ = false;
   double spread_band_ = 0;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;

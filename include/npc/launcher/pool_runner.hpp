@@ -87,6 +87,17 @@ private:
   std::vector<TakeEnded> takes_ended_; // the default begin_take's
 };
 
+// The launchers that split a shared cache's graphs among themselves, as
+// the run goes (launcher_roll.hpp): the pool's shares follow what it shows.
+class RollLook {
+public:
+  virtual ~RollLook() = default;
+  [[nodiscard]] virtual const std::string& self() const = 0;
+  // The names on the roll, sorted, when a look is due and finds them
+  // changed; nothing otherwise.
+  [[nodiscard]] virtual std::optional<std::vector<std::string>> changed(double now) = 0;
+};
+
 struct RunnerConfig {
   fs::path wrapper;  // neuron_cc_wrapper, whose compile-entry each worker runs
   fs::path compiler;
@@ -102,6 +113,8 @@ struct RunnerConfig {
   std::shared_ptr<HeldEntryLook> held_look;
   // Where the run's timeline goes (--trace); null: nowhere.
   RunTrace* trace = nullptr;
+  // The launchers splitting the graphs; null: the shares stay as made.
+  std::shared_ptr<RollLook> roll;
 };
 
 struct PoolRunResult {
