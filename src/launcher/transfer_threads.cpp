@@ -41,7 +41,10 @@ void TransferThreads::add(Job job) {
 void TransferThreads::add_first(Job job) {
   {
     std::lock_guard guard(mutex_);
-    jobs_.push_front(std::move(job));
+    // After the urgent ones already waiting: a launcher's takes go in the
+    // order it picked, costliest first.
+    jobs_.insert(jobs_.begin() + static_cast<std::ptrdiff_t>(urgent_waiting_), std::move(job));
+    ++urgent_waiting_;
   }
   wake_.notify_one();
 }
@@ -76,6 +79,7 @@ void TransferThreads::serve(const std::shared_ptr<storage::Storage>& connection)
       if (jobs_.empty()) return; // stopping, and nothing left
       job = std::move(jobs_.front());
       jobs_.pop_front();
+      if (urgent_waiting_ > 0) --urgent_waiting_;
       ++running_;
     }
     job(tier);

@@ -90,9 +90,10 @@ TEST_P(TransferThreadsTest, TheDestructorWaitsForTheUploads) {
 }
 
 // Jobs run on every thread at once, each over its thread's connection, and
-// one added first runs before those waiting: with both threads held by a
-// job each, "later" then "urgent" (added first) are added, and one thread
-// let go runs "urgent" before "later".
+// those added first run before those waiting, in the order they were
+// added: with both threads held by a job each, "later", then "urgent" and
+// "urgent too" (added first) are added, and one thread let go runs
+// "urgent", "urgent too", then "later".
 TEST_P(TransferThreadsTest, JobsRunOnEveryConnectionAndUrgentOnesFirst) {
   std::vector<std::shared_ptr<storage::Storage>> connections = {shared_storage(), shared_storage()};
   std::mutex mutex;
@@ -126,12 +127,13 @@ TEST_P(TransferThreadsTest, JobsRunOnEveryConnectionAndUrgentOnesFirst) {
     };
     threads.add(note("later"));
     threads.add_first(note("urgent"));
+    threads.add_first(note("urgent too"));
     {
       std::lock_guard guard(mutex);
       let_go = 1;
     }
     changed.notify_all();
-    wait_until([&] { return order.size() == 2; }, "one thread runs both");
+    wait_until([&] { return order.size() == 3; }, "one thread runs all three");
     {
       std::lock_guard guard(mutex);
       let_go = 1;
@@ -140,7 +142,7 @@ TEST_P(TransferThreadsTest, JobsRunOnEveryConnectionAndUrgentOnesFirst) {
     threads.wait();
   }
   EXPECT_EQ(used, (std::set<const storage::Storage*>{connections[0].get(), connections[1].get()}));
-  EXPECT_EQ(order, (std::vector<std::string>{"urgent", "later"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"urgent", "urgent too", "later"}));
 }
 
 } // namespace

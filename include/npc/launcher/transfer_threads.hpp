@@ -39,8 +39,10 @@ public:
 
   // Runs `job` after those already waiting.
   void add(Job job);
-  // Runs `job` before those waiting: what a free slot waits on comes before
-  // an upload, which only holds a lock a little longer.
+  // Runs `job` before those added with add() that wait, after those added
+  // with add_first() that wait: what a free slot waits on comes before an
+  // upload, which only holds a lock a little longer, and the slots' takes
+  // go in the order they were picked.
   void add_first(Job job);
   // Uploads the mirror's result of `key` if it has one (done, or a failure
   // with its log), then releases `lock`. A failed upload is a warning: the
@@ -57,6 +59,7 @@ private:
   std::condition_variable wake_;    // a job added, or stopping
   std::condition_variable settled_; // a job ended
   std::deque<Job> jobs_;
+  std::size_t urgent_waiting_ = 0; // the first of jobs_, added with add_first()
   std::size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
