@@ -352,19 +352,20 @@ Scenario run_cluster(const Context& context) {
         " requests in the median run (" + num(requests / wall, 0) + " a second) and its daemons used " +
         num(spread(gateway_share).median * 100, 0) + "% of this machine's " + std::to_string(static_cast<int>(cores)) +
         " cores, which the " + std::to_string(shape.hosts) + " hosts' " + std::to_string(slots) +
-        " compiles share with it (a real S3 does not take the hosts' cores). Where the S3 requests go: each host's "
-        "launcher takes a graph's lock itself (one create-only PUT, since the gateway honours If-None-Match, which "
-        "the launcher finds out once), lists the entry and brings its graph before the worker starts, so a race lost "
-        "to another host costs a request, not a worker, and the worker compiles in the mirror without an S3 client "
-        "of its own; the takes, and the uploads of results with the release of their locks, run on the launcher's "
-        "transfer threads beside its event loop, so the slots free at once take their locks together. It looks at "
-        "the graphs it passes through one walk of the version folder (reused for half a second), reads a lock "
-        "object only when it is older than the launcher or 10 s, looks again at graphs held elsewhere only once it "
-        "has nothing of its own ready to start, does not plan its slots, and picks among the graphs within 25% of "
-        "the costliest by a seed of its own, so the hosts start different graphs. What is left is contention: all "
-        "hosts pick from the costliest graphs left, so many of their creates are refused (a request each, and a "
-        "round trip before the slot's next pick), and every request waits for a share of the 2 cores the gateway "
-        "itself uses.");
+        " compiles share with it (a real S3 does not take the hosts' cores). How the hosts share the work: each "
+        "launcher puts itself on a roll under the cache's .npc/launchers/ as it starts, and the graphs are split "
+        "among the launchers on it by rendezvous hashing, so each starts its own share first, costliest first, and "
+        "then helps with the others' graphs. It takes a graph's lock itself (one create-only PUT, since the gateway "
+        "honours If-None-Match, which the launcher finds out once), lists the entry and brings its graph before the "
+        "worker starts, so the worker compiles in the mirror without an S3 client of its own; the takes, and the "
+        "uploads of results with the release of their locks, run on the launcher's transfer threads beside its "
+        "event loop. A graph of its own share is taken without a look first; another's is looked at through one "
+        "walk of the version folder (reused for half a second), and a lock object is read only when it is older "
+        "than the launcher or 10 s. A launcher with nothing left but graphs held elsewhere looks at them from 0.5 s "
+        "apart again, backing off from when it ran out of work. What is left: every request waits for a share of "
+        "the 2 cores the gateway itself uses; at the start, the 16 launchers, 128 workers and the gateway start "
+        "together on those cores, so some hosts' first compiles start more than a second in; and the last hosts "
+        "end a few tenths of a second after the last result lands.");
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});
