@@ -333,6 +333,33 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
   EXPECT_EQ(objects(/*with_uses=*/false), done_entries(kGraphs));
 }
 
+// A launcher killed with -9 leaves its record on the roll, fresh for two
+// minutes: the launcher that starts next counts it, and takes the graphs
+// that are the dead one's share after its own. Every graph is compiled,
+// once, and the dead record is left to age off the roll.
+TEST_F(S3Launcher, ADeadLaunchersShareOnTheRollIsStillCompiled) {
+  constexpr std::size_t kGraphs = 10; // init + 8 train + eval
+  auto collected = launch("node-a", {"--command", "collect"}, train(10, 8));
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  auto c = client();
+  ASSERT_TRUE(c);
+  const std::string dead = "team/.npc/launchers/gone-host.4242.0badf00d.json";
+  ASSERT_TRUE(c->put_object(kS3TestBucket, dead, R"({"launcher":"gone-host.4242.0badf00d"})"));
+  auto ran = launch("node-b", {"--command", "compile", "--num_parallel", "2"}, {});
+  ASSERT_EQ(ran.exit_code, 0) << ran.describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      ran.err, m, std::regex(R"(2 launcher\(s\) on this cache's roll: (\d+) of the 10 graph\(s\) are this one's)")))
+      << ran.describe();
+  EXPECT_LT(std::stoul(m[1]), kGraphs) << "the dead launcher owns some: " << ran.describe();
+  EXPECT_EQ(compiles(), kGraphs) << ran.describe();
+  EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  std::vector<std::string> expected = done_entries(kGraphs);
+  expected.push_back(dead);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(objects(/*with_uses=*/false), expected);
+}
+
 // Another node compiles one graph (its lock live for 10 minutes) before the
 // launcher starts: the launcher sees the lock as it takes the graphs,
 // compiles the other three, and waits, looking at S3 itself; the result the
