@@ -1,9 +1,7 @@
 #include <npc/launcher/launcher_roll.hpp>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +10,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/random.hpp>
+#include <npc/util/signals.hpp>
 
 namespace npc::launcher {
 
@@ -60,13 +59,7 @@ Result<std::unique_ptr<LauncherRoll>> LauncherRoll::join(std::shared_ptr<storage
         spdlog::debug("a dead launcher's record stays on the roll: {}", s.error());
   if (auto s = roll->storage_->write_atomic(roll_record_key(name), roll_record_of(name)); !s)
     return fail("joining the launchers' roll: " + s.error());
-  // Renewed from a thread of its own, which takes no signal: the launcher's
-  // event loop reads them from a signalfd.
-  sigset_t all, before;
-  ::sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &before);
-  roll->renewer_ = std::thread([r = roll.get()] { r->keep_renewed(); });
-  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+  roll->renewer_ = util::thread_without_signals([r = roll.get()] { r->keep_renewed(); });
   return roll;
 }
 

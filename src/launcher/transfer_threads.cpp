@@ -1,23 +1,17 @@
 #include <npc/launcher/transfer_threads.hpp>
 
-#include <csignal>
-#include <pthread.h>
-
 #include <spdlog/spdlog.h>
+
+#include <npc/util/signals.hpp>
 
 namespace npc::launcher {
 
 TransferThreads::TransferThreads(std::vector<std::shared_ptr<storage::Storage>> connections,
                                  const cache::Cache& mirror)
     : mirror_(mirror) {
-  // The launcher's event loop takes its signals from a signalfd: no thread
-  // of ours may take one first.
-  sigset_t all, before;
-  ::sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &before);
   for (auto& connection : connections)
-    threads_.emplace_back([this, connection = std::move(connection)] { serve(connection); });
-  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    threads_.push_back(
+        util::thread_without_signals([this, connection = std::move(connection)] { serve(connection); }));
 }
 
 TransferThreads::~TransferThreads() {

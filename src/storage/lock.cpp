@@ -1,10 +1,7 @@
 #include <npc/storage/lock.hpp>
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <condition_variable>
-#include <csignal>
 #include <mutex>
 #include <thread>
 
@@ -12,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/util/fs.hpp>
+#include <npc/util/signals.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::storage {
@@ -301,11 +299,8 @@ void Lock::keep_renewed() {
 
 void Lock::keep_renewed(std::chrono::milliseconds period) {
   if (!held() || state_->keeper.joinable()) return;
-  sigset_t all, before;
-  ::sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &before);
   // The thread sees the state, which outlives moves of the Lock.
-  state_->keeper = std::thread([state = state_.get(), period] {
+  state_->keeper = util::thread_without_signals([state = state_.get(), period] {
     std::unique_lock guard(state->keeper_mutex);
     while (!state->wake.wait_for(guard, period, [state] { return state->stop; })) {
       guard.unlock();
@@ -317,7 +312,6 @@ void Lock::keep_renewed(std::chrono::milliseconds period) {
       guard.lock();
     }
   });
-  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
 
 Status Lock::release() {

@@ -5,6 +5,8 @@
 // Children get an empty mask and default handlers from spawn().
 
 #include <initializer_list>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <signal.h>
@@ -30,6 +32,22 @@ private:
   int fd_ = -1;
   sigset_t old_mask_{};
 };
+
+// A thread that takes no signal: a tool whose event loop reads its signals
+// from a signalfd (SignalWatcher) would otherwise lose those the kernel
+// hands to another thread of it. The thread starts with every signal
+// blocked; the caller's mask is as it was.
+template <class Function>
+[[nodiscard]] std::thread thread_without_signals(Function&& function) {
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { ::pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{before};
+  return std::thread(std::forward<Function>(function));
+}
 
 // The signals a tool forwards to its children and ends on.
 inline constexpr int kTerminatingSignals[] = {SIGINT, SIGTERM, SIGHUP};
