@@ -120,9 +120,8 @@ namespace {
 
 // The next look at a graph held since `since`: a tenth of the hold so far
 // later, within the floor and the ceiling (pool.hpp).
-double next_look(double since, double now) {
-  return now + std::clamp(kHeldElsewherePollShare * (now - since), kHeldElsewhereMinPollSeconds,
-                          kHeldElsewhereMaxPollSeconds);
+double next_look(double since, double now, double floor = kHeldElsewhereMinPollSeconds) {
+  return now + std::clamp(kHeldElsewherePollShare * (now - since), floor, kHeldElsewhereMaxPollSeconds);
 }
 
 } // namespace
@@ -168,7 +167,34 @@ void Pool::spread_picks(std::uint64_t seed, double band) {
 
 void Pool::share_among(const std::vector<std::string>& members, const std::string& self) {
   for (auto& item : items_) item.own_share = members.empty() || members[share_owner(item.key, members)] == self;
+  share_the_critical(members.size());
   shares_split_ = true;
+  sort_longest_first();
+  planned_ = false;
+  plan_due_ = true;
+}
+
+void Pool::share_the_critical(std::size_t launchers) {
+  if (launchers <= 1) return;
+  std::vector<std::size_t> left; // to compile, or compiling somewhere
+  double load = 0;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    const ItemState state = progress_[i].state;
+    if (state != ItemState::queued && state != ItemState::running && state != ItemState::deferred &&
+        state != ItemState::retry_wait)
+      continue;
+    left.push_back(i);
+    load += items_[i].predicted.seconds;
+  }
+  const double per_slot = load / (static_cast<double>(launchers) * limits_.max_parallel);
+  std::sort(left.begin(), left.end(), [this](std::size_t a, std::size_t b) {
+    const auto& x = items_[a];
+    const auto& y = items_[b];
+    return x.predicted.seconds != y.predicted.seconds ? x.predicted.seconds > y.predicted.seconds : x.key < y.key;
+  });
+  const std::size_t most = std::min(left.size(), static_cast<std::size_t>(limits_.max_parallel));
+  for (std::size_t k = 0; k < most && items_[left[k]].predicted.seconds > per_slot; ++k)
+    items_[left[k]].own_share = true;
   sort_longest_first();
   planned_ = false;
   plan_due_ = true;
@@ -229,6 +255,10 @@ void Pool::withdraw(std::size_t i, double now) {
   work_ended(now);
 }
 
+double Pool::held_look_floor(double now) const {
+  return running_ == 0 && !any_ready(now) ? kOutOfWorkMinPollSeconds : kHeldElsewhereMinPollSeconds;
+}
+
 double Pool::held_wait_since(std::size_t i, double now) const {
   const double since = progress_[i].held_elsewhere_since;
   return running_ == 0 && !any_ready(now) ? std::max(since, last_end_) : since;
@@ -241,7 +271,7 @@ void Pool::work_ended(double now) {
   // once its holders do. Their looks start again from the floor.
   for (auto& p : progress_)
     if (p.state == ItemState::deferred && p.held_elsewhere)
-      p.eligible_at = std::min(p.eligible_at, now + kHeldElsewhereMinPollSeconds);
+      p.eligible_at = std::min(p.eligible_at, now + kOutOfWorkMinPollSeconds);
 }
 
 void Pool::undo_start(std::size_t i) {
@@ -357,7 +387,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
       p.held_elsewhere = true;
       p.held_elsewhere_since = now;
     }
-    p.eligible_at = next_look(held_wait_since(i, now), now);
+    p.eligible_at = next_look(held_wait_since(i, now), now, held_look_floor(now));
     ++p.held_looks;
     return;
   }

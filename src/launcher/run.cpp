@@ -560,6 +560,9 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   if (settings.shared_cache_url) pool.spread_picks(util::random_u64(), kSpreadBand);
   if (options.world_size > 1) pool.split_by_world();
   mark_known(pool, cache, source, retry_failed);
+  // --static_schedule keeps the original's shares as they are.
+  if (options.world_size > 1 && !options.static_schedule)
+    pool.share_the_critical(static_cast<std::size_t>(options.world_size));
   if (options.dry_run) {
     print_dry_run(pool);
     return 0;

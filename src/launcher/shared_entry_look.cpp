@@ -44,7 +44,7 @@ public:
     // all of them while it is recent; the lock taken next decides the rest.
     auto key = cache::parse_key(entry_dir.string());
     if (key && version_objects_ && listing_pages() <= kMaxPickWalkPages)
-      if (const auto* walk = recent_walk(*key))
+      if (const auto* walk = recent_walk(*key, kWalkReuse))
         return from(shared_.look_in_walk({*key}, *walk, retry_failed_, download_, memo_).front());
     return *look_all({entry_dir}, [] { return false; }).front();
   }
@@ -64,7 +64,7 @@ public:
     }
     if (keys.empty()) return found;
     if (version_objects_ && keys.size() > listing_pages()) {
-      if (const auto* walk = recent_walk(keys.front())) {
+      if (const auto* walk = recent_walk(keys.front(), kRevisitWalkReuse)) {
         auto looked = shared_.look_in_walk(keys, *walk, retry_failed_, download_, memo_);
         for (std::size_t k = 0; k < keys.size(); ++k) found[places[k]] = from(looked[k]);
         return found;
@@ -257,10 +257,11 @@ private:
 
   // A walk of `key`'s version folder at most kWalkReuse old, walked now if
   // none is; null when the walk fails (then each entry is listed).
-  [[nodiscard]] const std::vector<storage::TreeFile>* recent_walk(const cache::CacheKey& key) {
+  [[nodiscard]] const std::vector<storage::TreeFile>* recent_walk(const cache::CacheKey& key,
+                                                                  std::chrono::milliseconds reuse) {
     const std::string version_dir = key.relative_path().parent_path().generic_string();
     const auto now = std::chrono::steady_clock::now();
-    if (walk_ && walk_dir_ == version_dir && now - walked_at_ < kWalkReuse) return &*walk_;
+    if (walk_ && walk_dir_ == version_dir && now - walked_at_ < reuse) return &*walk_;
     auto tree = shared_.storage()->list_tree(version_dir);
     if (!tree) {
       spdlog::warn("cannot look at {}: {}; looking at each graph instead", shared_.storage()->describe(version_dir),

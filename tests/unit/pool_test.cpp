@@ -357,8 +357,9 @@ TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
 }
 
 // A graph another node holds (a remote cache's lock): looked at again
-// after a tenth of how long it has been seen held, at least 0.5 s and at
-// most 10 s later; anything else the look finds ends the backoff.
+// after a tenth of how long it has been seen held, at least 0.2 s (the
+// launcher has nothing else to do) and at most 10 s later; anything else the
+// look finds ends the backoff.
 TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   Pool pool({item("a", 10)}, {1, 0, 0});
   pool.start(0, 0);
@@ -374,12 +375,13 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
     EXPECT_TRUE(pool.progress()[0].held_elsewhere);
     EXPECT_DOUBLE_EQ(pool.progress()[0].held_elsewhere_since, kRevisitSeconds); // the first look that found it
     double period = pool.progress()[0].eligible_at - now;
-    EXPECT_NEAR(period, std::clamp((now - kRevisitSeconds) / 10, 0.5, 10.0), 1e-9) << "look " << periods.size();
+    EXPECT_NEAR(period, std::clamp((now - kRevisitSeconds) / 10, kOutOfWorkMinPollSeconds, 10.0), 1e-9)
+        << "look " << periods.size();
     periods.push_back(period);
     EXPECT_TRUE(pool.due_revisits(pool.progress()[0].eligible_at - 0.01).empty());
     now = pool.progress()[0].eligible_at;
   }
-  EXPECT_DOUBLE_EQ(periods.front(), kHeldElsewhereMinPollSeconds);
+  EXPECT_DOUBLE_EQ(periods.front(), kOutOfWorkMinPollSeconds);
   EXPECT_GE(now - kRevisitSeconds, 100) << "the ceiling comes once it has been held 100 s";
   EXPECT_TRUE(pool.only_deferred_left());
   EXPECT_EQ(pool.pick(now), std::nullopt);
@@ -391,7 +393,7 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
   pool.start(0, now);
   pool.finish(0, AttemptEnd::locked_elsewhere, ended(""), now); // taken again meanwhile
   pool.revisit(0, Pool::Found::held_elsewhere, now + 1);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kHeldElsewhereMinPollSeconds);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, now + 1 + kOutOfWorkMinPollSeconds);
   pool.revisit(0, Pool::Found::done, now + 3);
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_TRUE(pool.finished());
@@ -399,7 +401,8 @@ TEST(Pool, LockedRemotelyBacksOffToTheCeiling) {
 
 // A graph found held by another node as it was taken (shared_graphs.hpp):
 // never picked for a worker; looked at 0.5 s later, then on the same backoff
-// as one a worker found held (the taking's look was the first); the lock's
+// as one a worker found held (the taking's look was the first; 0.2 s apart
+// at first, since nothing else is left to do); the lock's
 // expiry makes it ours, its result settles it, with no attempt either way.
 TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   Pool pool({item("a", 10), item("b", 10)}, {2, 0, 0});
@@ -413,7 +416,7 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   EXPECT_EQ(pool.next_due(5), std::optional<double>(5 + kHeldElsewhereMinPollSeconds));
   EXPECT_TRUE(pool.due_revisits(5 + kHeldElsewhereMinPollSeconds - 0.01).empty());
   double now = 5 + kHeldElsewhereMinPollSeconds;
-  std::vector<double> periods{kHeldElsewhereMinPollSeconds};
+  std::vector<double> periods;
   for (int look = 0; look < 3; ++look) {
     ASSERT_EQ(pool.due_revisits(now), (std::vector<std::size_t>{0, 1}));
     pool.revisit(0, Pool::Found::held_elsewhere, now);
@@ -422,7 +425,8 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
     periods.push_back(pool.progress()[0].eligible_at - now);
     now = pool.progress()[0].eligible_at;
   }
-  EXPECT_EQ(periods, (std::vector<double>{0.5, 0.5, 0.5, 0.5})); // held under 5 s: the floor
+  ASSERT_EQ(periods.size(), 3u);
+  for (double period : periods) EXPECT_NEAR(period, kOutOfWorkMinPollSeconds, 1e-9) << "held under 2 s: the floor";
   pool.revisit(0, Pool::Found::done, now); // its result landed
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled_elsewhere);
   EXPECT_EQ(pool.progress()[0].attempts, 0);
@@ -435,10 +439,6 @@ TEST(Pool, HeldRemotelyAtTheStartIsWaitedForWithoutAWorker) {
   EXPECT_TRUE(pool.finished());
 }
 
-// A graph another host holds is not looked at while this pool has work
-// ready to start (its look costs requests and changes nothing), nor does
-// it set the wait's timeout then; once no work waits, it is due as before.
-// A graph locked in this cache is looked at in any case.
 // Split among a roll of launchers, each item is this launcher's as
 // share_owner has it, and the order puts its own first (costliest first
 // within each share). Alone on the roll, everything is its own. Either way
@@ -468,6 +468,55 @@ TEST(Pool, SharedAmongARollItsOwnComeFirst) {
   EXPECT_EQ(pool.order(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
+// The graphs costlier than the work left per slot of the cluster (at most
+// a launcher's slots' worth, costliest first) are every launcher's own,
+// whoever owns them by the hash: the first launcher free starts them.
+// Graphs already done do not count in the work left.
+TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
+  std::vector<WorkItem> items = {item("big1", 30), item("big2", 28), item("big3", 27), item("mid", 9)};
+  for (int i = 0; i < 20; ++i) items.push_back(item("small" + std::to_string(i), 3));
+  items.push_back(item("done", 100));
+  Pool pool(std::move(items), {2, 0, 0});
+  pool.mark_cached(24); // done: 100 s that are not left
+  const std::vector<std::string> roll = {"a.1.x", "b.2.y", "c.3.z", "d.4.w"};
+  // A launcher that owns none of the three big ones by the hash.
+  std::string self;
+  for (const auto& member : roll)
+    if (roll[share_owner("big1", roll)] != member && roll[share_owner("big2", roll)] != member &&
+        roll[share_owner("big3", roll)] != member)
+      self = member;
+  ASSERT_FALSE(self.empty()) << "every launcher owns one of the big graphs";
+  pool.share_among(roll, self);
+  // Left: 30 + 28 + 27 + 9 + 20 × 3 = 154 s over 4 × 2 slots, 19.25 s a
+  // slot. Three are costlier; two are a launcher's slots' worth.
+  EXPECT_TRUE(pool.items()[0].own_share);
+  EXPECT_TRUE(pool.items()[1].own_share);
+  EXPECT_FALSE(pool.items()[2].own_share) << "beyond this launcher's slots";
+  EXPECT_EQ(pool.items()[3].own_share, roll[share_owner("mid", roll)] == self) << "cheaper than a slot's share";
+  ASSERT_GE(pool.order().size(), 2u);
+  EXPECT_EQ(pool.order()[0], 0u);
+  EXPECT_EQ(pool.order()[1], 1u);
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+
+  // Split by --world_size: the same from the shares make_items gave.
+  Pool world({item("big1", 30, 0, false), item("big2", 28, 0, false), item("mid", 9, 0, false),
+              item("small", 3, 0, true)},
+             {2, 0, 0});
+  world.share_the_critical(4); // 70 s over 8 slots: 8.75 s a slot
+  EXPECT_TRUE(world.items()[0].own_share);
+  EXPECT_TRUE(world.items()[1].own_share);
+  EXPECT_FALSE(world.items()[2].own_share) << "beyond this launcher's slots";
+  EXPECT_EQ(world.order(), (std::vector<std::size_t>{0, 1, 3, 2}));
+  // Alone, nothing is shared: the shares stay as they are.
+  Pool alone({item("big1", 30, 0, false), item("small", 3, 0, true)}, {2, 0, 0});
+  alone.share_the_critical(1);
+  EXPECT_FALSE(alone.items()[0].own_share);
+}
+
+// A graph another host holds is not looked at while this pool has work
+// ready to start (its look costs requests and changes nothing), nor does
+// it set the wait's timeout then; once no work waits, it is due as before.
+// A graph locked in this cache is looked at in any case.
 TEST(Pool, HeldElsewhereWaitsWhileWorkIsReady) {
   Pool pool({item("a", 30), item("b", 20), item("c", 10), item("d", 5)}, {1, 0, 0});
   pool.mark_held_elsewhere(0, 0);
@@ -500,10 +549,10 @@ TEST(Pool, OutOfWorkTheLooksAtHeldGraphsStartAgainFromTheFloor) {
   ASSERT_EQ(pool.pick(60), std::optional<std::size_t>(1));
   pool.start(1, 60);
   pool.finish(1, AttemptEnd::compiled, ended("exit code 0"), 62);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62 + kHeldElsewhereMinPollSeconds);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62 + kOutOfWorkMinPollSeconds);
   EXPECT_EQ(pool.due_revisits(62.5), std::vector<std::size_t>{0});
   pool.revisit(0, Pool::Found::held_elsewhere, 62.5);
-  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62.5 + kHeldElsewhereMinPollSeconds);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 62.5 + kOutOfWorkMinPollSeconds);
   pool.revisit(0, Pool::Found::held_elsewhere, 82);
   EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 82 + 2) << "a tenth of the 20 s out of work";
 }

@@ -137,10 +137,13 @@ inline constexpr double kRevisitSeconds = 0.5;
 // (pool_runner.hpp's kHeldLookBudgetPerTick), which bounds a host's rate.
 // Once the launcher has nothing else left (nothing running, nothing ready)
 // the tenth is of the time since it ran out of work, and the looks start
-// again from the floor: its end then comes at most about a tenth of its
-// wait after the holders', not a tenth of holds that began at the run's
-// start.
+// again from a lower floor, kOutOfWorkMinPollSeconds: its end then comes at
+// most about a tenth of its wait after the holders', not a tenth of holds
+// that began at the run's start, and a launcher idle at a run's end looks
+// at the few graphs left (a LIST each) often while the holders are about to
+// end, then less and less often.
 inline constexpr double kHeldElsewhereMinPollSeconds = 0.5;
+inline constexpr double kOutOfWorkMinPollSeconds = 0.2;
 inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
 inline constexpr double kHeldElsewherePollShare = 0.1;
 // A plan replaces longest first only when it ends at least this share of
@@ -193,6 +196,15 @@ public:
   void share_among(const std::vector<std::string>& members, const std::string& self);
   // The shares made by --world_size (make_items) split the graphs too.
   void split_by_world() { shares_split_ = true; }
+  // The graphs that would end the run late if their owner started them
+  // late are every launcher's own: those costlier than the work left per
+  // slot of `launchers` launchers like this one (the cluster's bound when
+  // the graphs fit evenly), at most this launcher's slots' worth,
+  // costliest first. Whichever launcher is free first takes them, so a host
+  // that starts a second late (its collect slowed), or is busy with its own
+  // share, does not put the run's end behind its start; the lock settles
+  // who compiles each, and the others lose a create-only PUT or a look.
+  void share_the_critical(std::size_t launchers);
   // Whether the other launchers at work know which graphs are this one's:
   // then a graph of its own share is rarely another's to take, and its
   // lock is taken without a look first.
@@ -291,6 +303,7 @@ private:
   // a tenth of the holds (of graphs taken at the run's start, say).
   double last_end_ = 0;
   [[nodiscard]] double held_wait_since(std::size_t i, double now) const;
+  [[nodiscard]] double held_look_floor(double now) const;
   void work_ended(double now);
   std::optional<std::uint64_t> spread_seed_; // spread_picks
   bool shares_split_ = false;

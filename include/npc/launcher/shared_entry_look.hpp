@@ -44,6 +44,11 @@ namespace npc::launcher {
 // graph it shows free may have been taken since (the lock taken next says
 // so), but none it shows held or done can have become free to compile.
 inline constexpr auto kWalkReuse = std::chrono::milliseconds(500);
+// The looks again at graphs held elsewhere (look_all) reuse a walk only
+// within about one tick: a launcher out of work looks every
+// kOutOfWorkMinPollSeconds (pool.hpp), and a walk older than that would
+// show it what it saw last time.
+inline constexpr auto kRevisitWalkReuse = std::chrono::milliseconds(150);
 // A walk answers the looks at a pick while it takes at most this many LISTs
 // (about 2,000 entries); in a larger cache each graph looked at is listed.
 inline constexpr std::size_t kMaxPickWalkPages = 4;
