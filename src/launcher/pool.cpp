@@ -255,18 +255,8 @@ void Pool::withdraw(std::size_t i, double now) {
   work_ended(now);
 }
 
-std::optional<std::size_t> Pool::likely_last_held() const {
-  std::optional<std::size_t> last;
-  for (std::size_t i = 0; i < items_.size(); ++i) {
-    if (progress_[i].state != ItemState::deferred || !progress_[i].held_elsewhere) continue;
-    if (!last || items_[i].predicted.seconds > items_[*last].predicted.seconds) last = i;
-  }
-  return last;
-}
-
-double Pool::held_look_floor(std::size_t i, double now) const {
-  const bool out_of_work = running_ == 0 && !any_ready(now);
-  return out_of_work && likely_last_held() == i ? kOutOfWorkMinPollSeconds : kHeldElsewhereMinPollSeconds;
+double Pool::held_look_floor(double now) const {
+  return running_ == 0 && !any_ready(now) ? kOutOfWorkMinPollSeconds : kHeldElsewhereMinPollSeconds;
 }
 
 double Pool::held_wait_since(std::size_t i, double now) const {
@@ -279,13 +269,9 @@ void Pool::work_ended(double now) {
   if (running_ > 0 || any_ready(now)) return;
   // Out of work: what is left is held elsewhere, and this launcher ends
   // once its holders do. Their looks start again from the floor.
-  const std::optional<std::size_t> last = likely_last_held();
-  for (std::size_t i = 0; i < progress_.size(); ++i) {
-    auto& p = progress_[i];
+  for (auto& p : progress_)
     if (p.state == ItemState::deferred && p.held_elsewhere)
-      p.eligible_at =
-          std::min(p.eligible_at, now + (i == last ? kOutOfWorkMinPollSeconds : kHeldElsewhereMinPollSeconds));
-  }
+      p.eligible_at = std::min(p.eligible_at, now + kOutOfWorkMinPollSeconds);
 }
 
 void Pool::undo_start(std::size_t i) {
@@ -394,15 +380,6 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
 }
 
 void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
-  const bool last_settled = found != Found::held_elsewhere && likely_last_held() == i;
-  look_again(i, found, now, log_path);
-  // Out of work, the graph it would have waited for last is settled: the
-  // next likeliest is looked at now, not at its slower pace.
-  if (last_settled && running_ == 0 && !any_ready(now))
-    if (auto next = likely_last_held()) progress_[*next].eligible_at = std::min(progress_[*next].eligible_at, now);
-}
-
-void Pool::look_again(std::size_t i, Found found, double now, const fs::path& log_path) {
   changed(now);
   auto& p = progress_[i];
   if (found == Found::held_elsewhere) {
@@ -410,7 +387,7 @@ void Pool::look_again(std::size_t i, Found found, double now, const fs::path& lo
       p.held_elsewhere = true;
       p.held_elsewhere_since = now;
     }
-    p.eligible_at = next_look(held_wait_since(i, now), now, held_look_floor(i, now));
+    p.eligible_at = next_look(held_wait_since(i, now), now, held_look_floor(now));
     ++p.held_looks;
     return;
   }

@@ -137,13 +137,11 @@ inline constexpr double kRevisitSeconds = 0.5;
 // (pool_runner.hpp's kHeldLookBudgetPerTick), which bounds a host's rate.
 // Once the launcher has nothing else left (nothing running, nothing ready)
 // the tenth is of the time since it ran out of work, and the looks start
-// again from the floor: its end then comes at most about a tenth of its
-// wait after the holders', not a tenth of holds that began at the run's
-// start. What it waits for then is the last of them to end, so the
-// costliest one held (the likeliest last) is looked at from a lower floor,
-// kOutOfWorkMinPollSeconds, one LIST a look, and the others from the usual
-// one: at a run's end a dozen idle hosts look at one graph each every
-// 0.2 s, not at all of them through walks of the version folder.
+// again from a lower floor, kOutOfWorkMinPollSeconds: its end then comes at
+// most about a tenth of its wait after the holders', not a tenth of holds
+// that began at the run's start, and a launcher idle at a run's end looks
+// at the few graphs left (a LIST each) often while the holders are about to
+// end, then less and less often.
 inline constexpr double kHeldElsewhereMinPollSeconds = 0.5;
 inline constexpr double kOutOfWorkMinPollSeconds = 0.2;
 inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
@@ -207,9 +205,6 @@ public:
   // share, does not put the run's end behind its start; the lock settles
   // who compiles each, and the others lose a create-only PUT or a look.
   void share_the_critical(std::size_t launchers);
-  // Of the graphs held elsewhere, the costliest: the one a launcher out of
-  // work most likely waits for last.
-  [[nodiscard]] std::optional<std::size_t> likely_last_held() const;
   // Whether the other launchers at work know which graphs are this one's:
   // then a graph of its own share is rarely another's to take, and its
   // lock is taken without a look first.
@@ -238,8 +233,6 @@ public:
   // held_elsewhere: another host holds its lock in the cache they share,
   // alive (a lock this host's own look at the entry cannot see).
   enum class Found { done, failed, pending, locked, held_elsewhere, removed };
-  // Out of work, a look that settles the graph held elsewhere likeliest to
-  // end last (likely_last_held) makes the next likeliest due at once.
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
 
   // Stops waiting for a deferred item: it stays with its lock holder.
@@ -310,8 +303,7 @@ private:
   // a tenth of the holds (of graphs taken at the run's start, say).
   double last_end_ = 0;
   [[nodiscard]] double held_wait_since(std::size_t i, double now) const;
-  [[nodiscard]] double held_look_floor(std::size_t i, double now) const;
-  void look_again(std::size_t i, Found found, double now, const fs::path& log_path); // revisit's
+  [[nodiscard]] double held_look_floor(double now) const;
   void work_ended(double now);
   std::optional<std::uint64_t> spread_seed_; // spread_picks
   bool shares_split_ = false;
