@@ -47,6 +47,12 @@ std::optional<double> Pool::known_cost(std::size_t i, const std::optional<SizeFi
   return std::nullopt;
 }
 
+bool Pool::still_left(std::size_t i) const {
+  const ItemState state = progress_[i].state;
+  return state == ItemState::queued || state == ItemState::running || state == ItemState::deferred ||
+         state == ItemState::retry_wait;
+}
+
 bool Pool::waits_in_own_share(std::size_t i) const {
   const auto& p = progress_[i];
   return items_[i].own_share && (p.state == ItemState::queued || p.state == ItemState::retry_wait);
@@ -175,14 +181,15 @@ void Pool::share_among(const std::vector<std::string>& members, const std::strin
 }
 
 void Pool::share_the_critical(std::size_t launchers) {
+  // Those of an earlier look at the roll are the split's again.
+  for (auto& item : items_)
+    if (item.everyones) item.own_share = item.everyones = false;
+  everyones_part_ = 0;
   if (launchers <= 1) return;
   std::vector<std::size_t> left; // to compile, or compiling somewhere
   double load = 0;
   for (std::size_t i = 0; i < items_.size(); ++i) {
-    const ItemState state = progress_[i].state;
-    if (state != ItemState::queued && state != ItemState::running && state != ItemState::deferred &&
-        state != ItemState::retry_wait)
-      continue;
+    if (!still_left(i)) continue;
     left.push_back(i);
     load += items_[i].predicted.seconds;
   }
@@ -193,8 +200,12 @@ void Pool::share_the_critical(std::size_t launchers) {
     return x.predicted.seconds != y.predicted.seconds ? x.predicted.seconds > y.predicted.seconds : x.key < y.key;
   });
   const std::size_t most = std::min(left.size(), static_cast<std::size_t>(limits_.max_parallel));
-  for (std::size_t k = 0; k < most && items_[left[k]].predicted.seconds > per_slot; ++k)
-    items_[left[k]].own_share = true;
+  std::size_t critical = 0;
+  for (; critical < most && items_[left[critical]].predicted.seconds > per_slot; ++critical) {
+    WorkItem& item = items_[left[critical]];
+    if (!item.own_share) item.own_share = item.everyones = true;
+  }
+  everyones_part_ = std::max<std::size_t>(1, (critical + launchers - 1) / launchers);
   sort_longest_first();
   planned_ = false;
   plan_due_ = true;
@@ -209,13 +220,32 @@ std::optional<std::size_t> Pool::pick(double now) const {
     if (progress_[i].alone && ready(i, now))
       return running_ == 0 ? std::optional<std::size_t>(i) : std::nullopt;
   if (running_ >= limits_.max_parallel) return std::nullopt;
+  // Beyond this launcher's part, an everyone's graph is another's to pick:
+  // after its own share, before the others' cheaper graphs.
+  const bool part_running = everyones_part_running();
+  std::optional<std::size_t> everyones;
   for (std::size_t i : order_) {
-    if (ready(i, now) && fits(i)) return spread_seed_ ? spread_from(i, now) : i;
+    if (!ready(i, now) || !fits(i)) continue;
+    if (part_running && items_[i].everyones) {
+      if (!everyones) everyones = i;
+      continue;
+    }
+    if (everyones && !items_[i].own_share && items_[i].predicted.seconds <= items_[*everyones].predicted.seconds)
+      return everyones;
+    return spread_seed_ ? spread_from(i, now, part_running) : i;
   }
-  return std::nullopt;
+  return everyones;
 }
 
-std::size_t Pool::spread_from(std::size_t first, double now) const {
+bool Pool::everyones_part_running() const {
+  if (everyones_part_ == 0) return false;
+  std::size_t running = 0;
+  for (std::size_t i = 0; i < items_.size(); ++i)
+    if (items_[i].everyones && progress_[i].state == ItemState::running) ++running;
+  return running >= everyones_part_;
+}
+
+std::size_t Pool::spread_from(std::size_t first, double now, bool everyones_part_running) const {
   const double floor = items_[first].predicted.seconds * (1.0 - spread_band_);
   // The seed and the graph's key mixed into this launcher's rank of it.
   auto rank = [&](std::size_t i) { return util::mix64(*spread_seed_ ^ std::hash<std::string>{}(items_[i].key)); };
@@ -223,7 +253,7 @@ std::size_t Pool::spread_from(std::size_t first, double now) const {
   std::uint64_t best_rank = rank(first);
   for (std::size_t i : order_) {
     if (i == first || !ready(i, now) || progress_[i].alone || items_[i].own_share != items_[first].own_share ||
-        items_[i].predicted.seconds < floor || !fits(i))
+        items_[i].predicted.seconds < floor || !fits(i) || (items_[i].everyones && everyones_part_running))
       continue;
     if (std::uint64_t r = rank(i); r < best_rank) {
       best = i;

@@ -497,6 +497,29 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   EXPECT_EQ(pool.order()[0], 0u);
   EXPECT_EQ(pool.order()[1], 1u);
   EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  EXPECT_TRUE(pool.items()[0].everyones);
+  EXPECT_TRUE(pool.items()[1].everyones);
+
+  // Its part of the two is one (2 over 4 launchers, at least one): with
+  // big1 running, big2 is another's to pick, after its own share (by the
+  // hash) and before the others' cheaper graphs.
+  pool.start(0, 0);
+  std::vector<std::size_t> own_by_hash, others_by_hash;
+  for (std::size_t i = 3; i < 24; ++i)
+    (roll[share_owner(pool.items()[i].key, roll)] == self ? own_by_hash : others_by_hash).push_back(i);
+  ASSERT_FALSE(own_by_hash.empty());
+  ASSERT_FALSE(others_by_hash.empty());
+  for (std::size_t n = 0; n < own_by_hash.size(); ++n) {
+    auto next = pool.pick(0);
+    ASSERT_TRUE(next.has_value());
+    EXPECT_TRUE(std::find(own_by_hash.begin(), own_by_hash.end(), *next) != own_by_hash.end()) << *next;
+    pool.start(*next, 0);
+    pool.finish(*next, AttemptEnd::compiled, ended("exit code 0"), 0);
+  }
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(1));
+  // Once big1 ends, big2 is its own again.
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0", 30), 30);
+  EXPECT_EQ(pool.pick(30), std::optional<std::size_t>(1));
 
   // Split by --world_size: the same from the shares make_items gave.
   Pool world({item("big1", 30, 0, false), item("big2", 28, 0, false), item("mid", 9, 0, false),

@@ -42,6 +42,9 @@ struct WorkItem {
   std::uint64_t graph_bytes = 0;
   Prediction predicted;
   bool own_share = true;
+  // Own only as one of the graphs that would end the run late
+  // (Pool::share_the_critical), not by the split of the shares.
+  bool everyones = false;
 };
 
 enum class ItemState {
@@ -204,6 +207,10 @@ public:
   // that starts a second late (its collect slowed), or is busy with its own
   // share, does not put the run's end behind its start; the lock settles
   // who compiles each, and the others lose a create-only PUT or a look.
+  // A launcher starts at most its part of them (their number over the
+  // launchers', at least one) beyond those of its own share: the one that
+  // starts first would otherwise take them all, on top of a share as costly
+  // as any other's. Beyond that part they are picked as others' graphs.
   void share_the_critical(std::size_t launchers);
   // Whether the other launchers at work know which graphs are this one's:
   // then a graph of its own share is rarely another's to take, and its
@@ -277,6 +284,11 @@ private:
   void plan_order(double now) const;
   void sort_longest_first() const; // by predicted seconds, own share first
   void restore_longest_first() const; // if a plan reordered it
+  // Whether this launcher starts as many of the everyone's graphs as it
+  // may (share_the_critical).
+  [[nodiscard]] bool everyones_part_running() const;
+  // To compile still, or compiling here or elsewhere.
+  [[nodiscard]] bool still_left(std::size_t i) const;
   [[nodiscard]] bool waits_in_own_share(std::size_t i) const;
   void changed(double now) {
     plan_due_ = true;
@@ -284,8 +296,9 @@ private:
   }
   [[nodiscard]] std::optional<double> known_cost(std::size_t i, const std::optional<SizeFit>& fit) const;
   // Among the ready items near `first`'s cost, the one spread_picks' seed
-  // ranks first.
-  [[nodiscard]] std::size_t spread_from(std::size_t first, double now) const;
+  // ranks first (not an everyone's graph once this launcher runs its part
+  // of them: `everyones_part_running`).
+  [[nodiscard]] std::size_t spread_from(std::size_t first, double now, bool everyones_part_running) const;
   [[nodiscard]] bool ready(std::size_t i, double now) const;
   [[nodiscard]] bool any_ready(double now) const;
 
@@ -307,6 +320,7 @@ private:
   void work_ended(double now);
   std::optional<std::uint64_t> spread_seed_; // spread_picks
   bool shares_split_ = false;
+  std::size_t everyones_part_ = 0; // share_the_critical's: how many a launcher starts
   double spread_band_ = 0;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;
