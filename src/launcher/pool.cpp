@@ -285,13 +285,12 @@ void Pool::withdraw(std::size_t i, double now) {
   work_ended(now);
 }
 
-double Pool::held_look_floor(double now) const {
-  return running_ == 0 && !any_ready(now) ? kOutOfWorkMinPollSeconds : kHeldElsewhereMinPollSeconds;
-}
-
-double Pool::held_wait_since(std::size_t i, double now) const {
+double Pool::next_held_look(std::size_t i, double now) const {
+  // Asked once: a scan of every item when nothing is ready, and a runner
+  // revisits each held graph due in a tick.
+  const bool out_of_work = running_ == 0 && !any_ready(now);
   const double since = progress_[i].held_elsewhere_since;
-  return running_ == 0 && !any_ready(now) ? std::max(since, last_end_) : since;
+  return out_of_work ? next_look(std::max(since, last_end_), now, kOutOfWorkMinPollSeconds) : next_look(since, now);
 }
 
 void Pool::work_ended(double now) {
@@ -417,7 +416,7 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
       p.held_elsewhere = true;
       p.held_elsewhere_since = now;
     }
-    p.eligible_at = next_look(held_wait_since(i, now), now, held_look_floor(now));
+    p.eligible_at = next_held_look(i, now);
     ++p.held_looks;
     return;
   }

@@ -315,8 +315,8 @@ private:
   // launcher out of work ends at most about a tenth of its wait late, not
   // a tenth of the holds (of graphs taken at the run's start, say).
   double last_end_ = 0;
-  [[nodiscard]] double held_wait_since(std::size_t i, double now) const;
-  [[nodiscard]] double held_look_floor(double now) const;
+  // When to look again at item i, held elsewhere, looked at `now`.
+  [[nodiscard]] double next_held_look(std::size_t i, double now) const;
   void work_ended(double now);
   std::optional<std::uint64_t> spread_seed_; // spread_picks
   bool shares_split_ = false;
