@@ -356,7 +356,7 @@ Scenario run_cluster(const Context& context) {
         "launcher puts itself on a roll under the cache's .npc/launchers/ as it starts, and the graphs are split "
         "among the launchers on it by rendezvous hashing, so each starts its own share first, costliest first, and "
         "then helps with the others' graphs; the few graphs costlier than the work per slot of the cluster are "
-        "everyone's, each launcher starting at most its part of them (their number over the launchers', at least one) beyond its own share, so the first launchers to reach their compile phase start them. It takes a graph's lock itself (one create-only PUT, since the gateway "
+        "everyone's, each launcher starting at most its part of them (their number over the launchers', at least one) beyond its own share, so the first launchers to reach their compile phase start them; later, another's graph costlier than the work left per slot of the cluster (and 1.5 times its own costliest) comes before a launcher's own. It takes a graph's lock itself (one create-only PUT, since the gateway "
         "honours If-None-Match, which the launcher finds out once), lists the entry and brings its graph before the "
         "worker starts, so the worker compiles in the mirror without an S3 client of its own; the takes, and the "
         "uploads of results with the release of their locks, run on the launcher's transfer threads beside its "

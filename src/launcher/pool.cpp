@@ -185,6 +185,7 @@ void Pool::share_the_critical(std::size_t launchers) {
   for (auto& item : items_)
     if (item.everyones) item.own_share = item.everyones = false;
   everyones_part_ = 0;
+  launchers_ = std::max<std::size_t>(1, launchers);
   if (launchers <= 1) return;
   std::vector<std::size_t> left; // to compile, or compiling somewhere
   double load = 0;
@@ -223,6 +224,7 @@ std::optional<std::size_t> Pool::pick(double now) const {
   // Beyond this launcher's part, an everyone's graph is another's to pick:
   // after its own share, before the others' cheaper graphs.
   const bool part_running = everyones_part_running();
+  if (auto help = help_first(now, part_running)) return help;
   std::optional<std::size_t> everyones;
   for (std::size_t i : order_) {
     if (!ready(i, now) || !fits(i)) continue;
@@ -235,6 +237,26 @@ std::optional<std::size_t> Pool::pick(double now) const {
     return spread_seed_ ? spread_from(i, now, part_running) : i;
   }
   return everyones;
+}
+
+std::optional<std::size_t> Pool::help_first(double now, bool everyones_part_running) const {
+  if (!shares_split_ || launchers_ <= 1) return std::nullopt;
+  std::optional<std::size_t> own;
+  std::optional<std::size_t> other;
+  double left = 0; // to start, as this launcher knows: more than is, never less
+  for (std::size_t i : order_) {
+    if (!ready(i, now)) continue;
+    left += items_[i].predicted.seconds;
+    if (!fits(i)) continue;
+    const bool counts_as_own = items_[i].own_share && !(everyones_part_running && items_[i].everyones);
+    if (counts_as_own && !own) own = i;
+    if (!items_[i].own_share && !other) other = i;
+  }
+  if (!other) return std::nullopt;
+  const double cost = items_[*other].predicted.seconds;
+  const double per_slot = left / (static_cast<double>(launchers_) * limits_.max_parallel);
+  if (cost <= per_slot || (own && cost <= kHelpFirstRatio * items_[*own].predicted.seconds)) return std::nullopt;
+  return spread_seed_ ? spread_from(*other, now, everyones_part_running) : *other;
 }
 
 bool Pool::everyones_part_running() const {

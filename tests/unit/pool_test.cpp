@@ -504,6 +504,12 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   // big1 running, big2 is another's to pick, after its own share (by the
   // hash) and before the others' cheaper graphs.
   pool.start(0, 0);
+  // big3, another's, is costlier than the work left to start per slot of
+  // the cluster (28 + 27 + 9 + 60 = 124 s over 8 slots) and more than
+  // kHelpFirstRatio times its own costliest: it comes first.
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(2));
+  pool.start(2, 0);
+  pool.finish(2, AttemptEnd::compiled, ended("exit code 0", 27), 0);
   std::vector<std::size_t> own_by_hash, others_by_hash;
   for (std::size_t i = 3; i < 24; ++i)
     (roll[share_owner(pool.items()[i].key, roll)] == self ? own_by_hash : others_by_hash).push_back(i);
@@ -534,6 +540,35 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   Pool alone({item("big1", 30, 0, false), item("small", 3, 0, true)}, {2, 0, 0});
   alone.share_the_critical(1);
   EXPECT_FALSE(alone.items()[0].own_share);
+}
+
+// Once the shares are split, another launcher's graph costlier than the
+// work left to start per slot of the cluster, and kHelpFirstRatio times
+// costlier than this launcher's costliest own graph ready, is picked
+// first: its owner may be busy with costlier ones. Not before: early in a
+// run the others' graphs wait for their owners.
+TEST(Pool, AnotherLaunchersGraphThatWouldEndTheRunLateComesBeforeSmallOwnOnes) {
+  Pool pool({item("own1", 10, 0, true), item("own2", 10, 0, true), item("own3", 2, 0, true),
+             item("other1", 6, 0, false), item("other2", 10, 0, false), item("other3", 10, 0, false)},
+            {1, 0, 0});
+  pool.split_by_world();
+  pool.share_the_critical(2); // 48 s over 2 slots: none costlier than 24 s
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_FALSE(pool.items()[i].everyones) << i;
+  // 48 s left over 2 slots: 24 s a slot; the others' wait.
+  EXPECT_EQ(pool.pick(0), std::optional<std::size_t>(0));
+  pool.start(0, 0);
+  pool.finish(0, AttemptEnd::compiled, ended("exit code 0", 10), 10);
+  pool.revisit(4, Pool::Found::done, 10); // the other launcher compiled them
+  pool.revisit(5, Pool::Found::done, 10);
+  // 10 + 2 + 6 = 18 s left, 9 s a slot: other1 (6 s) waits.
+  EXPECT_EQ(pool.pick(10), std::optional<std::size_t>(1));
+  pool.start(1, 10);
+  pool.finish(1, AttemptEnd::compiled, ended("exit code 0", 10), 20);
+  // 2 + 6 = 8 s left, 4 s a slot: other1 is costlier, and 3 times own3.
+  EXPECT_EQ(pool.pick(20), std::optional<std::size_t>(3));
+  pool.start(3, 20);
+  pool.finish(3, AttemptEnd::compiled, ended("exit code 0", 6), 26);
+  EXPECT_EQ(pool.pick(26), std::optional<std::size_t>(2));
 }
 
 // A graph another host holds is not looked at while this pool has work

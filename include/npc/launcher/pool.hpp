@@ -164,6 +164,16 @@ inline constexpr double kMaxFitError = 0.1;
 // stays costliest first (a graph started at 90% of the top's cost ends the
 // run at most that much sooner than the top would have).
 inline constexpr double kSpreadBand = 0.25;
+// Once the shares are split, a graph of another launcher's share is picked
+// before this launcher's own when it is costlier than the work left to start
+// per slot of the cluster and this many times costlier than the costliest
+// own graph ready (Pool::pick): its owner, busy with costlier graphs of its
+// share, might start it only once one of them ends, and then it would end
+// the run late. Early in a run no graph but the few everyone's is costlier
+// than the work per slot, so the launchers do not all chase the same
+// graphs then; late in a run, small graphs of a launcher's own wait, as
+// costliest first across the cluster has it.
+inline constexpr double kHelpFirstRatio = 1.5;
 // SIGKILLed compiles are retried (with less parallelism) this many times
 // even when --max-retries is 0: the failure says nothing about the graph.
 inline constexpr int kMaxOomRetries = 2;
@@ -284,6 +294,9 @@ private:
   void plan_order(double now) const;
   void sort_longest_first() const; // by predicted seconds, own share first
   void restore_longest_first() const; // if a plan reordered it
+  // Another launcher's graph to pick before this one's own (kHelpFirstRatio),
+  // if any.
+  [[nodiscard]] std::optional<std::size_t> help_first(double now, bool everyones_part_running) const;
   // Whether this launcher starts as many of the everyone's graphs as it
   // may (share_the_critical).
   [[nodiscard]] bool everyones_part_running() const;
@@ -321,6 +334,7 @@ private:
   std::optional<std::uint64_t> spread_seed_; // spread_picks
   bool shares_split_ = false;
   std::size_t everyones_part_ = 0; // share_the_critical's: how many a launcher starts
+  std::size_t launchers_ = 1;       // share_the_critical's: the launchers the graphs are split among
   double spread_band_ = 0;
   int running_ = 0;
   std::uint64_t memory_in_use_ = 0;
