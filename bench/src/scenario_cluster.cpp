@@ -363,7 +363,8 @@ Scenario run_cluster(const Context& context) {
         "event loop. A graph of its own share is taken without a look first; another's is looked at through one "
         "walk of the version folder (reused for half a second), and a lock object is read only when it is older "
         "than the launcher or 10 s. A launcher with nothing left but graphs held elsewhere looks at them from 0.2 s "
-        "apart again, with a walk at most 150 ms old, backing off from when it ran out of work. What is left: every request waits for a share of "
+        "apart again (each listed when they are fewer than 4 per page of the folder, else with a walk at most 150 ms "
+        "old), backing off from when it ran out of work. What is left: every request waits for a share of "
         "the 2 cores the gateway itself uses; at the start, the 16 launchers, 128 workers and the gateway start "
         "together on those cores, so some hosts' first compiles start more than a second in; and the last hosts "
         "end a few tenths of a second after the last result lands.");

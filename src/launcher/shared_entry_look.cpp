@@ -63,7 +63,7 @@ public:
       }
     }
     if (keys.empty()) return found;
-    if (version_objects_ && keys.size() > listing_pages()) {
+    if (version_objects_ && keys.size() > listing_pages() * kEntryListsPerWalkPage) {
       if (const auto* walk = recent_walk(keys.front(), kRevisitWalkReuse)) {
         auto looked = shared_.look_in_walk(keys, *walk, retry_failed_, download_, memo_);
         for (std::size_t k = 0; k < keys.size(); ++k) found[places[k]] = from(looked[k]);
