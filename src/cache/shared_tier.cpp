@@ -330,14 +330,20 @@ Status SharedTier::push(const CacheKey& key) const {
   return ok_status();
 }
 
+Status SharedTier::push_over(const CacheKey& key, const std::vector<std::string>& listed) const {
+  auto pushed = push_with(key, false, &listed);
+  if (!pushed) return fail(pushed.error());
+  return ok_status();
+}
+
 Result<bool> SharedTier::push_unless_there(const CacheKey& key) const { return push_with(key, true); }
 
-Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs) const {
+Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs, const std::vector<std::string>* listed) const {
   const Entry entry = mirror_.entry(key);
   auto snapshot = Entry::open_snapshot(entry.dir());
   if (!snapshot) return fail(snapshot.error());
   if (!snapshot->done && !snapshot->failed) return false;
-  auto there = shared_->list(key_of(key, ""));
+  auto there = listed ? Result<std::vector<std::string>>(*listed) : shared_->list(key_of(key, ""));
   if (!there) return fail(there.error());
   const ListedEntry theirs = read_listing(*there);
   const bool shared_done = theirs.done || theirs.done_without_neff; // the marker is there

@@ -81,7 +81,8 @@ public:
     auto key = cache::parse_key(entry_dir.string());
     if (!key) {
       std::lock_guard guard(ended_mutex_);
-      ended_.push_back({item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false});
+      ended_.push_back(
+          {item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false, {}});
       wake();
       return;
     }
@@ -116,7 +117,7 @@ public:
     }
     std::vector<TakeEnded> takes;
     for (auto& e : ended) {
-      if (e.lock) taken_.insert_or_assign(e.entry_dir, std::pair{*e.key, std::move(*e.lock)});
+      if (e.lock) taken_.insert_or_assign(e.entry_dir, Taken{*e.key, std::move(*e.lock), std::move(e.listed)});
       if (e.created_over) created_over_.insert(e.entry_dir);
       // What was read of it spares the next look its reading while unchanged.
       if (e.held_facts) memo_.remember(shared_.lock_key(*e.key), *e.held_facts);
@@ -130,7 +131,7 @@ public:
   void attempt_ended(const fs::path& entry_dir) override {
     auto it = taken_.find(entry_dir.string());
     if (it == taken_.end()) return;
-    transfers_.upload(it->second.first, std::move(it->second.second));
+    transfers_.upload(it->second.key, std::move(it->second.lock), std::move(it->second.listed));
     taken_.erase(it);
   }
 
@@ -144,8 +145,8 @@ public:
       left.swap(ended_);
     }
     for (auto& e : left)
-      if (e.lock) transfers_.upload(*e.key, std::move(*e.lock));
-    for (auto& [dir, held] : taken_) transfers_.upload(held.first, std::move(held.second));
+      if (e.lock) transfers_.upload(*e.key, std::move(*e.lock), std::move(e.listed));
+    for (auto& [dir, held] : taken_) transfers_.upload(held.key, std::move(held.lock), std::move(held.listed));
     taken_.clear();
     transfers_.wait();
   }
@@ -160,6 +161,13 @@ private:
     std::optional<storage::Lock> lock;          // taken, for the worker
     std::optional<storage::LockFacts> held_facts; // held, as read
     bool created_over = false;                  // held, as a create found it
+    std::vector<std::string> listed;            // taken: the entry's files, listed under the lock
+  };
+  // A lock held for a running worker, and what its upload starts from.
+  struct Taken {
+    cache::CacheKey key;
+    storage::Lock lock;
+    std::vector<std::string> listed;
   };
 
   void wake() {
@@ -183,7 +191,7 @@ private:
   // On a transfer thread, over its connection: the lock, then the graph.
   Ended take(const cache::SharedTier& tier, std::size_t item, const cache::CacheKey& key, const std::string& entry_dir,
              bool create_only) const {
-    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false};
+    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false, {}};
     if (create_only) {
       auto created = tier.try_create_lock(key);
       if (!created) {
@@ -239,6 +247,7 @@ private:
     }
     ended.take = Take::taken;
     ended.lock = std::move(lock);
+    ended.listed = std::move(*names);
     return ended;
   }
 
@@ -287,7 +296,7 @@ private:
   std::string walk_dir_;
   std::chrono::steady_clock::time_point walked_at_;
   // By entry folder: the locks held for running workers.
-  std::map<std::string, std::pair<cache::CacheKey, storage::Lock>> taken_;
+  std::map<std::string, Taken> taken_;
   std::mutex ended_mutex_;
   std::vector<Ended> ended_; // takes ended, not yet passed on
   util::UniqueFd wake_;      // an eventfd: a take ended

@@ -43,13 +43,14 @@ void TransferThreads::add_first(Job job) {
   wake_.notify_one();
 }
 
-void TransferThreads::upload(const cache::CacheKey& key, storage::Lock lock) {
+void TransferThreads::upload(const cache::CacheKey& key, storage::Lock lock,
+                             std::optional<std::vector<std::string>> listed) {
   // A std::function must be copyable, and a lock is not: shared.
   auto held = std::make_shared<storage::Lock>(std::move(lock));
-  add([key, held](const cache::SharedTier& tier) {
+  add([key, held, listed = std::move(listed)](const cache::SharedTier& tier) {
     // Nothing done or failed in the mirror (the worker found the graph
     // locked here, or was killed): nothing to upload, the lock goes.
-    if (auto pushed = tier.push(key); !pushed)
+    if (auto pushed = listed ? tier.push_over(key, *listed) : tier.push(key); !pushed)
       spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", tier.describe(key),
                    pushed.error());
     if (auto released = held->release(); !released)

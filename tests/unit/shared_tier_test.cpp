@@ -250,6 +250,19 @@ TEST_P(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
   EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
 }
 
+// Under the entry's lock, the listing made when it was taken is what the
+// push goes by: it lists nothing again (files it shows are not sent).
+TEST_P(SharedTierTest, PushOverAListingGoesByItAndListsNothing) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));
+  ASSERT_TRUE(remote->push_over(key, {"compile_flags.json", "model.hlo_module.pb"}).ok());
+  EXPECT_EQ(shared_names(), (std::vector<std::string>{"model.done", "model.neff", "npc-entry.json"}));
+  EXPECT_EQ(shared_text(kNeffFile), kRemoteNeff);
+  // As a launcher's take lists a pending entry: every file of the result.
+  ASSERT_TRUE(remote->push_over(key, {}).ok());
+  EXPECT_EQ(shared_names(), kDoneFiles);
+  EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
+}
+
 TEST_P(SharedTierTest, PushReplacesAFailureAndAnotherNeffThereButNotTheSameOne) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
   ASSERT_NO_FATAL_FAILURE(publish_done(*mirror));

@@ -126,6 +126,10 @@ public:
   [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key) const;
   // The mirror entry must be done or failed; anything else pushes nothing.
   [[nodiscard]] Status push(const CacheKey& key) const;
+  // As push, over the shared entry's files as `listed` (Storage::list) under
+  // the entry's lock this process holds: nothing else writes the entry
+  // meanwhile, so the listing push would make first is spared.
+  [[nodiscard]] Status push_over(const CacheKey& key, const std::vector<std::string>& listed) const;
   // As push, but a result the shared tier has already stays: false, and nothing
   // written, when the shared entry is done, or failed and ours failed too
   // (what an import does; the first result stays, as in a local cache).
@@ -201,8 +205,10 @@ private:
   [[nodiscard]] SharedLook judge_listed(const CacheKey& key, const std::vector<std::string>& names,
                                         const std::optional<storage::TreeFile>& lock, bool retry_failed,
                                         DownloadResult download, LockMemo& memo) const;
-  // push (keep_theirs false) and push_unless_there (true).
-  [[nodiscard]] Result<bool> push_with(const CacheKey& key, bool keep_theirs) const;
+  // push (keep_theirs false) and push_unless_there (true); over `listed`
+  // when given, else over a listing of the shared entry made first.
+  [[nodiscard]] Result<bool> push_with(const CacheKey& key, bool keep_theirs,
+                                       const std::vector<std::string>* listed = nullptr) const;
 
   std::shared_ptr<storage::Storage> shared_;
   const Cache& mirror_;

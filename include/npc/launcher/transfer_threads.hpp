@@ -14,6 +14,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <string>
+#include <optional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -47,7 +49,10 @@ public:
   // Uploads the mirror's result of `key` if it has one (done, or a failure
   // with its log), then releases `lock`. A failed upload is a warning: the
   // result stays in the mirror, and the entry pending in the shared tier.
-  void upload(const cache::CacheKey& key, storage::Lock lock);
+  // `listed`: the entry's files as listed once `lock` was taken (nothing
+  // else writes the entry under it), which spares the upload its listing.
+  void upload(const cache::CacheKey& key, storage::Lock lock,
+              std::optional<std::vector<std::string>> listed = std::nullopt);
   // Returns once every job added so far has ended.
   void wait();
 
