@@ -30,6 +30,9 @@ SharedGraphs::SharedGraphs(std::vector<std::shared_ptr<storage::Storage>> connec
                            std::string root_url, std::string compiler_version)
     : root_url_(without_trailing_slashes(root_url)), version_(std::move(compiler_version)) {
   for (auto& connection : connections) tiers_.push_back(std::make_unique<cache::SharedTier>(std::move(connection), mirror));
+  // A second of margin, as the pool's looks have: S3's clock and ours are
+  // not the same clock.
+  presumption_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
 }
 
 void SharedGraphs::for_each_parallel(std::size_t count,
@@ -129,6 +132,7 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   std::vector<cache::CacheKey> keys;
   std::vector<std::vector<std::string>> listings; // each entry's own files, as a LIST of it names them
   std::vector<std::uint64_t> graph_bytes;         // each entry's graph size, from the walk
+  std::vector<std::optional<storage::Time>> lock_written; // when each entry's lock object was, if listed
   std::map<std::string, std::size_t> index;       // entry folder -> its place in all three
   for (const auto& file : *tree) {
     auto slash = file.key.find('/');
@@ -142,9 +146,11 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
       keys.push_back(*key);
       listings.emplace_back();
       graph_bytes.push_back(0);
+      lock_written.emplace_back();
     }
     std::string name = file.key.substr(slash + 1);
     if (name == cache::kGraphFile) graph_bytes[found->second] = file.size;
+    if (name == cache::kFrameworkLockFile) lock_written[found->second] = file.modified;
     listings[found->second].push_back(std::move(name));
   }
   std::vector<std::optional<fs::path>> entries(keys.size());
@@ -156,7 +162,17 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
     std::error_code ec;
     if (!listed.failed && !fs::exists(entry_dir, ec)) {
       // Only pending, and only there: its compile brings it.
-      if (listed.has_lock) note_holder(tier, keys[i]);
+      if (listed.has_lock) {
+        const auto now = std::chrono::system_clock::now();
+        if (lock_written[i] && presumption_.presumed_held(*lock_written[i], now)) {
+          const double age = std::chrono::duration<double>(now - *lock_written[i]).count();
+          std::lock_guard lock(held_mutex_);
+          held_[keys[i].relative_path().generic_string()] =
+              "a lock written " + util::format_seconds(std::max(0.0, age)) + " ago (presumed held, not read)";
+        } else {
+          note_holder(tier, keys[i]);
+        }
+      }
       std::lock_guard lock(held_mutex_);
       later_[keys[i].relative_path().generic_string()] = graph_bytes[i];
       entries[i] = entry_dir;

@@ -249,5 +249,34 @@ TEST_P(SharedGraphsTest, PendingTakesEveryGraphWithoutAResultOfOurVersion) {
   EXPECT_EQ(test::read_text(in_mirror(failed) / "model.log"), "error: no\n");
 }
 
+// take_pending (--command compile, on every host of a cluster at once)
+// presumes held, unread, a lock written since the launcher started: another
+// host took the graph a moment ago. Here its record has expired, which a
+// read would find stale; a lock older than the launcher is read, and one
+// found stale is not held (the directory backend can date it back).
+TEST_P(SharedGraphsTest, TakePendingPresumesALockWrittenSinceItStartedHeld) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const storage::LockRecord expired{"someone", "token", now - 1};
+  auto young = pending("HloModule young\n");
+  write_shared(young.relative_path() / "model.hlo_module.pb.lock", expired.serialize());
+  std::optional<cache::CacheKey> old;
+  if (GetParam() == test::SharedBackend::directory) {
+    old = pending("HloModule old\n");
+    const fs::path lock = dir() / "shared" / old->relative_path() / "model.hlo_module.pb.lock";
+    write_shared(old->relative_path() / "model.hlo_module.pb.lock", expired.serialize());
+    fs::last_write_time(lock, fs::last_write_time(lock) - std::chrono::hours(1));
+  }
+  EXPECT_EQ(graphs->take_pending(false).size(), old ? 2u : 1u);
+  auto holder = graphs->held_elsewhere(in_mirror(young));
+  ASSERT_TRUE(holder);
+  EXPECT_NE(holder->find(" ago (presumed held, not read)"), std::string::npos) << *holder;
+  EXPECT_EQ(holder->rfind("a lock written ", 0), 0u) << *holder;
+  if (old) {
+    EXPECT_EQ(graphs->held_elsewhere(in_mirror(*old)), std::nullopt);
+  }
+}
+
 } // namespace
 } // namespace npc::launcher
