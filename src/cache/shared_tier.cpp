@@ -293,7 +293,7 @@ void SharedTier::record_use(const CacheKey& key) const {
     spdlog::debug("cannot record the use of {}: {}", describe(key), s.error());
 }
 
-Result<bool> SharedTier::fetch_graph(const CacheKey& key) const {
+Result<bool> SharedTier::fetch_graph(const CacheKey& key, std::optional<std::string_view> flags_json) const {
   const Entry entry = mirror_.entry(key);
   if (auto s = entry.check_trust(); !s) return fail(s.error());
   if (exists_regular(entry.graph_path()) && exists_regular(entry.dir() / kFlagsFile)) return true;
@@ -305,6 +305,11 @@ Result<bool> SharedTier::fetch_graph(const CacheKey& key) const {
     IncomingEntry incoming;
     for (auto name : {kFlagsFile, kGraphFile}) {
       fs::path path = work.path() / name;
+      if (name == kFlagsFile && flags_json) {
+        if (auto s = util::write_file_atomic(path, *flags_json); !s) return fail(s.error());
+        incoming.flags = path;
+        continue;
+      }
       auto got = shared_->get_file(key_of(key, name), path);
       if (!got) return fail(got.error());
       if (!*got) return false;

@@ -15,7 +15,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/layout.hpp>
 #include <npc/cache/listing.hpp>
 #include <npc/launcher/transfer_threads.hpp>
 #include <npc/util/fs.hpp>
@@ -240,7 +242,9 @@ private:
     const cache::ListedEntry listed = cache::read_listing(*names);
     if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::done);
     if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker);
-    auto graph = tier.fetch_graph(key);
+    const std::optional<std::string> flags = known_flags(key);
+    auto graph = tier.fetch_graph(key, flags);
+    if (graph && *graph && !flags) learn_flags(key, tier.mirror().entry(key).dir());
     if (!graph || !*graph) {
       if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", tier.describe(key), graph.error());
       return let_go(Take::left_to_worker);
@@ -249,6 +253,25 @@ private:
     ended.lock = std::move(lock);
     ended.listed = std::move(*names);
     return ended;
+  }
+
+  // The graphs of a run share a few sets of flags, and an entry's key names
+  // its flags by their hash: a take brings the flags of a hash it has seen
+  // from memory, a GET fewer. Only flags that do hash to their key's are
+  // remembered (not those of a key of an older release's scheme).
+  std::optional<std::string> known_flags(const cache::CacheKey& key) const {
+    std::lock_guard guard(flags_mutex_);
+    auto it = flags_by_hash_.find(key.flags_hash);
+    if (it == flags_by_hash_.end()) return std::nullopt;
+    return it->second;
+  }
+  void learn_flags(const cache::CacheKey& key, const fs::path& entry_dir) const {
+    auto text = util::read_file(entry_dir / cache::kFlagsFile);
+    if (!text) return;
+    auto flags = cache::parse_compile_flags(*text);
+    if (!flags || cache::flags_hash(*flags) != key.flags_hash) return;
+    std::lock_guard guard(flags_mutex_);
+    flags_by_hash_.emplace(key.flags_hash, std::move(*text));
   }
 
   static Pool::Found from(cache::SharedLook look) {
@@ -297,6 +320,8 @@ private:
   std::chrono::steady_clock::time_point walked_at_;
   // By entry folder: the locks held for running workers.
   std::map<std::string, Taken> taken_;
+  mutable std::mutex flags_mutex_;
+  mutable std::map<std::string, std::string> flags_by_hash_; // known_flags: compile_flags.json by flags hash
   std::mutex ended_mutex_;
   std::vector<Ended> ended_; // takes ended, not yet passed on
   util::UniqueFd wake_;      // an eventfd: a take ended

@@ -332,6 +332,22 @@ TEST_P(SharedTierTest, PushUnlessThereWritesAnEntryTheRemoteLacks) {
   EXPECT_EQ(*origin->entry(key).verify_neff(), Integrity::ok);
 }
 
+// Flags given (another entry's of the same flags hash): only the graph is
+// downloaded. The shared entry's flags object is not read: here it is gone.
+TEST_P(SharedTierTest, AGraphFetchedWithItsFlagsGivenDownloadsOnlyTheGraph) {
+  ASSERT_TRUE(remote->store_graph(key, kRemoteGraph, kRemoteFlags).ok());
+  ASSERT_TRUE(shared_storage()->remove((key.relative_path() / kFlagsFile).generic_string()).ok());
+  auto without = remote->fetch_graph(key);
+  ASSERT_TRUE(without) << without.error();
+  EXPECT_FALSE(*without) << "no flags there, none given";
+  auto got = remote->fetch_graph(key, kFlagsJson);
+  ASSERT_TRUE(got) << got.error();
+  EXPECT_TRUE(*got);
+  EXPECT_EQ(test::names_in(mirror_dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_EQ(test::read_text(mirror_dir() / kFlagsFile), kFlagsJson);
+  EXPECT_EQ(test::read_text(mirror_dir() / kGraphFile), kRemoteGraph);
+}
+
 TEST_P(SharedTierTest, TheGraphOfARemoteEntryComesIntoTheMirrorPending) {
   auto none = remote->fetch_graph(key);
   ASSERT_TRUE(none) << none.error();

@@ -122,8 +122,11 @@ public:
   // are the shared tier's (unreachable, denied) or the mirror's (not writable).
   [[nodiscard]] Result<FetchResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
                                                   RecordUse record = RecordUse::yes) const;
-  // False when the shared tier has no graph for `key`.
-  [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key) const;
+  // False when the shared tier has no graph for `key`. With `flags_json`
+  // (the compile_flags.json of another entry whose flags hash to this key's,
+  // so the same flags), only the graph is downloaded.
+  [[nodiscard]] Result<bool> fetch_graph(const CacheKey& key,
+                                         std::optional<std::string_view> flags_json = std::nullopt) const;
   // The mirror entry must be done or failed; anything else pushes nothing.
   [[nodiscard]] Status push(const CacheKey& key) const;
   // As push, over the shared entry's files as `listed` (Storage::list) under
