@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/json_text.hpp>
@@ -134,6 +135,11 @@ Result<std::vector<std::string>> read_compile_flags(const fs::path& entry_dir) {
   auto flags = parse_compile_flags(*text);
   if (!flags) return fail(path.string() + " is corrupt: " + flags.error());
   return flags;
+}
+
+bool compile_flags_hash_to(std::string_view json_text, std::string_view hash) {
+  auto flags = parse_compile_flags(json_text);
+  return flags && flags_hash(*flags) == hash;
 }
 
 } // namespace npc::cache

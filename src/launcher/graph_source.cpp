@@ -69,7 +69,7 @@ std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed, cache::
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
   return make_shared_entry_look(shared_->connection(), storage::open(*url_, kTransferConnections), cache_, retry_failed,
-                                download, shared_->version_objects());
+                                download, shared_->version_objects(), shared_->flags_by_hash());
 }
 
 } // namespace npc::launcher

@@ -30,9 +30,11 @@ class SharedEntryLook final : public HeldEntryLook {
 public:
   SharedEntryLook(std::shared_ptr<storage::Storage> connection,
                   std::vector<std::shared_ptr<storage::Storage>> transfer_connections, const cache::Cache& mirror,
-                  bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects)
+                  bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects,
+                  std::map<std::string, std::string> flags_by_hash)
       : shared_(std::move(connection), mirror), retry_failed_(retry_failed), download_(download),
         version_objects_(version_objects), transfer_connections_(transfer_connections),
+        flags_by_hash_(std::move(flags_by_hash)),
         wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), transfers_(std::move(transfer_connections), mirror) {
     if (!wake_.valid())
       spdlog::warn("cannot make an eventfd ({}): the launcher takes each shared lock itself, one at a time",
@@ -267,9 +269,7 @@ private:
   }
   void learn_flags(const cache::CacheKey& key, const fs::path& entry_dir) const {
     auto text = util::read_file(entry_dir / cache::kFlagsFile);
-    if (!text) return;
-    auto flags = cache::parse_compile_flags(*text);
-    if (!flags || cache::flags_hash(*flags) != key.flags_hash) return;
+    if (!text || !cache::compile_flags_hash_to(*text, key.flags_hash)) return;
     std::lock_guard guard(flags_mutex_);
     flags_by_hash_.emplace(key.flags_hash, std::move(*text));
   }
@@ -335,9 +335,10 @@ std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::S
                                                       std::vector<std::shared_ptr<storage::Storage>> transfer_connections,
                                                       const cache::Cache& mirror, bool retry_failed,
                                                       cache::DownloadResult download,
-                                                      std::optional<std::size_t> version_objects) {
+                                                      std::optional<std::size_t> version_objects,
+                                                      std::map<std::string, std::string> flags_by_hash) {
   return std::make_shared<SharedEntryLook>(std::move(connection), std::move(transfer_connections), mirror, retry_failed,
-                                           download, version_objects);
+                                           download, version_objects, std::move(flags_by_hash));
 }
 
 } // namespace npc::launcher

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/listing.hpp>
@@ -17,6 +19,9 @@
 namespace npc::launcher {
 
 namespace {
+
+// A compile_flags.json is a list of flags: far below this.
+constexpr std::uint64_t kMaxFlagsJsonBytes = 1 << 20;
 
 std::string_view without_trailing_slashes(std::string_view text) {
   while (text.ends_with('/')) text.remove_suffix(1);
@@ -187,6 +192,14 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   std::vector<fs::path> pending;
   for (auto& entry : entries)
     if (entry) pending.push_back(std::move(*entry));
+  // The flags of the graphs left there, once per flags hash: a run's graphs
+  // share a few sets of flags. One that cannot be read is left to the takes.
+  std::set<std::string> hashes_read;
+  for (const cache::CacheKey& key : keys) {
+    if (!later_.contains(key.relative_path().generic_string()) || !hashes_read.insert(key.flags_hash).second) continue;
+    auto text = first.storage()->read((key.relative_path() / cache::kFlagsFile).generic_string(), kMaxFlagsJsonBytes);
+    if (text && cache::compile_flags_hash_to(*text, key.flags_hash)) flags_by_hash_.emplace(key.flags_hash, std::move(*text));
+  }
   return pending;
 }
 

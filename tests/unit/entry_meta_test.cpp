@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 
 #include "test_support.hpp"
@@ -162,6 +163,17 @@ TEST(CompileFlags, ArraysOfStringsOnly) {
   for (const char* text : {"", "nope", R"(["a", 1])", R"({"a": 1})", R"("-O2")", "[null]",
                            R"([["a"]])", "[true]", R"(["a",)"})
     EXPECT_FALSE(parse_compile_flags(text).ok()) << "[" << text << "]";
+}
+
+// The text stands in for another entry's flags only when its flags hash to
+// the key's hash, however it is written (torch-neuronx's spacing or ours).
+TEST(CompileFlags, HashToTheKeysHashOnlyWhenTheFlagsDo) {
+  const std::string hash = flags_hash({"-O2", "--lnc=2"});
+  EXPECT_TRUE(compile_flags_hash_to("[\"-O2\",\"--lnc=2\"]\n", hash));
+  EXPECT_TRUE(compile_flags_hash_to("[\"-O2\", \"--lnc=2\"]", hash));
+  EXPECT_FALSE(compile_flags_hash_to("[\"-O2\"]", hash));
+  EXPECT_FALSE(compile_flags_hash_to("[\"--lnc=2\", \"-O2\"]", hash)) << "order is part of the flags";
+  EXPECT_FALSE(compile_flags_hash_to("not json", hash));
 }
 
 TEST(CompileFlags, SerializeRoundTrip) {

@@ -5,6 +5,7 @@
 
 #include <npc/launcher/shared_graphs.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -276,6 +277,22 @@ TEST_P(SharedGraphsTest, TakePendingPresumesALockWrittenSinceItStartedHeld) {
   if (old) {
     EXPECT_EQ(graphs->held_elsewhere(in_mirror(*old)), std::nullopt);
   }
+}
+
+// take_pending reads the flags of the graphs it leaves in the shared tier
+// once per flags hash, for their takes; flags that do not hash to their
+// key's (damaged, or a key of another scheme) are not kept.
+TEST_P(SharedGraphsTest, TakePendingReadsTheFlagsOfEachHashOnce) {
+  auto a = pending("HloModule a\n");
+  auto b = pending("HloModule b\n");
+  ASSERT_EQ(a.flags_hash, b.flags_hash);
+  const std::vector<std::string> other_flags = {"-O1", "--lnc=2"};
+  auto c = cache::make_key_for_graph("HloModule c\n", other_flags, "1.0");
+  ASSERT_TRUE(origin->entry(c).store_graph("HloModule c\n", other_flags).ok());
+  write_shared(c.relative_path() / "compile_flags.json", "[\"-O3\"]\n"); // not what c's key names
+  EXPECT_EQ(graphs->take_pending(false).size(), 3u);
+  EXPECT_EQ(graphs->flags_by_hash(),
+            (std::map<std::string, std::string>{{a.flags_hash, cache::serialize_compile_flags(kGraphsFlags)}}));
 }
 
 } // namespace

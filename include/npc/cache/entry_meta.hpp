@@ -49,5 +49,9 @@ inline constexpr std::uint64_t kMaxEntryMetaBytes = 16 * 1024 * 1024;
 [[nodiscard]] Result<std::vector<std::string>> parse_compile_flags(std::string_view json_text);
 [[nodiscard]] std::string serialize_compile_flags(const std::vector<std::string>& flags);
 [[nodiscard]] Result<std::vector<std::string>> read_compile_flags(const fs::path& entry_dir);
+// Whether a compile_flags.json text holds flags whose hash (key.hpp's
+// flags_hash) is `hash`: then any entry whose key names that hash has these
+// flags, and the text can stand in for its own.
+[[nodiscard]] bool compile_flags_hash_to(std::string_view json_text, std::string_view hash);
 
 } // namespace npc::cache

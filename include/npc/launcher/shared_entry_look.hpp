@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -66,7 +67,8 @@ inline constexpr std::size_t kMaxPickWalkPages = 4;
 [[nodiscard]] std::shared_ptr<HeldEntryLook>
 make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
                        std::vector<std::shared_ptr<storage::Storage>> transfer_connections, const cache::Cache& mirror,
-                       bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects);
+                       bool retry_failed, cache::DownloadResult download, std::optional<std::size_t> version_objects,
+                       std::map<std::string, std::string> flags_by_hash = {});
 
 // Transfer threads, each over a connection of its own: as many as a
 // launcher's usual slots (the takes at its start run together), and the

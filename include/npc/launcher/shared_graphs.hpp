@@ -104,6 +104,10 @@ public:
   // How many objects the version folder held when take_pending walked it;
   // nothing when it did not (the graphs a trial named are taken one by one).
   [[nodiscard]] std::optional<std::size_t> version_objects() const { return version_objects_; }
+  // The compile_flags.json of each flags hash among the graphs take_pending
+  // left in the shared tier, read once per hash (compile_flags_hash_to): the
+  // takes of their compiles then GET only the graph.
+  [[nodiscard]] const std::map<std::string, std::string>& flags_by_hash() const { return flags_by_hash_; }
   // One of the connections, for use once the graphs are taken (the pool's
   // looks at entries another host holds, SharedTier::look): never while a
   // take_* call runs.
@@ -132,6 +136,7 @@ private:
   std::map<std::string, std::string> held_; // entry folder -> holder
   std::map<std::string, std::uint64_t> later_; // entry folder -> graph bytes, for brought_later
   std::optional<std::size_t> version_objects_;
+  std::map<std::string, std::string> flags_by_hash_;
 };
 
 } // namespace npc::launcher
