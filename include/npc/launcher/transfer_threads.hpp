@@ -14,9 +14,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <string>
-#include <optional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
