@@ -272,6 +272,10 @@ std::optional<storage::LockFacts> LockMemo::find(const std::string& lock_key, st
   return it->second;
 }
 
+void LockMemo::presume_held_from_now() {
+  presume_held_since(std::chrono::system_clock::now() - kPresumeClockMargin);
+}
+
 bool LockMemo::presumed_held(storage::Time modified, storage::Time now) const {
   return presume_since_ && modified >= *presume_since_ && modified <= now + std::chrono::seconds(5) &&
          now - modified < kPresumeHeldFor;

@@ -39,8 +39,7 @@ public:
     if (!wake_.valid())
       spdlog::warn("cannot make an eventfd ({}): the launcher takes each shared lock itself, one at a time",
                    std::strerror(errno));
-    // A second of margin: S3's clock and ours are not the same clock.
-    memo_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
+    memo_.presume_held_from_now();
   }
   [[nodiscard]] Pool::Found look(const fs::path& entry_dir) override {
     // At a pick: the launcher looks at graph after graph, most of them

@@ -35,9 +35,7 @@ SharedGraphs::SharedGraphs(std::vector<std::shared_ptr<storage::Storage>> connec
                            std::string root_url, std::string compiler_version)
     : root_url_(without_trailing_slashes(root_url)), version_(std::move(compiler_version)) {
   for (auto& connection : connections) tiers_.push_back(std::make_unique<cache::SharedTier>(std::move(connection), mirror));
-  // A second of margin, as the pool's looks have: S3's clock and ours are
-  // not the same clock.
-  presumption_.presume_held_since(std::chrono::system_clock::now() - std::chrono::seconds(1));
+  presumption_.presume_held_from_now();
 }
 
 void SharedGraphs::for_each_parallel(std::size_t count,

@@ -97,7 +97,7 @@ protected:
     ASSERT_FALSE(folder.empty()) << testing::PrintToString(objects());
     module = module_of(folder);
     ASSERT_NO_FATAL_FAILURE(hold_as_another_node(folder, unix_now() + 600));
-    // Older than node B's launcher by more than its second of margin: read
+    // Older than node B's launcher by more than kPresumeClockMargin: read
     // when it takes the graphs, not presumed held (shared_graphs.hpp), so
     // its holder is named.
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));

@@ -90,6 +90,9 @@ public:
                                                        storage::Time modified) const;
   void remember(const std::string& lock_key, const storage::LockFacts& facts);
   void presume_held_since(storage::Time started) { presume_since_ = started; }
+  // As presume_held_since(now), less kPresumeClockMargin: what a watcher
+  // starting now calls.
+  void presume_held_from_now();
   // Whether a lock object written at `modified`, not found in the memo, is
   // presumed held at `now`.
   [[nodiscard]] bool presumed_held(storage::Time modified, storage::Time now) const;
@@ -102,6 +105,9 @@ private:
 // Short beside any lock's time to live (ours: 10 minutes), long beside most
 // compiles' looks at a graph another host holds.
 inline constexpr std::chrono::seconds kPresumeHeldFor{10};
+// The store's clock (S3's LastModified) and ours are not the same clock: a
+// lock written just before a watcher started counts as written since.
+inline constexpr std::chrono::seconds kPresumeClockMargin{1};
 
 // How look_all lists: one walk of the version folder for every entry, or a
 // listing of each entry's folder (cheaper when few are looked at in a large
