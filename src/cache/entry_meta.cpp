@@ -17,6 +17,23 @@ const AttemptRecord* EntryMeta::last_success() const {
   return nullptr;
 }
 
+const AttemptRecord* EntryMeta::failed_for_good_in(std::string_view run) const {
+  if (run.empty() || attempts.empty()) return nullptr;
+  const AttemptRecord& last_attempt = attempts.back();
+  if (last_attempt.run != run || !last_attempt.last) return nullptr;
+  if (last_attempt.outcome != "failed" && last_attempt.outcome != "timeout") return nullptr;
+  // Killed from outside (the OOM killer): a fact about the host, not the
+  // graph; another host may have the memory. (A timeout is our own SIGKILL,
+  // recorded as "timeout".)
+  if (last_attempt.outcome == "failed" && last_attempt.signal == "SIGKILL") return nullptr;
+  return &last_attempt;
+}
+
+std::string describe_run_failure(const AttemptRecord& failed) {
+  return (failed.outcome == "timeout" ? failed.exit : "compiler " + failed.exit) + " in " + failed.by + " (" +
+         failed.run + ")";
+}
+
 namespace {
 
 // The record is ours, but it lives in a shared directory: read it strictly
@@ -28,6 +45,8 @@ template <typename T> bool get_to(const json& object, const char* name, T& out) 
     if (!it->is_string()) return false;
   } else if constexpr (std::is_same_v<T, double>) {
     if (!it->is_number()) return false;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!it->is_boolean()) return false;
   } else {
     if (!it->is_number_integer()) return false;
   }
@@ -61,7 +80,8 @@ Result<EntryMeta> parse_entry_meta(std::string_view json_text) {
           !get_to(a, "exit", r.exit) || !get_to(a, "exit_code", r.exit_code) ||
           !get_to(a, "signal", r.signal) || !get_to(a, "wall_seconds", r.wall_seconds) ||
           !get_to(a, "peak_rss_bytes", r.peak_rss_bytes) ||
-          !get_to(a, "started_unix", r.started_unix))
+          !get_to(a, "started_unix", r.started_unix) || !get_to(a, "run", r.run) || !get_to(a, "by", r.by) ||
+          !get_to(a, "last", r.last))
         return fail("an attempt has fields of the wrong type");
       meta.attempts.push_back(std::move(r));
     }
@@ -81,14 +101,21 @@ std::string serialize_entry_meta(const EntryMeta& meta) {
   doc["graph_bytes"] = meta.graph_bytes;
   json attempts = json::array();
   for (const auto& r : meta.attempts) {
-    attempts.push_back({{"attempt", r.attempt},
-                        {"outcome", r.outcome},
-                        {"exit", r.exit},
-                        {"exit_code", r.exit_code},
-                        {"signal", r.signal},
-                        {"wall_seconds", r.wall_seconds},
-                        {"peak_rss_bytes", r.peak_rss_bytes},
-                        {"started_unix", r.started_unix}});
+    json attempt = {{"attempt", r.attempt},
+                    {"outcome", r.outcome},
+                    {"exit", r.exit},
+                    {"exit_code", r.exit_code},
+                    {"signal", r.signal},
+                    {"wall_seconds", r.wall_seconds},
+                    {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"started_unix", r.started_unix}};
+    // Only in a run of several launchers: other records stay as they were.
+    if (!r.run.empty()) {
+      attempt["run"] = r.run;
+      attempt["by"] = r.by;
+      attempt["last"] = r.last;
+    }
+    attempts.push_back(std::move(attempt));
   }
   doc["attempts"] = attempts;
   return util::to_json_text(doc, 1) + "\n";

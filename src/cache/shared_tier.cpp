@@ -42,6 +42,18 @@ Result<fs::path> upload_copy(int fd, const fs::path& dir, std::string_view name)
   return path;
 }
 
+// Whether the snapshot's record ends with an attempt that failed the graph
+// for good in a run of launchers (EntryMeta::failed_for_good_in).
+bool failed_for_good_in_a_run(const EntrySnapshot& snapshot) {
+  auto it = snapshot.files.find(kMetaFile);
+  if (it == snapshot.files.end()) return false;
+  auto text = util::read_fd(it->second.get(), kMaxEntryMetaBytes);
+  if (!text) return false;
+  auto meta = parse_entry_meta(*text);
+  if (!meta || meta->attempts.empty()) return false;
+  return meta->failed_for_good_in(meta->attempts.back().run) != nullptr;
+}
+
 } // namespace
 
 std::string SharedTier::key_of(const CacheKey& key, std::string_view file) const {
@@ -351,7 +363,12 @@ Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs, const 
   const Entry entry = mirror_.entry(key);
   auto snapshot = Entry::open_snapshot(entry.dir());
   if (!snapshot) return fail(snapshot.error());
-  if (!snapshot->done && !snapshot->failed) return false;
+  // Pending: nothing to push, but for the record of a graph a launcher of a
+  // run failed for good without caching a failure (a timeout): the run's
+  // other launchers read it under the lock (launcher/shared_entry_look) and
+  // do not compile the graph again.
+  const bool run_failure_only = !snapshot->done && !snapshot->failed && failed_for_good_in_a_run(*snapshot);
+  if (!snapshot->done && !snapshot->failed && !run_failure_only) return false;
   auto there = listed ? Result<std::vector<std::string>>(*listed) : shared_->list(key_of(key, ""));
   if (!there) return fail(there.error());
   const ListedEntry theirs = read_listing(*there);
@@ -381,7 +398,9 @@ Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs, const 
     if (!text) return fail(text.error());
     result.record = std::move(*text);
   }
-  if (snapshot->done) {
+  if (run_failure_only) {
+    if (shared_done) return false; // a result there stands over it
+  } else if (snapshot->done) {
     if (shared_done && util::contains(*there, kMetaFile) && !rejected(key)) {
       // The same NEFF there already (another node pushed it): nothing to do,
       // unless its NEFF was found not to match that record (corrupted).

@@ -154,6 +154,7 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   case compile::EntryOutcome::no_space: throw NotCached(result.attempt.exit);
   case compile::EntryOutcome::removed: throw NotCached(entry.dir().string() + " was removed by another process");
   case compile::EntryOutcome::cached_failure:
+  case compile::EntryOutcome::failed_in_run: // the launcher's workers' alone
   case compile::EntryOutcome::locked_elsewhere: break;
   }
   throw NotCached("the compile of " + entry.dir().string() + " came back without a result");

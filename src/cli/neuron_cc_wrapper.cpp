@@ -45,6 +45,7 @@ constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
   neuron_cc_wrapper compile-entry DIR [options] [--retry_failed_compilation] [--no-evict] [--no-wait]
                                   [--result-file FILE] [--shared-cache URL]
+                                  [--run NAME --run-by WHO [--last-attempt]]
   neuron_cc_wrapper key --graph FILE [--compiler PATH] [compiler flags...]
 
 Serves a graph's NEFF from the Neuron persistent cache, or compiles it with
@@ -78,6 +79,12 @@ options:
   --shared-cache URL     compile-entry: DIR is an entry of the local mirror of the
                          shared cache URL; it is compiled under the lock of the
                          entry there (or its result there downloaded) and pushed there
+  --run NAME, --run-by WHO, --last-attempt
+                         compile-entry: the compile is WHO's in a run of launchers
+                         that work as one (the parallel compile's Slurm step tasks);
+                         its attempt is recorded so (the last of WHO's with
+                         --last-attempt), and a graph that failed that way in the
+                         same run is not compiled again: exit 1
   --                     every word after it is a compiler flag
 
 environment:
@@ -612,6 +619,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::removed: return print_removed(entry_dir);
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
+  case compile::EntryOutcome::failed_in_run:   // compile-entry's alone (--run)
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
   if (!delivered) deliver(entry); // a result another node put in S3 meanwhile
@@ -636,9 +644,13 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   bool no_evict = false, no_wait = false;
   std::optional<std::string> shared_url;
   std::vector<std::string> cache_words;
+  compile::EntryCompileOptions::RunMark run;
   while (!args.done()) {
     if (take_common(args, common)) continue;
     if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
+    else if (auto r = args.take_value("--run")) run.run = *r;
+    else if (auto by = args.take_value("--run-by")) run.by = *by;
+    else if (args.take_flag("--last-attempt")) run.last_attempt = true;
     else if (auto url = args.take_value("--shared-cache")) shared_url = *url;
     else if (args.take_flag("--no-evict")) no_evict = true;
     else if (args.take_flag("--no-wait")) no_wait = true;
@@ -675,6 +687,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
                                        common.lock_wait, settings.cache.retry_failed_compilation,
                                        settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
+  if (!run.run.empty()) options.run = run;
   // The read-only secondary cache, if one is named, before compiling.
   if (use_secondary_cache(cache, common, *key)) {
     report.outcome = compile::EntryOutcome::already_done;
@@ -691,6 +704,10 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   report = compile::make_worker_report(result);
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(cache.entry(dir));
+  case compile::EntryOutcome::failed_in_run:
+    print_line(stderr, "Failed earlier in this run, not compiled again: " + dir.string() + " (" +
+                           result.attempt.exit + "); log " + result.log_path.string());
+    return exit_status(ExitCode::failure);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
   case compile::EntryOutcome::failed: return print_failure(dir, result);
   case compile::EntryOutcome::killed:

@@ -135,6 +135,7 @@ std::string_view to_string(EntryOutcome outcome) {
   case EntryOutcome::locked_elsewhere: return "locked_elsewhere";
   case EntryOutcome::removed: return "removed";
   case EntryOutcome::no_space: return "no_space";
+  case EntryOutcome::failed_in_run: return "failed_in_run";
   }
   return "?";
 }
@@ -143,7 +144,7 @@ std::optional<EntryOutcome> parse_entry_outcome(std::string_view text) {
   for (auto outcome : {EntryOutcome::compiled, EntryOutcome::already_done, EntryOutcome::cached_failure,
                        EntryOutcome::failed, EntryOutcome::interrupted, EntryOutcome::killed,
                        EntryOutcome::timed_out, EntryOutcome::locked_elsewhere, EntryOutcome::removed,
-                       EntryOutcome::no_space})
+                       EntryOutcome::no_space, EntryOutcome::failed_in_run})
     if (to_string(outcome) == text) return outcome;
   return std::nullopt;
 }
@@ -163,7 +164,8 @@ cache::UsageCounts usage_of(const EntryCompileResult& result, const fs::path& en
     counts.failed = 1;
     counts.compile_seconds = result.attempt.wall_seconds;
     break;
-  case EntryOutcome::cached_failure: counts.failed = 1; break;
+  case EntryOutcome::cached_failure:
+  case EntryOutcome::failed_in_run: counts.failed = 1; break;
   case EntryOutcome::interrupted:
   case EntryOutcome::removed:
   case EntryOutcome::locked_elsewhere: break; // nothing served, nothing learned
@@ -218,6 +220,21 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
                  entry_dir.string());
     if (auto s = entry.demote(); !s) throw EnvironmentError(s.error());
   }
+  // Read under the lock: the attempts so far, and whether another launcher
+  // of this run already failed the graph for good. That launcher wrote its
+  // record before it let the lock go, so no launcher of the run that takes
+  // the lock after it misses the record.
+  auto meta = cache::read_entry_meta(entry_dir);
+  const cache::EntryMeta before = meta ? *meta : cache::EntryMeta{};
+  if (options.run)
+    if (const cache::AttemptRecord* failed = before.failed_for_good_in(options.run->run)) {
+      result.outcome = EntryOutcome::failed_in_run;
+      result.attempt = *failed;
+      result.attempt.wall_seconds = 0; // nothing ran here
+      result.attempt.exit = cache::describe_run_failure(*failed);
+      result.log_path = info->has_log ? entry.log_path() : entry.killed_log_path();
+      return result;
+    }
   // Not `state == failed`: we hold the lock, so the entry reads as locked.
   if (info->has_log && !info->has_done && !options.retry_failed) {
     result.outcome = EntryOutcome::cached_failure;
@@ -239,8 +256,6 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     if (entry_gone(entry_dir)) return removed();
     throw EnvironmentError(flags.error() + " (remove the entry with neuron_cache rm)");
   }
-  auto meta = cache::read_entry_meta(entry_dir);
-  cache::EntryMeta before = meta ? *meta : cache::EntryMeta{};
 
   // Inside the entry by default: same filesystem, so publishing is a rename;
   // and a name eviction recognises as a temp if we die here.
@@ -277,6 +292,11 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   }
   CompileRun& run = *ran;
   result.attempt = make_attempt(before, run, started);
+  if (options.run) {
+    result.attempt.run = options.run->run;
+    result.attempt.by = options.run->by;
+    result.attempt.last = options.run->last_attempt;
+  }
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
     // Published by rename, so it must first be on the entry's filesystem.

@@ -16,6 +16,8 @@ using nlohmann::json;
 WorkerReport make_worker_report(const EntryCompileResult& result) {
   WorkerReport report;
   report.outcome = result.outcome;
+  // A graph another launcher of the run failed for good: who failed it, and how.
+  if (result.outcome == EntryOutcome::failed_in_run) report.exit = result.attempt.exit;
   if (result.run) {
     report.exit = result.attempt.exit;
     report.wall_seconds = result.attempt.wall_seconds;

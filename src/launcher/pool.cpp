@@ -372,6 +372,9 @@ void Pool::finish_attempt(std::size_t i, AttemptEnd end, const AttemptInfo& info
   case AttemptEnd::locked_elsewhere:
     undo_start(i);
     return mark_locked_elsewhere(i, now);
+  case AttemptEnd::failed_in_run:
+    p.failed_in_run = true;
+    [[fallthrough]];
   case AttemptEnd::cached_failure:
     p.cached_failure = true;
     return settle(i, ItemState::failed);
@@ -430,7 +433,7 @@ std::vector<std::size_t> Pool::due_revisits(double now) const {
   return due;
 }
 
-void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path) {
+void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_path, const std::string& how) {
   changed(now);
   auto& p = progress_[i];
   if (found == Found::held_elsewhere) {
@@ -450,7 +453,8 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
   case Found::failed:
     p.cached_failure = true;
     p.log_path = log_path;
-    p.last_exit = "failed in another process";
+    p.last_exit = how.empty() ? "failed in another process" : how;
+    p.failed_in_run = !how.empty();
     return settle(i, ItemState::failed);
   case Found::pending: // its holder is gone: ours to compile now
     p.state = ItemState::queued;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/worker_report.hpp>
@@ -35,6 +36,10 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
     argv.push_back("--timeout=" + std::to_string(static_cast<double>(config.compile_timeout->count()) / 1000.0));
   argv.push_back("--lock-timeout=" + std::to_string(config.stale_lock_age.count()));
   if (attempt.retry) argv.emplace_back("--retry_failed_compilation");
+  if (!config.run.empty()) {
+    argv.insert(argv.end(), {"--run", config.run, "--run-by", config.run_by});
+    if (attempt.last_attempt) argv.emplace_back("--last-attempt");
+  }
   // Under the launcher's lock, with the graph brought: a compile in the
   // directory alone, which the launcher then uploads.
   if (config.shared_cache_url && !attempt.shared_lock_held) {
@@ -87,6 +92,11 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   case compile::EntryOutcome::cached_failure:
     info.exit = "failed in another process"; // no new attempt: another process's result
     return {AttemptEnd::cached_failure, info};
+  // Failed for good by another launcher of this run (a task of the step):
+  // its failure, not a new attempt; info.exit says who failed it and how.
+  case compile::EntryOutcome::failed_in_run:
+    info.wall_seconds = 0;
+    return {AttemptEnd::failed_in_run, info};
   // Only a kill from outside (the OOM killer) says the machine had too many
   // compiles at once; a timeout is a failure of the graph to finish. Neither
   // is cached as a failure; the log is kept beside the entry.
@@ -129,6 +139,17 @@ Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const
   case cache::EntryState::absent: return config.held_look ? Pool::Found::pending : Pool::Found::removed;
   default: return Pool::Found::pending;
   }
+}
+
+// Who failed a graph found failed, and how, when its record says another
+// launcher of this run failed it for good; empty otherwise (a failure
+// cached before the run, or by a process outside it).
+std::string failed_in_run(const cache::Cache& cache, const RunnerConfig& config, const fs::path& entry_dir) {
+  if (config.run.empty()) return {};
+  auto meta = cache::read_entry_meta(cache.entry(entry_dir).dir());
+  if (!meta) return {};
+  const cache::AttemptRecord* failed = meta->failed_for_good_in(config.run);
+  return failed ? cache::describe_run_failure(*failed) : std::string();
 }
 
 std::string done_elsewhere_event(const HeldEntryLook& look) {
@@ -238,6 +259,7 @@ void tell(ProgressDisplay& progress, const Pool& pool, const AttemptEnded& ended
   case AttemptEnd::cached_failure:
     progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); log " + info.log_path.string());
     break;
+  case AttemptEnd::failed_in_run: progress.failure("FAILED " + short_name(item) + " (" + info.exit + ")"); break;
   case AttemptEnd::no_space:
     progress.failure("FAILED " + short_name(item) + " (" + info.exit + "); no new compile starts; the graphs "
                    "not compiled stay pending for a rerun once space is freed");
@@ -287,7 +309,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     std::string attempt_name = short_name(item) + ".attempt" + std::to_string(p.attempts);
     AttemptSpec attempt{i, item.entry_dir, config.log_dir / (attempt_name + ".log"),
                         config.log_dir / (attempt_name + ".result.json"),
-                        p.attempts > 1 || config.retry_cached_failures, lock_taken};
+                        p.attempts > 1 || config.retry_cached_failures, lock_taken, pool.last_attempt(i)};
     // Now, not the tick's start: looks and locks in a shared cache take
     // requests, and a compile's measured time starts with its worker.
     const double started_at = runner.now();
@@ -322,12 +344,28 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         pool.revisit(i, Pool::Found::done, at);
         progress.event(done_elsewhere_event(*config.held_look) + short_name(pool.items()[i]));
         break;
+      case HeldEntryLook::Take::failed:
+        slot_freed = true;
+        pool.withdraw(i, at);
+        pool.revisit(i, Pool::Found::failed, at, {}, ended.how);
+        progress.failure("FAILED " + short_name(pool.items()[i]) + " (" + ended.how + ")");
+        break;
       case HeldEntryLook::Take::taken: start_worker(i, true); break;
       case HeldEntryLook::Take::left_to_worker: start_worker(i, false); break;
       }
     }
     return slot_freed;
   };
+
+  // What a look at item i's entry here found: a failure says who failed it
+  // when another launcher of this run did.
+  auto revisit_here = [&](std::size_t i, Pool::Found found, double at) {
+    const fs::path& dir = pool.items()[i].entry_dir;
+    std::string how = found == Pool::Found::failed ? failed_in_run(cache, config, dir) : std::string();
+    if (!how.empty()) progress.failure("FAILED " + short_name(pool.items()[i]) + " (" + how + ")");
+    pool.revisit(i, found, at, cache.entry(dir).log_path(), how);
+  };
+  if (config.held_look && !config.run.empty()) config.held_look->set_run(config.run);
 
   bool roll_said = false;
   while (!pool.finished()) {
@@ -361,7 +399,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         shared_due.push_back(i);
         continue;
       }
-      pool.revisit(i, found, now, cache.entry(item.entry_dir).log_path());
+      revisit_here(i, found, now);
     }
     if (!shared_due.empty()) {
       std::vector<fs::path> dirs;
@@ -405,7 +443,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         // Let go meanwhile (done, failed, or pending again): looked at as
         // any revisit does, never left to a holder that is gone.
         if (Pool::Found found = look_at(cache, config, dir); found != Pool::Found::locked) {
-          pool.revisit(i, found, now, cache.entry(dir).log_path());
+          revisit_here(i, found, now);
           continue;
         }
         pool.leave_to_lock_holder(i);

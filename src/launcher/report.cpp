@@ -186,6 +186,13 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
     const auto& p = pool.progress()[i];
     if (p.state != ItemState::failed) continue;
     const auto& item = pool.items()[i];
+    if (p.failed_in_run) {
+      // Failed for the whole run: none of its launchers compiles it again.
+      lines.push_back("FAILED " + item.entry_dir.string() + ": " + p.last_exit +
+                      " (failed for the whole run, not retried by each of its launchers; the next run compiles it "
+                      "again)");
+      continue;
+    }
     if (p.cached_failure) {
       // Not compiled in this run: say how to have it compiled again.
       lines.push_back("FAILED " + item.entry_dir.string() + ": " + p.last_exit + "; log " + p.log_path.string() +

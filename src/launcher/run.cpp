@@ -584,6 +584,10 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
                       retry_failed, cache.stale_lock_age(), settings.shared_cache_url,
                       source.held_look(retry_failed, download), trace, roll};
+  if (options.step) {
+    config.run = options.step->run_name();
+    config.run_by = options.step->label();
+  }
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();

@@ -18,6 +18,7 @@ std::string_view outcome_name(AttemptEnd end) {
   case AttemptEnd::killed: return "killed";
   case AttemptEnd::locked_elsewhere: return "locked by another process";
   case AttemptEnd::cached_failure: return "failed in another process";
+  case AttemptEnd::failed_in_run: return "failed in this run by another launcher";
   case AttemptEnd::removed: return "removed by another process";
   case AttemptEnd::no_space: return "no space";
   }

@@ -85,7 +85,7 @@ public:
     if (!key) {
       std::lock_guard guard(ended_mutex_);
       ended_.push_back(
-          {item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false, {}});
+          {item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false, {}, {}});
       wake();
       return;
     }
@@ -124,7 +124,7 @@ public:
       if (e.created_over) created_over_.insert(e.entry_dir);
       // What was read of it spares the next look its reading while unchanged.
       if (e.held_facts) memo_.remember(shared_.lock_key(*e.key), *e.held_facts);
-      takes.push_back({e.item, e.take});
+      takes.push_back({e.item, e.take, std::move(e.how)});
     }
     return takes;
   }
@@ -165,6 +165,7 @@ private:
     std::optional<storage::LockFacts> held_facts; // held, as read
     bool created_over = false;                  // held, as a create found it
     std::vector<std::string> listed;            // taken: the entry's files, listed under the lock
+    std::string how;                            // failed: who failed it in this run, and how
   };
   // A lock held for a running worker, and what its upload starts from.
   struct Taken {
@@ -194,7 +195,7 @@ private:
   // On a transfer thread, over its connection: the lock, then the graph.
   Ended take(const cache::SharedTier& tier, std::size_t item, const cache::CacheKey& key, const std::string& entry_dir,
              bool create_only) const {
-    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false, {}};
+    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false, {}, {}};
     if (create_only) {
       auto created = tier.try_create_lock(key);
       if (!created) {
@@ -242,6 +243,10 @@ private:
     }
     const cache::ListedEntry listed = cache::read_listing(*names);
     if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::done);
+    if (auto how = failed_for_good_in_run(tier, key, *names, listed)) {
+      ended.how = std::move(*how);
+      return let_go(Take::failed);
+    }
     if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker);
     const std::optional<std::string> flags = known_flags(key);
     auto graph = tier.fetch_graph(key, flags);
@@ -254,6 +259,29 @@ private:
     ended.lock = std::move(lock);
     ended.listed = std::move(*names);
     return ended;
+  }
+
+  // Whether the shared entry's record, read under its lock, says another
+  // launcher of this run failed the graph for good: who and how. Its record
+  // went up before its lock was let go (SharedTier::push_over). Read only
+  // where the listing shows a record and no result, which a graph that
+  // never failed does not have: no request more for the others.
+  std::optional<std::string> failed_for_good_in_run(const cache::SharedTier& tier, const cache::CacheKey& key,
+                                                    const std::vector<std::string>& names,
+                                                    const cache::ListedEntry& listed) const {
+    if (run().empty() || listed.done || listed.done_without_neff || !util::contains(names, cache::kMetaFile))
+      return std::nullopt;
+    auto text = tier.storage()->read(key.relative_path().generic_string() + "/" + std::string(cache::kMetaFile),
+                                     cache::kMaxEntryMetaBytes);
+    if (!text) {
+      spdlog::debug("cannot read the record of {}: {}", tier.describe(key), text.error());
+      return std::nullopt;
+    }
+    auto meta = cache::parse_entry_meta(*text);
+    if (!meta) return std::nullopt;
+    const cache::AttemptRecord* failed = meta->failed_for_good_in(run());
+    if (!failed) return std::nullopt;
+    return cache::describe_run_failure(*failed);
   }
 
   // The graphs of a run share a few sets of flags, and an entry's key names

@@ -29,6 +29,10 @@ std::string StepTask::label() const {
   return "task " + std::to_string(index) + "/" + std::to_string(count) + " " + node;
 }
 
+std::string StepTask::run_name() const {
+  return "slurm step " + step + (restarts > 0 ? ", restart " + std::to_string(restarts) : "");
+}
+
 std::string StepTask::file_tag() const {
   std::string tag = node + ".task" + std::to_string(index);
   for (char& c : tag) {
@@ -62,6 +66,8 @@ std::optional<StepTask> step_task_from(const EnvLookup& env, std::string* why_no
   auto job = env("SLURM_JOB_ID");
   if (!job || job->empty()) job = env("SLURM_JOBID");
   task.step = job.value_or("?") + "." + *step_id;
+  // Not a number: taken as no restart (the variable is Slurm's own).
+  if (auto restarts = whole_number(env("SLURM_RESTART_COUNT"))) task.restarts = *restarts;
   return task;
 }
 

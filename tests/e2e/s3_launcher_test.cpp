@@ -208,6 +208,40 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
   EXPECT_EQ(compiles(), 4u);
 }
 
+// The tasks of a Slurm step on an S3 cache: a graph one task timed out on
+// (its last attempt) is failed for the step. Its record goes up to the
+// shared entry before its lock goes; the next task to take the lock reads
+// it (the entry has a record and no result) and counts the graph failed
+// without compiling it. The next step compiles it again.
+TEST_F(S3Launcher, AGraphATaskOfTheStepTimedOutOnIsNotCompiledAgainByAnother) {
+  auto collected = launch("node-a", {"--command", "collect"}, train());
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  const std::string folder = first_entry_folder();
+  ASSERT_FALSE(folder.empty());
+  const std::string module = module_of(folder);
+  std::string graph = read_text(dir() / "node-a" / "s3" / "test-bucket" / folder / "model.hlo_module.pb");
+  const std::string first_line = graph.substr(0, graph.find(','));
+  auto task = [&](const std::string& node, int index, const std::string& step) {
+    return std::map<std::string, std::string>{
+        {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", step}, {"SLURM_PROCID", std::to_string(index)},
+        {"SLURM_STEP_NUM_TASKS", "2"}, {"SLURMD_NODENAME", node}, {"STANDIN_CC_FAULT", "hang"},
+        {"STANDIN_CC_FAULT_MATCH", first_line}};
+  };
+  auto zero = launch("node-b", {"--command", "compile", "--compile-timeout", "1"}, {}, task("node-b", 0, "0"));
+  EXPECT_EQ(zero.exit_code, 1) << zero.describe();
+  EXPECT_EQ(compiles(), 4u);
+  auto one = launch("node-c", {"--command", "compile", "--compile-timeout", "1"}, {}, task("node-c", 1, "0"));
+  EXPECT_EQ(one.exit_code, 1) << one.describe();
+  EXPECT_EQ(compiles(), 4u) << "compiled again by another task of the step";
+  EXPECT_NE(one.err.find("FAILED " + module + " (timed out after 1.0s in task 0/2 node-b (slurm step 7.0))"),
+            std::string::npos)
+      << one.err;
+  // The next step of the job is another run.
+  auto next = launch("node-c", {"--command", "compile", "--compile-timeout", "1"}, {}, task("node-c", 1, "1"));
+  EXPECT_EQ(next.exit_code, 1) << next.describe();
+  EXPECT_EQ(compiles(), 5u);
+}
+
 // A launcher's worker on an entry its mirror does not have yet (--command
 // compile leaves a graph only pending in S3 there until it is compiled):
 // it fetches graph and flags under the entry's lock in S3 and compiles;

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <npc/cache/entry_meta.hpp>
+
 #include "test_support.hpp"
 
 namespace npc::test {
@@ -147,6 +149,64 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
   EXPECT_EQ(processes, (std::set<int>{1, 2, 3, 4}));
   EXPECT_EQ(compiled.size(), 8u);
   EXPECT_EQ(compiled_spans, 8u) << "a graph compiled twice in the step's trace";
+}
+
+// The first line of the graph of `entry` up to its first comma: a substring
+// only that graph holds ("HloModule SyncTensorsGraph.27,").
+std::string module_line(const fs::path& entry) {
+  std::string text = read_text(entry / "model.hlo_module.pb");
+  return text.substr(0, text.find(',') + 1);
+}
+
+// A graph whose compile hangs is timed out by one task and failed for the
+// whole step: the others do not compile it again one after another as its
+// lock comes free (each after the holder's timeout: hours on a real step).
+// A compile error likewise, though the tasks retry cached failures.
+TEST_F(SlurmJobStep, AGraphThatFailsOrTimesOutIsFailedForTheWholeStepAndCompiledOnce) {
+  ASSERT_NO_FATAL_FAILURE(collect());
+  const fs::path faulty = entries()[3];
+  for (const char* fault : {"hang", "fail"}) {
+    SCOPED_TRACE(fault);
+    std::error_code ec;
+    fs::remove(invocation_log(), ec);
+    std::vector<std::string> argv = {"srun", "-O", "-n", "4", "--"};
+    auto command = compile_command();
+    command.insert(command.end(), {"--compile-timeout", "2"});
+    argv.insert(argv.end(), command.begin(), command.end());
+    auto r = slurm(argv, {{"STANDIN_CC_BASE_MS", "300"},
+                          {"NEURON_CC_FLAGS", "--cache_dir=" + cache_root().string() + " --retry_failed_compilation"},
+                          {"STANDIN_CC_FAULT", fault},
+                          {"STANDIN_CC_FAULT_MATCH", module_line(faulty)}});
+    // Each task exits with the graphs it counts failed: the one.
+    EXPECT_EQ(r.exit_code, 1) << r.describe();
+    // The first round compiles the 7 others; each round, the faulty one once.
+    EXPECT_EQ(compiles(), std::string(fault) == "hang" ? 8u : 1u) << "the failed graph compiled again in the step\n"
+                                                                   << r.describe();
+    EXPECT_EQ(done_entries(), 7u);
+    auto meta = cache::read_entry_meta(faulty);
+    ASSERT_TRUE(meta.ok()) << meta.error();
+    ASSERT_FALSE(meta->attempts.empty());
+    const cache::AttemptRecord& last = meta->attempts.back();
+    EXPECT_EQ(last.outcome, std::string(fault) == "hang" ? "timeout" : "failed");
+    EXPECT_TRUE(last.run.starts_with("slurm step ")) << last.run;
+    EXPECT_TRUE(last.last);
+    // Every task counts it failed; the others say who failed it and how.
+    std::size_t failed_lines = 0, told_by_another = 0;
+    std::istringstream lines(r.err);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(": Total failed compilations: 1") != std::string::npos) ++failed_lines;
+      if (line.find("FAILED " + faulty.filename().string().substr(0, 20)) != std::string::npos &&
+          line.find(" in " + last.by + " (" + last.run + ")") != std::string::npos)
+        ++told_by_another;
+    }
+    EXPECT_EQ(failed_lines, 4u) << r.describe();
+    EXPECT_EQ(told_by_another, 3u) << r.describe();
+    // The first round finds the 8 pending graphs, the second the one left.
+    const std::string graphs = std::string(fault) == "hang" ? "8 graphs: 7" : "1 graphs: 0";
+    const std::regex totals("Slurm step [0-9]+\\.[0-9]+: " + graphs +
+                            R"( compiled by [0-4] tasks?, 0 already done, 1 failed, 0 left \(4 of 4 tasks reported\))");
+    EXPECT_TRUE(std::regex_search(r.err, totals)) << r.describe();
+  }
 }
 
 // sbatch's batch script is one process, not a task: a launcher there

@@ -586,6 +586,59 @@ TEST_F(Wrapper, CompileEntryCompilesAPendingEntryInPlace) {
   EXPECT_EQ(compiles(), 1u);
 }
 
+// The tasks of a Slurm step are one run: a graph one task failed for good
+// (its last attempt) is not compiled again by another, even with
+// --retry_failed_compilation; a timeout likewise, though it caches nothing.
+// Another run, or the same task's retry (no --last-attempt), compiles it.
+TEST_F(Wrapper, CompileEntryOfARunDoesNotCompileAGraphTheRunFailedForGood) {
+  for (const char* fault : {"fail", "hang"}) {
+    SCOPED_TRACE(fault);
+    std::error_code ec;
+    fs::remove_all(cache_root(), ec);
+    fs::remove(invocation_log(), ec);
+    fs::path g = graph("a.hlo", std::string("HloModule run_") + fault + "\n");
+    ASSERT_EQ(compile(g, dir() / "a.neff", {}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);
+    fs::path entry = entries()[0];
+    const std::map<std::string, std::string> faulty = {{"STANDIN_CC_FAULT", fault}};
+    auto compile_entry = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = {"compile-entry", entry.string(), "--timeout=0.5"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      return run_tool("neuron_cc_wrapper", args, faulty);
+    };
+    auto first = compile_entry({"--run", "slurm step 9.0", "--run-by", "task 0/2 a"});
+    EXPECT_EQ(first.exit_code, 1) << first.describe();
+    EXPECT_EQ(compiles(), 1u);
+    // Not its last attempt: a retry follows, so the run may compile it.
+    auto retry = compile_entry({"--run", "slurm step 9.0", "--run-by", "task 0/2 a", "--last-attempt",
+                                "--retry_failed_compilation"});
+    EXPECT_EQ(retry.exit_code, 1) << retry.describe();
+    EXPECT_EQ(compiles(), 2u);
+    auto meta = cache::read_entry_meta(entry);
+    ASSERT_TRUE(meta.ok()) << meta.error();
+    ASSERT_EQ(meta->attempts.size(), 2u);
+    EXPECT_EQ(meta->attempts[1].run, "slurm step 9.0");
+    EXPECT_EQ(meta->attempts[1].by, "task 0/2 a");
+    EXPECT_TRUE(meta->attempts[1].last);
+    EXPECT_EQ(meta->attempts[1].outcome, std::string(fault) == "hang" ? "timeout" : "failed");
+    // Another task of the same run: failed, not compiled.
+    auto other = compile_entry({"--run", "slurm step 9.0", "--run-by", "task 1/2 b", "--retry_failed_compilation",
+                                "--result-file", (dir() / "result.json").string()});
+    EXPECT_EQ(other.exit_code, 1) << other.describe();
+    EXPECT_EQ(compiles(), 2u) << "compiled again in the run that failed it";
+    const std::string how = std::string(fault) == "hang" ? "timed out after 0.5s" : "compiler exit code 1";
+    const fs::path log = entry / (std::string(fault) == "hang" ? "npc-killed.log" : "model.log");
+    EXPECT_EQ(other.err, "Failed earlier in this run, not compiled again: " + entry.string() + " (" + how +
+                             " in task 0/2 a (slurm step 9.0)); log " + log.string() + "\n");
+    auto report = nlohmann::json::parse(read_text(dir() / "result.json"));
+    EXPECT_EQ(report["outcome"], "failed_in_run");
+    EXPECT_EQ(report["exit"], how + " in task 0/2 a (slurm step 9.0)");
+    // Another run (the next step, a requeued job) tries again.
+    auto next = compile_entry({"--run", "slurm step 10.0", "--run-by", "task 1/2 b", "--retry_failed_compilation"});
+    EXPECT_EQ(next.exit_code, 1) << next.describe();
+    EXPECT_EQ(compiles(), 3u);
+  }
+}
+
 TEST_F(Wrapper, CompileEntryNoWaitReportsALockedEntry) {
   fs::path g = graph("a.hlo", "HloModule locked\n");
   ASSERT_EQ(compile(g, dir() / "a.neff", {}, {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"}}).exit_code, 0);

@@ -124,6 +124,56 @@ TEST(EntryMeta, LastSuccessIsTheLatestSuccessfulAttempt) {
   EXPECT_EQ(meta.last_success(), nullptr);
 }
 
+TEST(EntryMeta, TheRunAnAttemptWasMadeInRoundTripsAndOnlyThenIsWritten) {
+  EntryMeta meta;
+  meta.attempts = {attempt(1, "timeout", 3, 1)};
+  EXPECT_EQ(serialize_entry_meta(meta).find("\"run\""), std::string::npos); // as older releases wrote it
+  meta.attempts[0].run = "slurm step 4711.0";
+  meta.attempts[0].by = "task 1/4 vm";
+  meta.attempts[0].last = true;
+  auto parsed = parse_entry_meta(serialize_entry_meta(meta));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  ASSERT_EQ(parsed->attempts.size(), 1U);
+  EXPECT_EQ(parsed->attempts[0].run, "slurm step 4711.0");
+  EXPECT_EQ(parsed->attempts[0].by, "task 1/4 vm");
+  EXPECT_TRUE(parsed->attempts[0].last);
+  EXPECT_FALSE(parse_entry_meta(R"({"attempts":[{"last":1}]})").ok());
+  EXPECT_FALSE(parse_entry_meta(R"({"attempts":[{"run":7}]})").ok());
+}
+
+TEST(EntryMeta, AGraphFailsForGoodInARunOnlyByThatRunsLastFailureOrTimeout) {
+  const std::string run = "slurm step 4711.0";
+  auto in_run = [&](AttemptRecord a, bool last) {
+    a.signal = ""; // attempt() makes every failure a kill
+    a.exit = "exit code 1";
+    a.run = run;
+    a.by = "task 1/4 vm";
+    a.last = last;
+    return a;
+  };
+  EntryMeta meta;
+  EXPECT_EQ(meta.failed_for_good_in(run), nullptr); // no attempt
+  meta.attempts = {in_run(attempt(1, "timeout", 3, 1), true)};
+  meta.attempts[0].signal = "SIGKILL"; // how our timeout ends a compile
+  ASSERT_NE(meta.failed_for_good_in(run), nullptr);
+  EXPECT_EQ(meta.failed_for_good_in(run), &meta.attempts[0]);
+  EXPECT_EQ(meta.failed_for_good_in("slurm step 4711.1"), nullptr); // another step
+  EXPECT_EQ(meta.failed_for_good_in(""), nullptr);                  // no run at all
+  meta.attempts = {in_run(attempt(1, "failed", 3, 1), true)};
+  EXPECT_NE(meta.failed_for_good_in(run), nullptr);
+  meta.attempts = {in_run(attempt(1, "failed", 3, 1), false)}; // its launcher retries it
+  EXPECT_EQ(meta.failed_for_good_in(run), nullptr);
+  AttemptRecord killed = in_run(attempt(1, "failed", 3, 1), true);
+  killed.signal = "SIGKILL"; // the OOM killer's: about the host, not the graph
+  meta.attempts = {killed};
+  EXPECT_EQ(meta.failed_for_good_in(run), nullptr);
+  // Only the last attempt counts: a success since (a retry elsewhere) ends it.
+  meta.attempts = {in_run(attempt(1, "failed", 3, 1), true), attempt(2, "success", 3, 1)};
+  EXPECT_EQ(meta.failed_for_good_in(run), nullptr);
+  meta.attempts = {in_run(attempt(1, "interrupted", 3, 1), true)};
+  EXPECT_EQ(meta.failed_for_good_in(run), nullptr);
+}
+
 class EntryMetaFileTest : public test::TempDirTest {};
 
 TEST_F(EntryMetaFileTest, MissingFileIsAnEmptyRecord) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <npc/util/result.hpp>
@@ -25,6 +26,16 @@ struct AttemptRecord {
   double wall_seconds = 0;
   std::uint64_t peak_rss_bytes = 0;
   std::int64_t started_unix = 0;
+  // Launchers that work as one (the tasks of a Slurm step) name their run
+  // ("slurm step 4711.0"), the one that made the attempt ("task 1/4 vm") and
+  // whether no retry of its own followed a failure (its last attempt): a
+  // graph that failed for good in a run is failed for the whole run, not
+  // compiled again by each of its launchers in turn (failed_for_good_in).
+  // Empty and false in a record written outside such a run, or by an older
+  // release.
+  std::string run{};
+  std::string by{};
+  bool last = false;
 };
 
 struct EntryMeta {
@@ -35,12 +46,21 @@ struct EntryMeta {
 
   // The last successful attempt, if any (its time and memory predict the next).
   [[nodiscard]] const AttemptRecord* last_success() const;
+  // The entry's last attempt when it was made in `run`, failed or timed out
+  // (not killed from outside), and was its launcher's last: the graph failed
+  // for good in that run.
+  [[nodiscard]] const AttemptRecord* failed_for_good_in(std::string_view run) const;
 };
 
 // A record is a few KiB; past this it is not one of ours.
 inline constexpr std::uint64_t kMaxEntryMetaBytes = 16 * 1024 * 1024;
 
 [[nodiscard]] Result<EntryMeta> parse_entry_meta(std::string_view json_text);
+// How an attempt failed a graph for good in its run, for another launcher
+// of the run: "timed out after 3s in task 1/4 vm (slurm step 4711.0)",
+// "compiler exit code 70 in task 1/4 vm (slurm step 4711.0)".
+[[nodiscard]] std::string describe_run_failure(const AttemptRecord& failed);
+
 [[nodiscard]] std::string serialize_entry_meta(const EntryMeta& meta);
 // A missing file is an empty record (an entry written by another tool).
 [[nodiscard]] Result<EntryMeta> read_entry_meta(const fs::path& entry_dir);

@@ -53,6 +53,17 @@ struct EntryCompileOptions {
   // False: a failed compile leaves the entry pending, nothing cached, so that
   // the cache never makes a later compile fail (the masquerade's).
   bool cache_failures = true;
+  // The run of launchers this compile is part of (the tasks of a Slurm
+  // step): its attempt is recorded as made in that run by `by`, the last of
+  // that launcher's attempts when `last_attempt` (no retry follows a
+  // failure); and a graph already failed for good in the run is not
+  // compiled again, even with retry_failed (EntryOutcome::failed_in_run).
+  struct RunMark {
+    std::string run; // "slurm step 4711.0"
+    std::string by;  // "task 1/4 vm"
+    bool last_attempt = false;
+  };
+  std::optional<RunMark> run{};
 };
 
 enum class EntryOutcome {
@@ -67,10 +78,14 @@ enum class EntryOutcome {
   locked_elsewhere, // lock_wait was zero and another process holds the lock
   removed,        // the entry's directory was gone before or while it compiled
                   // (neuron_cache rm, --command clean): nothing to publish into
-  no_space        // a filesystem ran out of space (ENOSPC, EDQUOT) during the
+  no_space,       // a filesystem ran out of space (ENOSPC, EDQUOT) during the
                   // compile or its publishing: an environment fault, so the
                   // attempt is recorded and the entry left pending, never
                   // cached as a failure; attempt.exit names the full place
+  failed_in_run   // another launcher of this run (EntryCompileOptions::run)
+                  // failed or timed out on it with no retry to follow: not
+                  // compiled again; attempt is that launcher's, its exit
+                  // saying who and how
 };
 [[nodiscard]] std::string_view to_string(EntryOutcome outcome);
 [[nodiscard]] std::optional<EntryOutcome> parse_entry_outcome(std::string_view text);

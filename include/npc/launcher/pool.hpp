@@ -80,6 +80,7 @@ struct ItemProgress {
   std::uint64_t peak_rss_bytes = 0;
   fs::path log_path;
   bool cached_failure = false;
+  bool failed_in_run = false; // failed for good by another launcher of this run (RunnerConfig::run)
   bool alone = false;     // its next attempt runs with nothing else (after OOM kills)
   bool ran_alone = false; // an attempt of it ran alone
   // Deferred for a lock another host holds in the cache they share, as the
@@ -106,6 +107,8 @@ enum class AttemptEnd {
   killed,           // the compile died by SIGKILL (the OOM killer's signal)
   locked_elsewhere, // another process holds the lock
   cached_failure,   // another process's failure is cached
+  failed_in_run,    // another launcher of this run failed it for good (its
+                    // last attempt; compile::EntryOutcome::failed_in_run)
   removed,          // the entry was gone before or while the worker ran
   no_space          // the compile ran out of disk space: nothing cached, the
                     // entry left pending, and no compile starts after it
@@ -238,6 +241,9 @@ public:
   void begin(std::size_t i, double now);
   void withdraw(std::size_t i, double now);
   void finish(std::size_t i, AttemptEnd end, const AttemptInfo& info, double now);
+  // Whether a failure of item i's attempt running now would fail it for
+  // good (no retry follows; a kill from outside is retried by its own rule).
+  [[nodiscard]] bool last_attempt(std::size_t i) const { return progress_[i].attempts > limits_.max_retries; }
 
   // Deferred items due for a look, the longest due first, and what that
   // look found. A graph held by another host is not due while a graph of
@@ -250,7 +256,9 @@ public:
   // held_elsewhere: another host holds its lock in the cache they share,
   // alive (a lock this host's own look at the entry cannot see).
   enum class Found { done, failed, pending, locked, held_elsewhere, removed };
-  void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {});
+  // Found::failed: `how` says who failed it and how, when known (another
+  // launcher of this run: cache::describe_run_failure).
+  void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {}, const std::string& how = {});
 
   // Stops waiting for a deferred item: it stays with its lock holder.
   void leave_to_lock_holder(std::size_t i);

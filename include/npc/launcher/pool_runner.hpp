@@ -55,7 +55,10 @@ public:
   // brings the graph and uploads the result, as without this). done: the
   // graph's result was there once the lock was taken (another host compiled
   // it since the last look), and the lock let go.
-  enum class Take { taken, held, done, left_to_worker };
+  // failed: another launcher of this run (set_run) failed it for good, as
+  // the shared entry's record says (TakeEnded::how: who and how), and the
+  // lock was let go.
+  enum class Take { taken, held, done, left_to_worker, failed };
   [[nodiscard]] virtual Take take_lock(const fs::path& entry_dir) {
     (void)entry_dir;
     return Take::left_to_worker;
@@ -69,7 +72,12 @@ public:
   struct TakeEnded {
     std::size_t item = 0;
     Take take = Take::left_to_worker;
+    std::string how{}; // Take::failed: "timed out after 3s in task 1/4 vm (slurm step 4711.0)"
   };
+  // The run of launchers this one is part of (RunnerConfig::run): a graph
+  // whose shared record says it failed for good in it is not taken.
+  void set_run(std::string run) { run_ = std::move(run); }
+  [[nodiscard]] const std::string& run() const { return run_; }
   virtual void begin_take(std::size_t item, const fs::path& entry_dir) {
     takes_ended_.push_back({item, take_lock(entry_dir)});
   }
@@ -85,6 +93,7 @@ public:
 
 private:
   std::vector<TakeEnded> takes_ended_; // the default begin_take's
+  std::string run_;
 };
 
 // The launchers that split a shared cache's graphs among themselves, as
@@ -115,6 +124,12 @@ struct RunnerConfig {
   RunTrace* trace = nullptr;
   // The launchers splitting the graphs; null: the shares stay as made.
   std::shared_ptr<RollLook> roll;
+  // The run of launchers this one is part of (the tasks of a Slurm step:
+  // "slurm step 4711.0") and who it is in it ("task 1/4 vm"): a graph
+  // failed for good by one of them is failed for all (the workers'
+  // EntryOutcome::failed_in_run). Empty: a launcher on its own.
+  std::string run{};
+  std::string run_by{};
 };
 
 struct PoolRunResult {
@@ -140,6 +155,7 @@ struct AttemptSpec {
   fs::path result_file; // the worker's report (compile/worker_report.hpp)
   bool retry = false;   // compile a cached failure again
   bool shared_lock_held = false; // the launcher holds its shared lock and brought its graph (HeldEntryLook::take_lock)
+  bool last_attempt = false;     // no retry follows a failure (Pool::last_attempt)
 };
 
 struct AttemptEnded {

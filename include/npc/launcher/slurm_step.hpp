@@ -17,6 +17,12 @@ struct StepTask {
   int count = 1;        // SLURM_STEP_NUM_TASKS (else SLURM_NTASKS)
   std::string node;     // SLURMD_NODENAME, else this host's name
   std::string step;     // "<job>.<step>" (SLURM_JOB_ID, SLURM_STEP_ID)
+  int restarts = 0;     // SLURM_RESTART_COUNT: how often the job was requeued
+
+  // "slurm step 4711.0", with ", restart 1" once the job was requeued: the
+  // run the step's tasks make together, in which a graph failed for good by
+  // one is failed for all (a requeued job tries again).
+  [[nodiscard]] std::string run_name() const;
 
   // "task 2/4 node-a": what every line of this launcher starts with.
   [[nodiscard]] std::string label() const;
