@@ -53,6 +53,7 @@ struct RunFiles {
   fs::path path_log;
   fs::path trial_log;
   fs::path log_dir;
+  util::UniqueFd alive; // held for the run's life: its files are not another run's to remove (old_runs.hpp)
 };
 
 // The original's names, per launcher pid, so that launchers sharing a
@@ -74,6 +75,7 @@ RunFiles prepare_workdir(const Options& options) {
   // Creating our log directory is the writability check: it fails on a
   // read-only or full filesystem even for root, whom access() lets pass.
   if (auto s = util::ensure_dir(files.log_dir, 0755); !s) throw unusable(s.error());
+  files.alive = mark_run_alive(files.log_dir);
   // Ours is the newest run now: it counts among those kept.
   std::ignore = remove_old_runs(files.workdir);
   return files;

@@ -62,6 +62,28 @@ TEST_F(OldRunsTest, KeepsTheNewestRunsAndThoseRunningAndRemovesTheRest) {
   EXPECT_TRUE(fs::exists(dir() / "trial_run_pidx_log.txt"));
 }
 
+// A launcher in another PID namespace (a container, a cluster test's host)
+// sharing the workdir: its pid means nothing here, no process has it, yet it
+// runs. Its log folder's flock says so, from any namespace of the host.
+TEST_F(OldRunsTest, ARunHoldingItsFolderLockIsKeptThoughNoProcessHereHasItsPid) {
+  const long elsewhere = dead_pid();
+  add_run(elsewhere, 10000); // the oldest
+  util::UniqueFd held = mark_run_alive(dir() / ("compile_logs_pid" + std::to_string(elsewhere)));
+  ASSERT_TRUE(held.valid());
+  const long gone = dead_pid();
+  add_run(gone, 9000); // older than the kept runs, and its lock free
+  for (int i = 0; i < 5; ++i) add_run(dead_pid(), 100 * (i + 1));
+  auto removed = remove_old_runs(dir(), 5);
+  EXPECT_EQ(removed.size(), 3u) << "the run whose lock is free, three names";
+  EXPECT_TRUE(fs::exists(dir() / ("compile_logs_pid" + std::to_string(elsewhere))));
+  EXPECT_TRUE(fs::exists(dir() / ("trial_run_pid" + std::to_string(elsewhere) + "_log.txt")));
+  EXPECT_FALSE(fs::exists(dir() / ("compile_logs_pid" + std::to_string(gone))));
+  // Let go (the run ended): the next look removes it.
+  held.reset();
+  EXPECT_EQ(remove_old_runs(dir(), 5).size(), 3u);
+  EXPECT_FALSE(fs::exists(dir() / ("compile_logs_pid" + std::to_string(elsewhere))));
+}
+
 TEST_F(OldRunsTest, NothingToDoInAMissingOrSmallWorkdir) {
   EXPECT_TRUE(remove_old_runs(dir() / "absent").empty());
   add_run(dead_pid(), 5);

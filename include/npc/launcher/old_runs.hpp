@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <npc/util/fs.hpp>
+
 namespace npc::launcher {
 
 namespace fs = std::filesystem;
@@ -19,10 +21,22 @@ namespace fs = std::filesystem;
 // compare a failed run with the one before and after it.
 inline constexpr std::size_t kKeptRuns = 5;
 
+// A run is alive while it holds a shared flock on its compile_logs_pid<N>/
+// folder, which mark_run_alive takes and the returned descriptor keeps (for
+// the run's life). A pid alone cannot tell: launchers in other PID
+// namespaces (containers, the hosts of a cluster test) share a workdir, and
+// their pids mean nothing here, or another process's; a flock is the
+// file's, seen alike from every namespace of the host. Not inherited by
+// the run's children (close-on-exec). An invalid descriptor when the lock
+// cannot be taken: the run is then judged by its pid, as an older
+// release's is.
+[[nodiscard]] util::UniqueFd mark_run_alive(const fs::path& log_dir);
+
 // Removes the files of every run but the `keep` most recent ones (by the
-// newest time of their files) and those whose pid runs on this host (a
-// launcher sharing the workdir right now). Returns what it removed; what
-// cannot be removed is left, without a word: these are logs.
+// newest time of their files) and those alive: whose log folder's flock is
+// held (mark_run_alive), or, for a run that holds none (an older release's),
+// whose pid runs on this host. Returns what it removed; what cannot be
+// removed is left, without a word: these are logs.
 std::vector<fs::path> remove_old_runs(const fs::path& workdir, std::size_t keep = kKeptRuns);
 
 } // namespace npc::launcher
