@@ -1,5 +1,7 @@
 #include <npc/launcher/step_meeting.hpp>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -24,13 +26,61 @@ std::string lock_key(const std::string& folder, int task) {
   return folder + "/task-" + std::to_string(task) + ".lock";
 }
 
+// A step's folder is left behind when its task 0 dies before it gathers (the
+// other tasks' records stay) or is cancelled: it is another step's to
+// remove once nothing in it has changed for this long and none of its
+// locks is held. A live step has a lock held (a task at work) or is
+// gathered within seconds of its last record; ten minutes is far beyond
+// that, and short enough that leftovers never pile up.
+constexpr auto kLeftStepAge = std::chrono::minutes(10);
+
+std::string steps_dir() { return std::string(cache::kPrivateDir) + "/steps"; }
+
 // A step id as a folder name: digits, '.', and anything else as '_'.
 std::string folder_of(const StepTask& task) {
   std::string name = task.step;
   for (char& c : name)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_'))
       c = '_';
-  return std::string(cache::kPrivateDir) + "/steps/" + name;
+  return steps_dir() + "/" + name;
+}
+
+// Removes the folders of steps other than `own` that were left behind
+// (kLeftStepAge): what a task 0 that died before gathering leaves. A look
+// that fails is only logged: this is cleanup, not the task's work.
+void remove_left_steps(storage::Storage& storage, const std::string& own, storage::Time now) {
+  auto files = storage.list_tree(steps_dir());
+  if (!files) {
+    spdlog::debug("cannot look for steps left behind in {}: {}", storage.describe(steps_dir()), files.error());
+    return;
+  }
+  struct Step {
+    storage::Time newest{};
+    std::vector<std::string> locks;
+  };
+  std::map<std::string, Step> steps;
+  for (const auto& file : *files) {
+    const auto slash = file.key.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string folder = steps_dir() + "/" + file.key.substr(0, slash);
+    if (folder == own) continue;
+    Step& step = steps[folder];
+    step.newest = std::max(step.newest, file.modified);
+    if (file.key.ends_with(".lock")) step.locks.push_back(steps_dir() + "/" + file.key);
+  }
+  for (const auto& [folder, step] : steps) {
+    if (now - step.newest < kLeftStepAge) continue;
+    bool held = false;
+    for (const auto& lock : step.locks) {
+      auto judged = storage::judge_lock(storage, lock, storage::kDefaultStaleLockAge, now);
+      held = held || !judged || judged->blocks();
+    }
+    if (held) continue;
+    if (auto removed = storage.remove_tree(folder, ""); !removed)
+      spdlog::debug("cannot remove {}, left by a step: {}", storage.describe(folder), removed.error());
+    else if (*removed)
+      spdlog::debug("removed {}, left by a step whose task 0 did not gather it", storage.describe(folder));
+  }
 }
 
 } // namespace
@@ -75,6 +125,7 @@ Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage,
                 held->facts.describe());
   meeting.lock_ = std::move(std::get<storage::Lock>(*taken));
   meeting.lock_.keep_renewed();
+  remove_left_steps(*meeting.storage_, meeting.folder_, std::chrono::system_clock::now());
   return meeting;
 }
 
@@ -168,6 +219,8 @@ Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std
     else ++totals.left;
   }
   for (int t = 0; t < task_.count; ++t) std::ignore = storage_->remove(record_key(folder_, t));
+  // The folder itself (empty now in a directory; nothing left of it in S3).
+  std::ignore = storage_->remove_tree(folder_, "");
   return totals;
 }
 

@@ -55,8 +55,8 @@ TEST_F(StepMeetingTest, TaskZeroAddsUpEveryTasksRecord) {
   EXPECT_EQ(totals->line(),
             "Slurm step 4711.0: 6 graphs: 3 compiled by 2 tasks, 1 already done, 1 failed, 1 left "
             "(3 of 3 tasks reported)");
-  // The records are gone with the gathering.
-  EXPECT_EQ(test::names_in(dir() / "cache/.npc/steps/4711.0"), std::vector<std::string>{});
+  // The records are gone with the gathering, and their folder.
+  EXPECT_FALSE(fs::exists(dir() / "cache/.npc/steps/4711.0"));
 }
 
 TEST_F(StepMeetingTest, TaskZeroWaitsForATaskStillAtWork) {
@@ -107,6 +107,34 @@ TEST_F(StepMeetingTest, AnEarlierRunsRecordIsNotThisRuns) {
   ASSERT_TRUE(totals) << totals.error();
   EXPECT_EQ(totals->graphs, 1u);
   EXPECT_EQ(totals->compiled, 1u);
+}
+
+// A step whose task 0 died before gathering leaves its folder: the next
+// step's tasks remove it once nothing in it changed for 10 minutes and no
+// lock of it is held; a step at work, or one that ended a moment ago, stays.
+TEST_F(StepMeetingTest, AStepLeftBehindIsRemovedByTheNextOnceItsLocksAreFree) {
+  const fs::path steps = dir() / "cache/.npc/steps";
+  const auto eleven_minutes_ago = fs::file_time_type::clock::now() - 11min;
+  util::LockHolder dead = util::LockHolder::self("neuron_parallel_compile");
+  dead.pid = 999999;
+  const std::string dead_lock = storage::LockRecord{dead.serialize(), "token", 0}.serialize();
+  const std::string live_lock =
+      storage::LockRecord{util::LockHolder::self("neuron_parallel_compile").serialize(), "token",
+                          std::chrono::duration_cast<std::chrono::seconds>(
+                              (std::chrono::system_clock::now() + 1h).time_since_epoch())
+                              .count()}
+          .serialize();
+  auto left = [&](const std::string& step, const std::string& lock, bool old) {
+    test::write_text(steps / step / "task-1.json", R"({"task":1,"graphs":[]})");
+    test::write_text(steps / step / "task-0.lock", lock);
+    if (old)
+      for (const char* name : {"task-1.json", "task-0.lock"}) fs::last_write_time(steps / step / name, eleven_minutes_ago);
+  };
+  left("100.0", dead_lock, true);  // task 0 died long ago: removed
+  left("101.0", dead_lock, false); // ended a moment ago: its task 0 may still gather
+  left("102.0", live_lock, true);  // task 0 at work (an old record of a task that ended early)
+  StepMeeting zero = join(0, 1);
+  EXPECT_EQ(test::names_in(steps), (std::vector<std::string>{"101.0", "102.0", "4711.0"}));
 }
 
 TEST_F(StepMeetingTest, ATaskAlreadyRunningIsRefused) {
