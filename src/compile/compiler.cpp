@@ -94,7 +94,7 @@ fs::path locate_compiler(const std::optional<std::string>& from_command_line) {
     if (!found) throw EnvironmentError(std::string(kCompilerEnv) + "=" + *from_env + ": " + found.error());
     return fs::absolute(*found);
   }
-  auto found = find_compiler_on_path();
+  auto found = find_compiler_named(kCompilerName);
   if (!found)
     throw EnvironmentError("the Neuron compiler was not found: no --compiler, no " +
                            std::string(kCompilerEnv) + ", and " + found.error() +

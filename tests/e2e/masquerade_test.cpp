@@ -52,12 +52,29 @@ protected:
   // `neuronx-cc compile GRAPH <flags> --output <its folder>/module.neff`, found on PATH.
   RunResult compile(const fs::path& graph, std::vector<std::string> flags = {},
                     std::map<std::string, std::string> env = {}) {
+    return run(compile_words(graph, graph.parent_path() / "module.neff", std::move(flags)), options(std::move(env)));
+  }
+  std::vector<std::string> compile_words(const fs::path& graph, const fs::path& output,
+                                         std::vector<std::string> flags = {}) const {
     if (flags.empty()) flags = kTorchNeuronFlags;
     std::vector<std::string> argv = {neuronx_cc().string(), "compile", graph.string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--output");
-    argv.push_back((graph.parent_path() / "module.neff").string());
-    return run(argv, options(std::move(env)));
+    argv.push_back(output.string());
+    return argv;
+  }
+  // The cache's counters of `program` (neuron_cache stats --json).
+  nlohmann::json usage(const std::string& program = "neuronx-cc (masquerade)") {
+    auto stats = run_tool("neuron_cache", {"--json", "stats"});
+    EXPECT_EQ(stats.exit_code, 0) << stats.describe();
+    auto programs = nlohmann::json::parse(stats.out)["usage"]["programs"];
+    auto counts = programs.value(program, nlohmann::json::object());
+    return {{"hits", counts.value("hits", 0)}, {"misses", counts.value("misses", 0)}};
+  }
+  // A copy of neuron_cc_wrapper at `path`, as `cp` makes one.
+  static void copy_wrapper(const fs::path& path) {
+    fs::create_directories(path.parent_path());
+    fs::copy_file(program("neuron_cc_wrapper"), path);
   }
   // The masquerade's neuronx-cc, as a frontend finds it first on PATH.
   static fs::path neuronx_cc() { return masquerade_dir() / "neuronx-cc"; }
@@ -275,6 +292,71 @@ TEST_F(Masquerade, ItsHitsAndMissesAreCountedUnderItsOwnName) {
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["misses"], 1);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits"], 2);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits_without_time"], 0);
+}
+
+// ---- builds of ours are never the real compiler ---------------------------
+
+// Copies of the wrapper (not links) first and second on PATH, and a hard
+// link of one: each is passed over, so the masquerade finds the real
+// compiler rather than running itself.
+TEST_F(Masquerade, CopiesAndHardLinksOfTheWrapperOnPathArePassedOver) {
+  copy_wrapper(dir() / "m1" / "neuronx-cc");
+  copy_wrapper(dir() / "m2" / "neuronx-cc");
+  fs::create_directories(dir() / "m3");
+  fs::create_hard_link(dir() / "m1" / "neuronx-cc", dir() / "m3" / "neuronx-cc");
+  env_["PATH"] = (dir() / "m1").string() + ":" + (dir() / "m2").string() + ":" + (dir() / "m3").string() + ":" +
+                 standin_dir().string() + ":/usr/bin:/bin";
+  const fs::path graph = write_graph("HloModule a\n");
+  auto words = compile_words(graph, graph.parent_path() / "module.neff");
+  words.front() = (dir() / "m1" / "neuronx-cc").string();
+  auto miss = run(words, options());
+  ASSERT_EQ(miss.exit_code, 0) << miss.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(entries().size(), 1u);
+  auto hit = run(words, options());
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 1}, {"misses", 1}}));
+
+  // Nothing but copies on PATH: one line that says what to do.
+  env_["PATH"] = (dir() / "m1").string() + ":" + (dir() / "m2").string() + ":/usr/bin:/bin";
+  auto alone = run(words, options());
+  EXPECT_EQ(alone.exit_code, 3) << alone.describe();
+  EXPECT_EQ(alone.err, "neuron_cc_wrapper: error: the real neuronx-cc is needed: neuronx-cc was not found on PATH (" +
+                           env_["PATH"] + ") but for programs of ours, not the Neuron compiler: " +
+                           (dir() / "m1" / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION "), " +
+                           (dir() / "m2" / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION
+                           "); install neuronx-cc on PATH after the masquerade directory, or name it with "
+                           "NEURON_CC=PATH\n");
+  EXPECT_EQ(compiles(), 1u);
+}
+
+// The launcher over the stand-in training script (4 graphs), with the
+// masquerade or a copy of the wrapper first on PATH.
+class MasqueradeLauncher : public Masquerade {
+protected:
+  RunResult precompile() {
+    return run_tool("neuron_parallel_compile",
+                    {"--parallel_compile_workdir=" + (dir() / "wd").string(), (standin_dir() / "standin_train").string(),
+                     "--steps_this_run", "10", "--graphs_per_step", "2", "--eval_every", "5", "--layers", "2",
+                     "--hidden", "64", "--workdir", (dir() / "train").string()},
+                    {{"NEURON_CC_WRAPPER", program("neuron_cc_wrapper").string()}});
+  }
+  // Each graph compiled once, cached once, counted once.
+  void expect_each_graph_compiled_once(const RunResult& run) {
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_EQ(compiles(), 4u);
+    EXPECT_EQ(entries().size(), 4u) << "a graph cached twice";
+    EXPECT_EQ(usage("neuron_parallel_compile"), (nlohmann::json{{"hits", 0}, {"misses", 4}}));
+    EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 0}})) << "a compile went through the masquerade";
+    EXPECT_EQ(run.err.find("other compiler flags"), std::string::npos) << run.err;
+  }
+};
+
+TEST_F(MasqueradeLauncher, ACopyOfTheWrapperFirstOnPathIsNotTheCompiler) {
+  copy_wrapper(dir() / "m" / "neuronx-cc");
+  env_["PATH"] = (dir() / "m").string() + ":" + standin_dir().string() + ":/usr/bin:/bin";
+  expect_each_graph_compiled_once(precompile());
 }
 
 } // namespace
