@@ -185,11 +185,11 @@ Result<fs::path> find_compiler_named(const std::string& name) {
 
 Result<fs::path> find_real_compiler() {
   if (auto named = util::env(kCompilerEnv); named && !named->empty()) {
-    auto found = util::find_executable(*named, util::env("PATH"));
-    if (!found) return fail(std::string(kCompilerEnv) + "=" + *named + ": " + found.error());
-    if (is_our_program(*found))
-      return fail(std::string(kCompilerEnv) + "=" + *named + " names this program, not the Neuron compiler");
-    return fs::absolute(*found);
+    auto found = find_compiler_named(*named);
+    if (!found)
+      return fail(std::string(kCompilerEnv) + "=" + *named + ": " + found.error() + "; set " + kCompilerEnv +
+                  " to the real neuronx-cc");
+    return found;
   }
   auto found = find_compiler_named(kCompilerName);
   if (!found)

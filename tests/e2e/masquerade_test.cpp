@@ -331,6 +331,29 @@ TEST_F(Masquerade, CopiesAndHardLinksOfTheWrapperOnPathArePassedOver) {
   EXPECT_EQ(compiles(), 1u);
 }
 
+// NEURON_CC naming a renamed copy of the wrapper, by its path: said in words,
+// never run as the compiler.
+TEST_F(Masquerade, NeuronCcNamingARenamedCopyOfOursIsRefusedInWords) {
+  const fs::path renamed = dir() / "bin" / "my-neuronx-cc";
+  copy_wrapper(renamed);
+  const fs::path graph = write_graph("HloModule a\n");
+  auto res = compile(graph, {}, {{"NEURON_CC", renamed.string()}});
+  EXPECT_EQ(res.exit_code, 3) << res.describe();
+  EXPECT_EQ(res.err, "neuron_cc_wrapper: error: NEURON_CC=" + renamed.string() + ": " + renamed.string() +
+                         " is a program of neuron-parallel-compile " NPC_VERSION
+                         ", not the Neuron compiler; set NEURON_CC to the real neuronx-cc\n");
+  EXPECT_EQ(compiles(), 0u);
+  auto wrapper = run_tool("neuron_cc_wrapper", {"compile", "--graph", graph.string(), "--output",
+                                                (dir() / "out.neff").string()},
+                          {{"NEURON_CC", renamed.string()}});
+  EXPECT_EQ(wrapper.exit_code, 3) << wrapper.describe();
+  EXPECT_EQ(wrapper.err, "neuron_cc_wrapper: error: NEURON_CC=" + renamed.string() + ": " + renamed.string() +
+                             " is a program of neuron-parallel-compile " NPC_VERSION
+                             ", not the Neuron compiler; set NEURON_CC to the real neuronx-cc, or unset it to use "
+                             "neuronx-cc on PATH\n");
+  EXPECT_EQ(compiles(), 0u);
+}
+
 // The launcher over the stand-in training script (4 graphs), with the
 // masquerade or a copy of the wrapper first on PATH.
 class MasqueradeLauncher : public Masquerade {
@@ -357,6 +380,21 @@ TEST_F(MasqueradeLauncher, ACopyOfTheWrapperFirstOnPathIsNotTheCompiler) {
   copy_wrapper(dir() / "m" / "neuronx-cc");
   env_["PATH"] = (dir() / "m").string() + ":" + standin_dir().string() + ":/usr/bin:/bin";
   expect_each_graph_compiled_once(precompile());
+}
+
+// NEURON_CC=neuronx-cc names what the default names: the real compiler past
+// the masquerade; with none past it, one line says so.
+TEST_F(MasqueradeLauncher, NeuronCcNamingNeuronxCcResolvesPastTheMasquerade) {
+  env_["NEURON_CC"] = "neuronx-cc";
+  expect_each_graph_compiled_once(precompile());
+
+  env_["PATH"] = masquerade_dir().string() + ":/usr/bin:/bin";
+  auto alone = precompile();
+  EXPECT_EQ(alone.exit_code, 3) << alone.describe();
+  EXPECT_EQ(alone.err, "neuron_parallel_compile: error: NEURON_CC=neuronx-cc: neuronx-cc was not found on PATH (" +
+                           env_["PATH"] + ") but for programs of ours, not the Neuron compiler: " +
+                           (masquerade_dir() / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION
+                           "); set NEURON_CC to the real neuronx-cc, or unset it to use neuronx-cc on PATH\n");
 }
 
 } // namespace

@@ -79,9 +79,9 @@ struct RealCompilerCall {
 // over; the caller says where the name came from and what to do.
 [[nodiscard]] Result<fs::path> find_compiler_named(const std::string& name);
 
-// The real compiler, for the masquerade: $NEURON_CC when set (a program of
-// ours there is refused), else find_compiler_named("neuronx-cc"). Fails
-// with one line that says what to do.
+// The real compiler, for the masquerade: $NEURON_CC when set, else
+// `neuronx-cc` on PATH, both through find_compiler_named. Fails with one
+// line that says what to do.
 [[nodiscard]] Result<fs::path> find_real_compiler();
 
 // A file the input names by its absolute path, with its content's digest.
