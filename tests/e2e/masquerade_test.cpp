@@ -54,6 +54,10 @@ protected:
                     std::map<std::string, std::string> env = {}) {
     return run(compile_words(graph, graph.parent_path() / "module.neff", std::move(flags)), options(std::move(env)));
   }
+  // The same with the output `output`.
+  RunResult compile_to(const fs::path& graph, const fs::path& output) {
+    return run(compile_words(graph, output), options());
+  }
   std::vector<std::string> compile_words(const fs::path& graph, const fs::path& output,
                                          std::vector<std::string> flags = {}) const {
     if (flags.empty()) flags = kTorchNeuronFlags;
@@ -292,6 +296,93 @@ TEST_F(Masquerade, ItsHitsAndMissesAreCountedUnderItsOwnName) {
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["misses"], 1);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits"], 2);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits_without_time"], 0);
+}
+
+// ---- an --output that cannot be written --------------------------------
+
+// Refused as `neuron_cc_wrapper compile` refuses it, before any look in the
+// cache: on a miss nothing is compiled or stored, on a hit nothing is served
+// or counted, and the real compiler never runs for it.
+TEST_F(Masquerade, AnOutputThatCannotBeWrittenIsRefusedBeforeAnyLookOrCompile) {
+  write_text(dir() / "a-file", "x");
+  const fs::path graph = write_graph("HloModule a\n");
+  const std::vector<std::pair<fs::path, std::string>> outputs = {
+      {dir() / "missing" / "module.neff", "No such file or directory"},
+      {graph.parent_path(), "Is a directory"},
+      {dir() / "a-file" / "module.neff", "Not a directory"}};
+  auto refused = [&](const RunResult& r, const fs::path& output, const std::string& why) {
+    EXPECT_EQ(r.exit_code, 3) << r.describe();
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "neuron_cc_wrapper: error: --output: cannot write " + output.string() + ": " + why +
+                         " (name a file in a writable directory)\n");
+  };
+  for (const auto& [output, why] : outputs) refused(compile_to(graph, output), output, why);
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_TRUE(entries().empty()) << "a miss refused before its graph was stored";
+
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  ASSERT_EQ(compiles(), 1u);
+  for (const auto& [output, why] : outputs) refused(compile_to(graph, output), output, why);
+  EXPECT_EQ(compiles(), 1u) << "a hit whose output cannot be written became a compile";
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}}));
+}
+
+// An output that passes the check but cannot take the NEFF (a full device;
+// a folder removed during the compile): the compile that ran is cached and
+// counted, and the real compiler does not run a second time for it.
+TEST_F(Masquerade, ANeffTheOutputCannotTakeIsCompiledOnceCachedAndCounted) {
+  const fs::path full = dir() / "full";
+  fs::create_symlink("/dev/full", full);
+  const fs::path graph = write_graph("HloModule a\n");
+  const std::string error =
+      "neuron_cc_wrapper: error: --output: cannot write " + full.string() + ": No space left on device\n";
+  auto miss = compile_to(graph, full);
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(miss.err, error);
+  EXPECT_EQ(compiles(), 1u) << "the real compiler ran again after the cache's compile";
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(fs::exists(entries().front() / "model.done"));
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}})) << "the compile that ran is a miss";
+
+  auto hit = compile_to(graph, full);
+  EXPECT_EQ(hit.exit_code, 3) << hit.describe();
+  EXPECT_EQ(hit.err, error);
+  EXPECT_EQ(compiles(), 1u) << "a hit whose output cannot be written became a compile";
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}})) << "nothing was served";
+
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 1}, {"misses", 1}}));
+}
+
+// A folder on a read-only mount, as a frontend's output may be: the
+// masquerade runs in a mount namespace of its own with a read-only tmpfs
+// over the folder (root, or unprivileged user namespaces, needed).
+TEST_F(Masquerade, AnOutputOnAReadOnlyMountIsRefusedOnAMissAndOnAHit) {
+  const fs::path read_only = dir() / "ro";
+  fs::create_directories(read_only);
+  auto in_read_only_mount = [&](const std::vector<std::string>& words) {
+    std::vector<std::string> argv = {"unshare", "--mount", "--map-root-user", "--", "/bin/sh", "-c",
+                                     "mount -t tmpfs -o ro,size=64k tmpfs \"$0\" && exec \"$@\"",
+                                     read_only.string()};
+    argv.insert(argv.end(), words.begin(), words.end());
+    return run(argv, options());
+  };
+  if (auto probe = in_read_only_mount({"/bin/true"}); probe.exit_code != 0)
+    GTEST_SKIP() << "no mount namespace to be had here: " << probe.describe();
+  const fs::path graph = write_graph("HloModule a\n");
+  const fs::path output = read_only / "module.neff";
+  const std::string error = "neuron_cc_wrapper: error: --output: cannot write " + output.string() +
+                            ": Read-only file system (name a file in a writable directory)\n";
+  auto miss = in_read_only_mount(compile_words(graph, output));
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(miss.err, error);
+  EXPECT_EQ(compiles(), 0u);
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  auto hit = in_read_only_mount(compile_words(graph, output));
+  EXPECT_EQ(hit.exit_code, 3) << hit.describe();
+  EXPECT_EQ(hit.err, error);
+  EXPECT_EQ(compiles(), 1u);
 }
 
 // ---- builds of ours are never the real compiler ---------------------------

@@ -557,11 +557,12 @@ const std::vector<BadInput>& rows() {
        3, Match::only_line, "neuron_cc_wrapper: error: --output: cannot write <D>/full: No space left on device"},
       {"WrapperOutputIsADirectory", "`--output` naming a directory", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>"}, {}, nothing, 3, Match::only_line,
-       "neuron_cc_wrapper: error: --output: cannot write <D>: Is a directory"},
+       "neuron_cc_wrapper: error: --output: cannot write <D>: Is a directory (name a file in a writable directory)"},
       {"WrapperOutputDirectoryMissing", "`--output` in a directory that does not exist (found before compiling)",
        "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/missing/o.neff"}, {}, nothing, 3,
        Match::only_line,
-       "neuron_cc_wrapper: error: --output: cannot write <D>/missing/o.neff: No such file or directory"},
+       "neuron_cc_wrapper: error: --output: cannot write <D>/missing/o.neff: No such file or directory (name a file "
+       "in a writable directory)"},
       {"CacheToolExportToFullDevice", "`neuron_cache export -o` a full device (a link to `/dev/full`)",
        "neuron_cache", {"export", "--all", "-o", "<D>/full"}, {},
        [](Context& c) {
