@@ -15,6 +15,7 @@
 #include <npc/cache/store.hpp>
 #include <npc/cache/usage_stats.hpp>
 #include <npc/cli/common.hpp>
+#include <npc/cli/neff_output.hpp>
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
@@ -71,10 +72,11 @@ void count_masquerade_usage(const Settings& settings, const cache::Cache& cache,
     spdlog::debug("not counted: {}", s.error());
 }
 
-// The NEFF of a done entry to --output, verified; false when it fails its check.
+// The NEFF of a done entry to --output, verified; false when it fails its
+// check. The output's fault is thrown as OutputFault (cli/neff_output.hpp).
 bool serve(const cache::Entry& entry, const fs::path& output) {
-  auto integrity = entry.copy_neff(output);
-  if (!integrity) throw NotCached("cannot write the cached NEFF to " + output.string() + ": " + integrity.error());
+  auto integrity = deliver_neff(entry, output);
+  if (!integrity) throw NotCached("cannot read the cached NEFF of " + entry.dir().string() + ": " + integrity.error());
   if (*integrity == cache::Integrity::mismatch) return false;
   std::ignore = entry.touch();
   spdlog::debug("served {} from {}", output.string(), entry.dir().string());
@@ -126,11 +128,10 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     job.environment = util::Environment::current();
     job.environment->set(compile::kMasqueradeActiveEnv, "1"); // see there
   };
-  bool delivered = false;
-  options.while_done_and_locked = [&](const cache::Entry& done) {
+  DeliveryUnderLock delivery([&](const cache::Entry& done) {
     if (!serve(done, call.output)) throw NotCached("the NEFF stored for " + done.dir().string() + " fails its check");
-    delivered = true;
-  };
+  });
+  options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
   options.store_missing_graph = [&](const cache::Entry&) { store(); };
   compile::EntryCompileResult result = tiers.compile(key, entry.dir(), options);
   for (int again = 0; result.outcome == compile::EntryOutcome::removed && !tiers.compiles_shared() &&
@@ -139,13 +140,16 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     store();
     result = compile::compile_entry(cache, entry.dir(), options);
   }
-  count_masquerade_usage(settings, cache, compile::usage_of(result, entry.dir()));
+  count_masquerade_usage(settings, cache, delivery.usage_of(result, entry.dir()));
   switch (result.outcome) {
   case compile::EntryOutcome::compiled:
   case compile::EntryOutcome::already_done:
-    if (!delivered && !serve(entry, call.output))
+    if (!delivery.delivered() && !delivery.output_faulted() && !serve(entry, call.output))
       throw NotCached("the NEFF of " + entry.dir().string() + " fails its check");
     if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(cache, policy);
+    // Compiled and cached, but the output cannot take it: the real compiler
+    // could not write there either, so it does not run again.
+    delivery.rethrow_fault();
     return 0;
   case compile::EntryOutcome::failed:
   case compile::EntryOutcome::killed:
@@ -183,8 +187,14 @@ int as_neuronx_cc(const std::vector<std::string>& words, const std::function<voi
     hand_over(*real, words);
   }
   if (settings->cache.no_cache) hand_over(*real, words);
+  // The output first, before any look in the cache or compile: one that
+  // cannot be written is refused now, as `neuron_cc_wrapper compile` refuses
+  // it, rather than after a compile whose NEFF has nowhere to go.
+  check_neff_output(call->output);
   try {
     return compile_cached(*call, *real, *settings, continue_in_s3_build);
+  } catch (const OutputFault&) {
+    throw; // no fallback: the real compiler cannot write there either
   } catch (const std::exception& e) {
     spdlog::warn("the cache cannot be used for this compile ({}); compiling without it", e.what());
   }

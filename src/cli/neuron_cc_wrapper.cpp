@@ -19,6 +19,7 @@
 #include <npc/cache/usage_stats.hpp>
 #include <npc/cli/as_neuronx_cc.hpp>
 #include <npc/cli/common.hpp>
+#include <npc/cli/neff_output.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
@@ -106,14 +107,16 @@ environment:
                                           instance's (trn1 when it cannot be told)
 
 exit codes: 0 success, 1 compile failed or a failure is cached, 2 usage or
-configuration error, 3 cache or compiler unusable, 75 (compile-entry --no-wait)
-another process is compiling the entry, 128+N stopped by signal N.
+configuration error, 3 cache or compiler unusable or --output not writable, 75
+(compile-entry --no-wait) another process is compiling the entry, 128+N stopped
+by signal N.
 
 Reached as neuronx-cc (a link in the directory `neuron_cache masquerade-dir`
 prints, put first on PATH), it takes the real compiler's command line, as
 TorchNeuron and vLLM-Neuron give it, serves a hit from the cache and runs the
-real neuronx-cc further down PATH ($NEURON_CC) on a miss; its exit status is
-then the compiler's, and 3 when there is no real compiler to run.
+real neuronx-cc further down PATH ($NEURON_CC) on a miss, past every program of
+ours there (a copy of this one too); its exit status is then the compiler's,
+and 3 when there is no real compiler to run or --output cannot be written.
 )";
 
 // The completion script, written at build time by the generator of
@@ -293,30 +296,6 @@ void write_placeholder(const fs::path& output) {
   if (auto s = util::write_output_file(output, ""); !s) throw EnvironmentError("--output: " + s.error());
 }
 
-// Before a compile: an --output that cannot take the NEFF is found now, not
-// after minutes of compiling.
-void check_output(const fs::path& output) {
-  if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
-}
-
-// Copies the entry's NEFF, verified, to --output. copy_neff publishes by
-// rename, right for a regular file (at a symlink's target), wrong for a
-// device or FIFO, which would be replaced: there the NEFF is verified into a
-// staging file first, then written through. Failing to write the output is
-// thrown: it says nothing about the entry, which must not be compiled again
-// for it.
-Result<cache::Integrity> deliver_neff(const cache::Entry& entry, const fs::path& output) {
-  auto target = util::resolve_output(output);
-  if (!target) throw EnvironmentError("--output: " + target.error());
-  if (target->kind == util::OutputKind::replace) return entry.copy_neff(target->path);
-  util::TempDir staging(util::staging_dir_for_output(output), std::string(util::kTempPrefix) + "neff-");
-  fs::path staged = staging.path() / cache::kNeffFile;
-  auto integrity = entry.copy_neff(staged);
-  if (!integrity || *integrity == cache::Integrity::mismatch) return integrity;
-  if (auto s = util::publish_output_from(staged, output); !s) throw EnvironmentError("--output: " + s.error());
-  return integrity;
-}
-
 // The stdout line is torch-neuronx's own, which scripts look for; the error
 // on stderr says what to do, where a failing exit status sends people.
 int print_cached_failure(const cache::Entry& entry) {
@@ -378,9 +357,8 @@ void count_wrapper_usage(const Settings& settings, const cache::Cache& cache, co
 
 // Serves a done entry; false when its NEFF fails the integrity check.
 bool serve_hit(const cache::Entry& entry, const fs::path& output) {
-  auto integrity = deliver_neff(entry, output);
+  auto integrity = deliver_neff(entry, output); // the output's fault is thrown: no compile
   if (!integrity) {
-    check_output(output); // the output's fault, not the entry's: no compile
     spdlog::warn("cannot serve {}: {}; compiling instead", entry.dir().string(), integrity.error());
     return false;
   }
@@ -426,7 +404,7 @@ int compile_without_cache(const CompileCommand& command, const Context& context)
   // The compiler reads the graph: what would make us hang would make it hang.
   if (auto fd = util::open_input_file(command.graph); !fd)
     throw Error("cannot read the graph: " + fd.error(), ExitCode::usage);
-  check_output(command.output);
+  check_neff_output(command.output);
   fs::path compiler = compile::locate_compiler(command.common.compiler);
   fs::path out_dir = util::staging_dir_for_output(command.output);
   util::TempDir workdir(out_dir, std::string(util::kTempPrefix) + "work-");
@@ -572,7 +550,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
   // stored or locked.
   std::ignore = compile::target_for(context.flags);
-  check_output(command.output);
+  check_neff_output(command.output);
   auto store = [&] {
     graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
     if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
@@ -591,11 +569,8 @@ int cmd_compile(const std::vector<std::string>& words) {
   options.store_missing_graph = [&](const cache::Entry&) { store(); };
   // Copied under the entry's lock: once it is released, an eviction with a
   // small limit may remove the entry before we read it.
-  bool delivered = false;
-  options.while_done_and_locked = [&](const cache::Entry& done) {
-    deliver(done);
-    delivered = true;
-  };
+  DeliveryUnderLock delivery(deliver);
+  options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
   auto result = tiers.compile(key, entry_dir, options);
   // Removed by another process (an eviction with --ttl 0 as soon as the
   // compile that held the lock released it, `neuron_cache rm`): what this
@@ -608,7 +583,7 @@ int cmd_compile(const std::vector<std::string>& words) {
     store();
     result = compile::compile_entry(cache, entry_dir, options);
   }
-  count_wrapper_usage(context.settings, cache, compile::usage_of(result, entry_dir));
+  count_wrapper_usage(context.settings, cache, delivery.usage_of(result, entry_dir));
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
@@ -622,7 +597,8 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::failed_in_run:   // compile-entry's alone (--run)
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
-  if (!delivered) deliver(entry); // a result another node put in S3 meanwhile
+  delivery.rethrow_fault(); // compiled and cached, but the output cannot take it
+  if (!delivery.delivered()) deliver(entry); // a result another node put in S3 meanwhile
   std::ignore = entry.touch();
   std::FILE* messages = message_stream(command.output);
   if (result.outcome == compile::EntryOutcome::compiled) {

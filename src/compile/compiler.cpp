@@ -84,23 +84,30 @@ std::string ask_version(const fs::path& compiler) {
 } // namespace
 
 fs::path locate_compiler(const std::optional<std::string>& from_command_line) {
+  // Each way of naming it resolves past our own programs (masquerade.hpp):
+  // NEURON_CC=neuronx-cc with the masquerade directory first on PATH is the
+  // real compiler further on, as the default is.
   if (from_command_line) {
-    auto found = util::find_executable(*from_command_line, util::env("PATH"));
-    if (!found) throw EnvironmentError("--compiler " + *from_command_line + ": " + found.error());
-    return fs::absolute(*found);
+    auto found = find_compiler_named(*from_command_line);
+    if (!found)
+      throw EnvironmentError("--compiler " + *from_command_line + ": " + found.error() +
+                             "; name the real neuronx-cc with --compiler PATH");
+    return *found;
   }
   if (auto from_env = util::env(kCompilerEnv); from_env && !from_env->empty()) {
-    auto found = util::find_executable(*from_env, util::env("PATH"));
-    if (!found) throw EnvironmentError(std::string(kCompilerEnv) + "=" + *from_env + ": " + found.error());
-    return fs::absolute(*found);
+    auto found = find_compiler_named(*from_env);
+    if (!found)
+      throw EnvironmentError(std::string(kCompilerEnv) + "=" + *from_env + ": " + found.error() + "; set " +
+                             kCompilerEnv + " to the real neuronx-cc, or unset it to use neuronx-cc on PATH");
+    return *found;
   }
-  auto found = find_compiler_on_path();
+  auto found = find_compiler_named(kCompilerName);
   if (!found)
     throw EnvironmentError("the Neuron compiler was not found: no --compiler, no " +
                            std::string(kCompilerEnv) + ", and " + found.error() +
                            "; install neuronx-cc or point at it with --compiler PATH or " +
                            kCompilerEnv + "=PATH");
-  return fs::absolute(*found);
+  return *found;
 }
 
 std::optional<std::string> parse_version_output(std::string_view output) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <npc/compile/compiler.hpp>
+#include <npc/util/build_note.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/input_file.hpp>
 #include <npc/util/process.hpp>
@@ -65,6 +66,11 @@ bool looks_like_path(std::string_view run) {
 bool is_regular_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// "neuron-parallel-compile 0.1.0"; no version for a release before the note.
+std::string ours_named(const std::string& version) {
+  return "neuron-parallel-compile" + (version.empty() ? "" : " " + version);
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -146,36 +152,50 @@ std::vector<std::string> with_output(const RealCompilerCall& call, const fs::pat
   return words;
 }
 
-bool is_masquerade(const fs::path& candidate) {
+bool is_our_program(const fs::path& candidate, std::string* version) {
+  if (auto ours = util::build_of_ours(candidate)) {
+    if (version) *version = *ours;
+    return true;
+  }
   std::error_code ec;
-  if (fs::is_symlink(candidate, ec) && fs::canonical(candidate, ec).filename() == "neuron_cc_wrapper") return true;
-  return same_file(candidate, "/proc/self/exe");
+  return fs::is_symlink(candidate, ec) && fs::canonical(candidate, ec).filename() == "neuron_cc_wrapper";
+}
+
+Result<fs::path> find_compiler_named(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    auto found = util::find_executable(name, util::env("PATH"));
+    if (!found) return fail(found.error());
+    std::string version;
+    if (is_our_program(*found, &version))
+      return fail(name + " is a program of " + ours_named(version) + ", not the Neuron compiler");
+    return fs::absolute(*found);
+  }
+  std::string passed_over; // "a (neuron-parallel-compile 0.1.0), b (...)"
+  auto found = util::find_executable(name, util::env("PATH"), [&](const fs::path& candidate) {
+    std::string its_version;
+    if (!is_our_program(candidate, &its_version)) return false;
+    passed_over += (passed_over.empty() ? "" : ", ") + candidate.string() + " (" + ours_named(its_version) + ")";
+    return true;
+  });
+  if (!found)
+    return fail(found.error() +
+                (passed_over.empty() ? "" : " but for programs of ours, not the Neuron compiler: " + passed_over));
+  return fs::absolute(*found);
 }
 
 Result<fs::path> find_real_compiler() {
   if (auto named = util::env(kCompilerEnv); named && !named->empty()) {
-    auto found = util::find_executable(*named, util::env("PATH"));
-    if (!found) return fail(std::string(kCompilerEnv) + "=" + *named + ": " + found.error());
-    if (is_masquerade(*found))
-      return fail(std::string(kCompilerEnv) + "=" + *named + " names this program, not the Neuron compiler");
-    return fs::absolute(*found);
+    auto found = find_compiler_named(*named);
+    if (!found)
+      return fail(std::string(kCompilerEnv) + "=" + *named + ": " + found.error() + "; set " + kCompilerEnv +
+                  " to the real neuronx-cc");
+    return found;
   }
-  auto found = find_compiler_on_path();
+  auto found = find_compiler_named(kCompilerName);
   if (!found)
     return fail("the real neuronx-cc is needed: " + found.error() + "; install neuronx-cc on PATH after the "
                 "masquerade directory, or name it with " + kCompilerEnv + "=PATH");
   return found;
-}
-
-Result<fs::path> find_compiler_on_path() {
-  std::optional<fs::path> skipped;
-  auto found = util::find_executable(kCompilerName, util::env("PATH"), [&](const fs::path& candidate) {
-    if (!is_masquerade(candidate)) return false;
-    skipped = candidate;
-    return true;
-  });
-  if (!found) return fail(found.error() + (skipped ? " but for the masquerade " + skipped->string() : ""));
-  return fs::absolute(*found);
 }
 
 std::string InputDigest::key_sha256() const {

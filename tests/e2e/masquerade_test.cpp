@@ -52,12 +52,33 @@ protected:
   // `neuronx-cc compile GRAPH <flags> --output <its folder>/module.neff`, found on PATH.
   RunResult compile(const fs::path& graph, std::vector<std::string> flags = {},
                     std::map<std::string, std::string> env = {}) {
+    return run(compile_words(graph, graph.parent_path() / "module.neff", std::move(flags)), options(std::move(env)));
+  }
+  // The same with the output `output`.
+  RunResult compile_to(const fs::path& graph, const fs::path& output) {
+    return run(compile_words(graph, output), options());
+  }
+  std::vector<std::string> compile_words(const fs::path& graph, const fs::path& output,
+                                         std::vector<std::string> flags = {}) const {
     if (flags.empty()) flags = kTorchNeuronFlags;
     std::vector<std::string> argv = {neuronx_cc().string(), "compile", graph.string()};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--output");
-    argv.push_back((graph.parent_path() / "module.neff").string());
-    return run(argv, options(std::move(env)));
+    argv.push_back(output.string());
+    return argv;
+  }
+  // The cache's counters of `program` (neuron_cache stats --json).
+  nlohmann::json usage(const std::string& program = "neuronx-cc (masquerade)") {
+    auto stats = run_tool("neuron_cache", {"--json", "stats"});
+    EXPECT_EQ(stats.exit_code, 0) << stats.describe();
+    auto programs = nlohmann::json::parse(stats.out)["usage"]["programs"];
+    auto counts = programs.value(program, nlohmann::json::object());
+    return {{"hits", counts.value("hits", 0)}, {"misses", counts.value("misses", 0)}};
+  }
+  // A copy of neuron_cc_wrapper at `path`, as `cp` makes one.
+  static void copy_wrapper(const fs::path& path) {
+    fs::create_directories(path.parent_path());
+    fs::copy_file(program("neuron_cc_wrapper"), path);
   }
   // The masquerade's neuronx-cc, as a frontend finds it first on PATH.
   static fs::path neuronx_cc() { return masquerade_dir() / "neuronx-cc"; }
@@ -275,6 +296,196 @@ TEST_F(Masquerade, ItsHitsAndMissesAreCountedUnderItsOwnName) {
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["misses"], 1);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits"], 2);
   EXPECT_EQ(programs["neuronx-cc (masquerade)"]["hits_without_time"], 0);
+}
+
+// ---- an --output that cannot be written --------------------------------
+
+// Refused as `neuron_cc_wrapper compile` refuses it, before any look in the
+// cache: on a miss nothing is compiled or stored, on a hit nothing is served
+// or counted, and the real compiler never runs for it.
+TEST_F(Masquerade, AnOutputThatCannotBeWrittenIsRefusedBeforeAnyLookOrCompile) {
+  write_text(dir() / "a-file", "x");
+  const fs::path graph = write_graph("HloModule a\n");
+  const std::vector<std::pair<fs::path, std::string>> outputs = {
+      {dir() / "missing" / "module.neff", "No such file or directory"},
+      {graph.parent_path(), "Is a directory"},
+      {dir() / "a-file" / "module.neff", "Not a directory"}};
+  auto refused = [&](const RunResult& r, const fs::path& output, const std::string& why) {
+    EXPECT_EQ(r.exit_code, 3) << r.describe();
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "neuron_cc_wrapper: error: --output: cannot write " + output.string() + ": " + why +
+                         " (name a file in a writable directory)\n");
+  };
+  for (const auto& [output, why] : outputs) refused(compile_to(graph, output), output, why);
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_TRUE(entries().empty()) << "a miss refused before its graph was stored";
+
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  ASSERT_EQ(compiles(), 1u);
+  for (const auto& [output, why] : outputs) refused(compile_to(graph, output), output, why);
+  EXPECT_EQ(compiles(), 1u) << "a hit whose output cannot be written became a compile";
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}}));
+}
+
+// An output that passes the check but cannot take the NEFF (a full device;
+// a folder removed during the compile): the compile that ran is cached and
+// counted, and the real compiler does not run a second time for it.
+TEST_F(Masquerade, ANeffTheOutputCannotTakeIsCompiledOnceCachedAndCounted) {
+  const fs::path full = dir() / "full";
+  fs::create_symlink("/dev/full", full);
+  const fs::path graph = write_graph("HloModule a\n");
+  const std::string error =
+      "neuron_cc_wrapper: error: --output: cannot write " + full.string() + ": No space left on device\n";
+  auto miss = compile_to(graph, full);
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(miss.err, error);
+  EXPECT_EQ(compiles(), 1u) << "the real compiler ran again after the cache's compile";
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(fs::exists(entries().front() / "model.done"));
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}})) << "the compile that ran is a miss";
+
+  auto hit = compile_to(graph, full);
+  EXPECT_EQ(hit.exit_code, 3) << hit.describe();
+  EXPECT_EQ(hit.err, error);
+  EXPECT_EQ(compiles(), 1u) << "a hit whose output cannot be written became a compile";
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}})) << "nothing was served";
+
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 1}, {"misses", 1}}));
+}
+
+// A folder on a read-only mount, as a frontend's output may be: the
+// masquerade runs in a mount namespace of its own with a read-only tmpfs
+// over the folder (root, or unprivileged user namespaces, needed).
+TEST_F(Masquerade, AnOutputOnAReadOnlyMountIsRefusedOnAMissAndOnAHit) {
+  const fs::path read_only = dir() / "ro";
+  fs::create_directories(read_only);
+  auto in_read_only_mount = [&](const std::vector<std::string>& words) {
+    std::vector<std::string> argv = {"unshare", "--mount", "--map-root-user", "--", "/bin/sh", "-c",
+                                     "mount -t tmpfs -o ro,size=64k tmpfs \"$0\" && exec \"$@\"",
+                                     read_only.string()};
+    argv.insert(argv.end(), words.begin(), words.end());
+    return run(argv, options());
+  };
+  if (auto probe = in_read_only_mount({"/bin/true"}); probe.exit_code != 0)
+    GTEST_SKIP() << "no mount namespace to be had here: " << probe.describe();
+  const fs::path graph = write_graph("HloModule a\n");
+  const fs::path output = read_only / "module.neff";
+  const std::string error = "neuron_cc_wrapper: error: --output: cannot write " + output.string() +
+                            ": Read-only file system (name a file in a writable directory)\n";
+  auto miss = in_read_only_mount(compile_words(graph, output));
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(miss.err, error);
+  EXPECT_EQ(compiles(), 0u);
+  ASSERT_EQ(compile(graph).exit_code, 0);
+  auto hit = in_read_only_mount(compile_words(graph, output));
+  EXPECT_EQ(hit.exit_code, 3) << hit.describe();
+  EXPECT_EQ(hit.err, error);
+  EXPECT_EQ(compiles(), 1u);
+}
+
+// ---- builds of ours are never the real compiler ---------------------------
+
+// Copies of the wrapper (not links) first and second on PATH, and a hard
+// link of one: each is passed over, so the masquerade finds the real
+// compiler rather than running itself.
+TEST_F(Masquerade, CopiesAndHardLinksOfTheWrapperOnPathArePassedOver) {
+  copy_wrapper(dir() / "m1" / "neuronx-cc");
+  copy_wrapper(dir() / "m2" / "neuronx-cc");
+  fs::create_directories(dir() / "m3");
+  fs::create_hard_link(dir() / "m1" / "neuronx-cc", dir() / "m3" / "neuronx-cc");
+  env_["PATH"] = (dir() / "m1").string() + ":" + (dir() / "m2").string() + ":" + (dir() / "m3").string() + ":" +
+                 standin_dir().string() + ":/usr/bin:/bin";
+  const fs::path graph = write_graph("HloModule a\n");
+  auto words = compile_words(graph, graph.parent_path() / "module.neff");
+  words.front() = (dir() / "m1" / "neuronx-cc").string();
+  auto miss = run(words, options());
+  ASSERT_EQ(miss.exit_code, 0) << miss.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(entries().size(), 1u);
+  auto hit = run(words, options());
+  ASSERT_EQ(hit.exit_code, 0) << hit.describe();
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 1}, {"misses", 1}}));
+
+  // Nothing but copies on PATH: one line that says what to do.
+  env_["PATH"] = (dir() / "m1").string() + ":" + (dir() / "m2").string() + ":/usr/bin:/bin";
+  auto alone = run(words, options());
+  EXPECT_EQ(alone.exit_code, 3) << alone.describe();
+  EXPECT_EQ(alone.err, "neuron_cc_wrapper: error: the real neuronx-cc is needed: neuronx-cc was not found on PATH (" +
+                           env_["PATH"] + ") but for programs of ours, not the Neuron compiler: " +
+                           (dir() / "m1" / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION "), " +
+                           (dir() / "m2" / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION
+                           "); install neuronx-cc on PATH after the masquerade directory, or name it with "
+                           "NEURON_CC=PATH\n");
+  EXPECT_EQ(compiles(), 1u);
+}
+
+// NEURON_CC naming a renamed copy of the wrapper, by its path: said in words,
+// never run as the compiler.
+TEST_F(Masquerade, NeuronCcNamingARenamedCopyOfOursIsRefusedInWords) {
+  const fs::path renamed = dir() / "bin" / "my-neuronx-cc";
+  copy_wrapper(renamed);
+  const fs::path graph = write_graph("HloModule a\n");
+  auto res = compile(graph, {}, {{"NEURON_CC", renamed.string()}});
+  EXPECT_EQ(res.exit_code, 3) << res.describe();
+  EXPECT_EQ(res.err, "neuron_cc_wrapper: error: NEURON_CC=" + renamed.string() + ": " + renamed.string() +
+                         " is a program of neuron-parallel-compile " NPC_VERSION
+                         ", not the Neuron compiler; set NEURON_CC to the real neuronx-cc\n");
+  EXPECT_EQ(compiles(), 0u);
+  auto wrapper = run_tool("neuron_cc_wrapper", {"compile", "--graph", graph.string(), "--output",
+                                                (dir() / "out.neff").string()},
+                          {{"NEURON_CC", renamed.string()}});
+  EXPECT_EQ(wrapper.exit_code, 3) << wrapper.describe();
+  EXPECT_EQ(wrapper.err, "neuron_cc_wrapper: error: NEURON_CC=" + renamed.string() + ": " + renamed.string() +
+                             " is a program of neuron-parallel-compile " NPC_VERSION
+                             ", not the Neuron compiler; set NEURON_CC to the real neuronx-cc, or unset it to use "
+                             "neuronx-cc on PATH\n");
+  EXPECT_EQ(compiles(), 0u);
+}
+
+// The launcher over the stand-in training script (4 graphs), with the
+// masquerade or a copy of the wrapper first on PATH.
+class MasqueradeLauncher : public Masquerade {
+protected:
+  RunResult precompile() {
+    return run_tool("neuron_parallel_compile",
+                    {"--parallel_compile_workdir=" + (dir() / "wd").string(), (standin_dir() / "standin_train").string(),
+                     "--steps_this_run", "10", "--graphs_per_step", "2", "--eval_every", "5", "--layers", "2",
+                     "--hidden", "64", "--workdir", (dir() / "train").string()},
+                    {{"NEURON_CC_WRAPPER", program("neuron_cc_wrapper").string()}});
+  }
+  // Each graph compiled once, cached once, counted once.
+  void expect_each_graph_compiled_once(const RunResult& run) {
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_EQ(compiles(), 4u);
+    EXPECT_EQ(entries().size(), 4u) << "a graph cached twice";
+    EXPECT_EQ(usage("neuron_parallel_compile"), (nlohmann::json{{"hits", 0}, {"misses", 4}}));
+    EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 0}})) << "a compile went through the masquerade";
+    EXPECT_EQ(run.err.find("other compiler flags"), std::string::npos) << run.err;
+  }
+};
+
+TEST_F(MasqueradeLauncher, ACopyOfTheWrapperFirstOnPathIsNotTheCompiler) {
+  copy_wrapper(dir() / "m" / "neuronx-cc");
+  env_["PATH"] = (dir() / "m").string() + ":" + standin_dir().string() + ":/usr/bin:/bin";
+  expect_each_graph_compiled_once(precompile());
+}
+
+// NEURON_CC=neuronx-cc names what the default names: the real compiler past
+// the masquerade; with none past it, one line says so.
+TEST_F(MasqueradeLauncher, NeuronCcNamingNeuronxCcResolvesPastTheMasquerade) {
+  env_["NEURON_CC"] = "neuronx-cc";
+  expect_each_graph_compiled_once(precompile());
+
+  env_["PATH"] = masquerade_dir().string() + ":/usr/bin:/bin";
+  auto alone = precompile();
+  EXPECT_EQ(alone.exit_code, 3) << alone.describe();
+  EXPECT_EQ(alone.err, "neuron_parallel_compile: error: NEURON_CC=neuronx-cc: neuronx-cc was not found on PATH (" +
+                           env_["PATH"] + ") but for programs of ours, not the Neuron compiler: " +
+                           (masquerade_dir() / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION
+                           "); set NEURON_CC to the real neuronx-cc, or unset it to use neuronx-cc on PATH\n");
 }
 
 } // namespace

@@ -262,6 +262,35 @@ TEST_F(Wrapper, ACachedFailureIsCountedAsAFailure) {
   EXPECT_GT(usage["compile_seconds"].get<double>(), 0) << "the first one compiled";
 }
 
+// An output that passes the check before the compile but cannot take the
+// NEFF (a full device): the compile that ran is cached and counted as the
+// miss it was; a hit that cannot be written is no hit, and compiles nothing.
+TEST_F(Wrapper, ANeffTheOutputCannotTakeIsCountedAsTheMissItWas) {
+  fs::path g = graph("full.hlo", "HloModule full\n");
+  const fs::path full = dir() / "full";
+  fs::create_symlink("/dev/full", full);
+  const std::string error =
+      "neuron_cc_wrapper: error: --output: cannot write " + full.string() + ": No space left on device\n";
+  auto usage = [&] {
+    auto stats = run_tool("neuron_cache", {"--json", "stats"});
+    auto counts = nlohmann::json::parse(stats.out)["usage"]["programs"].value("neuron_cc_wrapper",
+                                                                               nlohmann::json::object());
+    return nlohmann::json{{"hits", counts.value("hits", 0)}, {"misses", counts.value("misses", 0)}};
+  };
+  auto miss = compile(g, full);
+  EXPECT_EQ(miss.exit_code, 3) << miss.describe();
+  EXPECT_EQ(miss.err, error);
+  EXPECT_EQ(compiles(), 1u);
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(fs::exists(entries().front() / "model.done"));
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}}));
+  auto hit = compile(g, full);
+  EXPECT_EQ(hit.exit_code, 3) << hit.describe();
+  EXPECT_EQ(hit.err, error);
+  EXPECT_EQ(compiles(), 1u);
+  EXPECT_EQ(usage(), (nlohmann::json{{"hits", 0}, {"misses", 1}}));
+}
+
 // NEURON_COMPILE_CACHE_STATS=0: nothing counted, nothing written for it;
 // a value that is neither yes nor no is an error before anything is done.
 TEST_F(Wrapper, CountingCanBeTurnedOffAndABadValueIsAnError) {

@@ -204,14 +204,16 @@ const std::vector<BadInput>& rows() {
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC", "/nonexistent/neuronx-cc"}}, nothing,
        3, Match::only_line,
        "neuron_cc_wrapper: error: NEURON_CC=/nonexistent/neuronx-cc: /nonexistent/neuronx-cc is not an executable "
-       "file"},
+       "file; set NEURON_CC to the real neuronx-cc, or unset it to use neuronx-cc on PATH"},
       {"CompilerNotExecutable", "`NEURON_CC` naming a file without the execute bit", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {{"NEURON_CC", "<D>/cc.txt"}},
        [](Context& c) { write(c.dir / "cc.txt", "not a program\n"); }, 3, Match::only_line,
-       "neuron_cc_wrapper: error: NEURON_CC=<D>/cc.txt: <D>/cc.txt is not an executable file"},
+       "neuron_cc_wrapper: error: NEURON_CC=<D>/cc.txt: <D>/cc.txt is not an executable file; set NEURON_CC to the "
+       "real neuronx-cc, or unset it to use neuronx-cc on PATH"},
       {"CompilerIsADirectory", "`--compiler` naming a directory", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff", "--compiler", "<D>"}, {}, nothing, 3, Match::only_line,
-       "neuron_cc_wrapper: error: --compiler <D>: <D> is not an executable file"},
+       "neuron_cc_wrapper: error: --compiler <D>: <D> is not an executable file; name the real neuronx-cc with "
+       "--compiler PATH"},
       {"CompilerIsNotACompiler", "`--compiler /bin/false` (no version)", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>/o.neff", "--compiler", "/bin/false"}, {}, nothing, 3,
        Match::only_line,
@@ -555,11 +557,12 @@ const std::vector<BadInput>& rows() {
        3, Match::only_line, "neuron_cc_wrapper: error: --output: cannot write <D>/full: No space left on device"},
       {"WrapperOutputIsADirectory", "`--output` naming a directory", "neuron_cc_wrapper",
        {"compile", "--graph", "<G>", "--output", "<D>"}, {}, nothing, 3, Match::only_line,
-       "neuron_cc_wrapper: error: --output: cannot write <D>: Is a directory"},
+       "neuron_cc_wrapper: error: --output: cannot write <D>: Is a directory (name a file in a writable directory)"},
       {"WrapperOutputDirectoryMissing", "`--output` in a directory that does not exist (found before compiling)",
        "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/missing/o.neff"}, {}, nothing, 3,
        Match::only_line,
-       "neuron_cc_wrapper: error: --output: cannot write <D>/missing/o.neff: No such file or directory"},
+       "neuron_cc_wrapper: error: --output: cannot write <D>/missing/o.neff: No such file or directory (name a file "
+       "in a writable directory)"},
       {"CacheToolExportToFullDevice", "`neuron_cache export -o` a full device (a link to `/dev/full`)",
        "neuron_cache", {"export", "--all", "-o", "<D>/full"}, {},
        [](Context& c) {

@@ -39,8 +39,10 @@ namespace npc::compile {
 namespace fs = std::filesystem;
 
 // Set in the real compiler's environment: a masquerade that finds it set
-// was reached again through the real compiler's own lookup (a copy of this
-// program further down PATH), and stops rather than call itself for ever.
+// was reached again through the real compiler's own lookup (a script that
+// runs `neuronx-cc` from PATH again; a copy of this program further down
+// PATH is passed over, see find_compiler_named), and stops rather than call
+// itself for ever.
 inline constexpr const char* kMasqueradeActiveEnv = "NEURON_CC_WRAPPER_MASQUERADE_ACTIVE";
 
 // A `neuronx-cc compile ...` command line this program can cache.
@@ -60,18 +62,27 @@ struct RealCompilerCall {
 // The call's words, its output replaced by `neff`.
 [[nodiscard]] std::vector<std::string> with_output(const RealCompilerCall& call, const fs::path& neff);
 
-// The real compiler: $NEURON_CC when set, else the first `neuronx-cc` on
-// PATH that is not this program (the same file as /proc/self/exe, or a
-// link to a file named neuron_cc_wrapper). Fails saying what was searched.
-[[nodiscard]] Result<fs::path> find_real_compiler();
+// Whether `candidate` is a program of ours rather than a compiler: a build
+// of ours however it was installed (a link, a copy, a hard link, a rename:
+// util/build_note.hpp), or a link to a file named neuron_cc_wrapper (a
+// release from before the note). `version` is set to the build's version
+// when the note gives one.
+[[nodiscard]] bool is_our_program(const fs::path& candidate, std::string* version = nullptr);
 
-// Whether `candidate` is this program's masquerade rather than a compiler.
-[[nodiscard]] bool is_masquerade(const fs::path& candidate);
-// The first `neuronx-cc` on PATH that is not a masquerade: what every
-// program of ours runs as the compiler (compiler.hpp), so that a launcher
-// run with the masquerade directory on PATH does not cache each compile
-// twice.
-[[nodiscard]] Result<fs::path> find_compiler_on_path();
+// The compiler `name` stands for, never a program of ours: a name without a
+// slash is looked up on PATH, passing over every program of ours (the
+// masquerade directory, a copy of the wrapper, a second one further on); a
+// path is taken as it is, unless it is ours. What every program of ours
+// runs as the compiler (compiler.hpp), so that no compile goes through the
+// masquerade and is cached twice, and the masquerade never runs itself as
+// the real compiler. Fails saying what was searched and what was passed
+// over; the caller says where the name came from and what to do.
+[[nodiscard]] Result<fs::path> find_compiler_named(const std::string& name);
+
+// The real compiler, for the masquerade: $NEURON_CC when set, else
+// `neuronx-cc` on PATH, both through find_compiler_named. Fails with one
+// line that says what to do.
+[[nodiscard]] Result<fs::path> find_real_compiler();
 
 // A file the input names by its absolute path, with its content's digest.
 struct NamedFile {
