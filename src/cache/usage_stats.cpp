@@ -7,15 +7,10 @@
 #include <cerrno>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include <npc/cache/entry_meta.hpp>
 #include <npc/util/fs.hpp>
-#include <npc/util/json_text.hpp>
 
 namespace npc::cache {
-
-using nlohmann::json;
 
 namespace {
 
@@ -26,49 +21,12 @@ fs::path shard_path(const fs::path& private_dir, int shard) {
   return private_dir / kStatsDir / (std::to_string(shard) + ".json");
 }
 
-struct Shard {
-  UsageStats stats;
-  std::int64_t zeroed_unix = 0;
-};
-
-UsageCounts counts_from(const json& j) {
-  UsageCounts c;
-  c.hits = j.value("hits", std::uint64_t{0});
-  c.hits_without_time = j.value("hits_without_time", std::uint64_t{0});
-  c.misses = j.value("misses", std::uint64_t{0});
-  c.failed = j.value("failed", std::uint64_t{0});
-  c.compile_seconds = j.value("compile_seconds", 0.0);
-  c.saved_seconds = j.value("saved_seconds", 0.0);
-  return c;
-}
-
-json counts_json(const UsageCounts& c) {
-  return {{"hits", c.hits},     {"hits_without_time", c.hits_without_time}, {"misses", c.misses},
-          {"failed", c.failed}, {"compile_seconds", c.compile_seconds},     {"saved_seconds", c.saved_seconds}};
-}
-
-// What a shard's text says; text that is not a shard (a write cut short by
-// a crash) counts as empty, so that counting goes on.
-Shard parse_shard(std::string_view text) {
-  Shard shard;
-  if (text.empty()) return shard;
-  auto doc = util::parse_json_text(text);
-  if (!doc || !doc->is_object()) return shard;
-  try {
-    shard.zeroed_unix = doc->value("zeroed_unix", std::int64_t{0});
-    if (auto programs = doc->find("programs"); programs != doc->end() && programs->is_object())
-      for (const auto& [name, counts] : programs->items())
-        if (counts.is_object()) shard.stats.by_program[name] = counts_from(counts);
-  } catch (const json::exception&) {
-    return {};
-  }
-  return shard;
-}
-
-std::string shard_text(const Shard& shard) {
-  json programs = json::object();
-  for (const auto& [name, counts] : shard.stats.by_program) programs[name] = counts_json(counts);
-  return util::to_json_text(json{{"programs", programs}, {"zeroed_unix", shard.zeroed_unix}}) + "\n";
+// What a shard's text says; text that is not a shard's (torn, usage_shard.hpp:
+// a write cut short by a crash, or values out of range) counts as empty, so
+// that counting goes on.
+UsageShard parse_shard(std::string_view text) {
+  auto shard = parse_usage_shard(text);
+  return shard ? std::move(*shard) : UsageShard{};
 }
 
 // One shard, open and locked for as long as it lives.
@@ -86,13 +44,13 @@ public:
       if (errno != EINTR) return fail(util::errno_text("cannot lock", path, errno));
     return ok_status();
   }
-  [[nodiscard]] Result<Shard> read() const {
+  [[nodiscard]] Result<UsageShard> read() const {
     auto text = util::read_fd(fd_.get(), kMaxShardBytes);
     if (!text) return fail(path_.string() + ": " + text.error());
     return parse_shard(*text);
   }
-  [[nodiscard]] Status write(const Shard& shard) const {
-    const std::string text = shard_text(shard);
+  [[nodiscard]] Status write(const UsageShard& shard) const {
+    const std::string text = serialize_usage_shard(shard);
     if (::pwrite(fd_.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size()) ||
         ::ftruncate(fd_.get(), static_cast<off_t>(text.size())) != 0)
       return fail(util::errno_text("cannot write", path_, errno));
@@ -109,16 +67,6 @@ private:
 };
 
 } // namespace
-
-UsageCounts& UsageCounts::operator+=(const UsageCounts& other) {
-  hits += other.hits;
-  hits_without_time += other.hits_without_time;
-  misses += other.misses;
-  failed += other.failed;
-  compile_seconds += other.compile_seconds;
-  saved_seconds += other.saved_seconds;
-  return *this;
-}
 
 UsageCounts UsageStats::total() const {
   UsageCounts sum;
@@ -138,9 +86,9 @@ Status record_usage(const fs::path& private_dir, std::string_view program, const
   }
   auto current = shard.read();
   if (!current) return fail(current.error());
-  auto found = current->stats.by_program.find(program);
-  if (found == current->stats.by_program.end())
-    found = current->stats.by_program.emplace(std::string(program), UsageCounts{}).first;
+  auto found = current->by_program.find(program);
+  if (found == current->by_program.end())
+    found = current->by_program.emplace(std::string(program), UsageCounts{}).first;
   found->second += delta;
   return shard.write(*current);
 }
@@ -157,7 +105,7 @@ Result<UsageStats> read_usage(const fs::path& private_dir) {
     }
     auto read = shard.read();
     if (!read) return fail(read.error());
-    for (const auto& [name, counts] : read->stats.by_program) sum.by_program[name] += counts;
+    for (const auto& [name, counts] : read->by_program) sum.by_program[name] += counts;
     zeroed = std::max(zeroed, read->zeroed_unix);
   }
   if (zeroed > 0) sum.zeroed_at = util::WallTime(std::chrono::seconds(zeroed));
@@ -166,7 +114,7 @@ Result<UsageStats> read_usage(const fs::path& private_dir) {
 
 Status zero_usage(const fs::path& private_dir, util::WallTime now) {
   if (auto s = util::ensure_dir(private_dir / kStatsDir); !s) return s;
-  Shard zeroed;
+  UsageShard zeroed;
   zeroed.zeroed_unix = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   for (int i = 0; i < kStatsShards; ++i) {
     LockedShard shard;

@@ -103,6 +103,17 @@ TEST_F(UsageStatsTest, AShardACrashCutShortCountsAsEmpty) {
   EXPECT_EQ(usage->total().misses, 1u);
 }
 
+// Values no count of ours can reach (usage_shard.hpp) make the shard torn:
+// it counts nothing, never garbage (a negative count as 18446744073709551611).
+TEST_F(UsageStatsTest, AShardWithValuesOutOfRangeCountsNothing) {
+  test::write_text(private_dir() / kStatsDir / "3.json", R"({"programs":{"p":{"hits":-5,"misses":1e30}}})");
+  test::write_text(private_dir() / kStatsDir / "4.json", R"({"programs":{"p":{"hits":2}}})");
+  auto usage = read_usage(private_dir());
+  ASSERT_TRUE(usage.ok()) << usage.error();
+  EXPECT_EQ(usage->total().hits, 2u);
+  EXPECT_EQ(usage->total().misses, 0u);
+}
+
 TEST_F(UsageStatsTest, AHitSavesWhatTheEntrysCompileTookWhenItWasRecorded) {
   const fs::path entry = dir() / "neuronxcc-1.0" / "MODULE_a+b";
   fs::create_directories(entry);

@@ -3,7 +3,8 @@
 // compile time saved, counted per program that uses the cache
 // (neuron_cc_wrapper as torch-neuronx starts it, neuronx-cc through the
 // masquerade, neuron_parallel_compile), as ccache keeps its counters:
-// under <root>/.npc/stats/, in kStatsShards small files. A process adds to
+// under <root>/.npc/stats/, in kStatsShards small files (their text:
+// usage_shard.hpp). A process adds to
 // one of them (chosen by its pid, so that concurrent processes seldom
 // meet) under flock(2) on that file: read, add, write back in place. No
 // update is lost however many processes count at once; `neuron_cache stats`
@@ -23,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include <npc/cache/usage_shard.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
 
@@ -37,18 +39,6 @@ inline constexpr int kStatsShards = 16;
 inline constexpr std::string_view kWrapperProgram = "neuron_cc_wrapper";
 inline constexpr std::string_view kMasqueradeProgram = "neuronx-cc (masquerade)";
 inline constexpr std::string_view kLauncherProgram = "neuron_parallel_compile";
-
-struct UsageCounts {
-  std::uint64_t hits = 0;              // served from the cache, nothing compiled
-  std::uint64_t hits_without_time = 0; // of which the entry had no compile time recorded
-  std::uint64_t misses = 0;            // compiled
-  std::uint64_t failed = 0;            // the compile failed, or a cached failure was given
-  double compile_seconds = 0;          // spent compiling (the misses and the failures)
-  double saved_seconds = 0;            // what the hits' compiles took when they ran
-
-  UsageCounts& operator+=(const UsageCounts& other);
-  [[nodiscard]] bool empty() const { return hits == 0 && misses == 0 && failed == 0; }
-};
 
 struct UsageStats {
   std::map<std::string, UsageCounts, std::less<>> by_program;
