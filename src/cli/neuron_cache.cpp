@@ -23,9 +23,11 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/json_text.hpp>
 #include <npc/util/output_file.hpp>
+#include <npc/util/shell_words.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 #include <npc/util/trace_events.hpp>
+#include <npc/util/utf8.hpp>
 #include <npc/storage/open.hpp>
 
 namespace npc::cli {
@@ -86,7 +88,8 @@ void print_usage(const cache::UsageStats& usage, const fs::path& counters_dir) {
     table.add({name, std::to_string(c.hits), std::to_string(c.misses), std::to_string(c.failed), hit_rate(c),
                util::format_seconds(c.compile_seconds), saved});
   };
-  for (const auto& [name, counts] : usage.by_program) row(name, counts);
+  // A program's name is a shard's text: shown, never sent to the terminal raw.
+  for (const auto& [name, counts] : usage.by_program) row(util::printable_text(name), counts);
   row("total", usage.total());
   std::cout << "\n";
   table.print(std::cout);
@@ -95,18 +98,108 @@ void print_usage(const cache::UsageStats& usage, const fs::path& counters_dir) {
             << " (neuron_cache stats --zero resets)\n";
 }
 
+std::string_view fault_name(cache::ShardFault fault) {
+  switch (fault) {
+  case cache::ShardFault::torn: return "torn";
+  case cache::ShardFault::not_a_file: return "not_a_file";
+  case cache::ShardFault::inaccessible: return "inaccessible";
+  case cache::ShardFault::busy: return "busy";
+  case cache::ShardFault::no_folder: return "no_folder";
+  }
+  return "inaccessible";
+}
+
+// What the user can do about a shard `stats` could not count (`many`: about
+// several such shards).
+std::string what_to_do(const cache::UnreadShard& shard, bool many) {
+  const std::string it = many ? "them" : "it";
+  switch (shard.fault) {
+  case cache::ShardFault::torn: return "the next count in " + it + " rewrites " + it;
+  case cache::ShardFault::not_a_file:
+  case cache::ShardFault::no_folder:
+    return "remove " + it + ", or run neuron_cache stats --zero, which also empties the other counters";
+  case cache::ShardFault::inaccessible: return "give this user read access to " + it;
+  case cache::ShardFault::busy: return "look again once the process holding " + it + " has gone on or ended";
+  }
+  return "";
+}
+
+// What the user can do about a shard `stats --zero` could not zero.
+std::string what_to_do_after_zero(const cache::UnreadShard& shard, bool many) {
+  const std::string it = many ? "them" : "it";
+  switch (shard.fault) {
+  case cache::ShardFault::not_a_file:
+  case cache::ShardFault::no_folder: {
+    std::error_code ec;
+    const bool folder = fs::is_directory(fs::symlink_status(shard.path, ec));
+    return "remove it yourself (" + std::string(folder ? "rm -r " : "rm ") +
+           util::quote_shell_word(shard.path.string()) + ") and run again";
+  }
+  case cache::ShardFault::busy: return "run again once the process holding " + it + " has gone on or ended";
+  case cache::ShardFault::torn:
+  case cache::ShardFault::inaccessible:
+    return "give this user write access to " + it + " (and to the folder it is in) and run again";
+  }
+  return "";
+}
+
+json unread_json(const std::vector<cache::UnreadShard>& shards) {
+  json list = json::array();
+  for (const auto& s : shards)
+    list.push_back({{"path", s.path.string()}, {"fault", fault_name(s.fault)}, {"detail", s.detail}});
+  return list;
+}
+
+// "A is a FIFO, not a file; B is a directory, not a file (remove them, ...); C is torn (...) (...)": each
+// shard described, those with the same remedy together, the remedy said once after them.
+std::string joined_descriptions(const std::vector<cache::UnreadShard>& shards,
+                                std::string (*remedy)(const cache::UnreadShard&, bool many)) {
+  std::vector<std::pair<std::string, std::vector<const cache::UnreadShard*>>> groups;
+  for (const auto& s : shards) {
+    const std::string key = remedy(s, false);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {key, {}});
+    group->second.push_back(&s);
+  }
+  std::string text;
+  for (const auto& [key, members] : groups) {
+    for (const auto* s : members) text += (text.empty() ? "" : "; ") + cache::describe(*s);
+    text += " (" + remedy(*members.front(), members.size() > 1) + ")";
+  }
+  return text;
+}
+
+// Repairs what it can: a shard (or the folder) that is not a file is
+// removed and made again, empty. What it cannot zero is an error naming each
+// one and why, after the others were zeroed.
 int cmd_zero_stats(const fs::path& counters_dir, bool as_json) {
-  if (auto s = cache::zero_usage(counters_dir, std::chrono::system_clock::now()); !s)
-    throw EnvironmentError("stats --zero: " + s.error());
-  if (as_json) print_json({{"zeroed", counters_dir.string()}});
-  else std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
+  auto report = cache::zero_usage(counters_dir, std::chrono::system_clock::now());
+  if (!report.left.empty())
+    throw EnvironmentError("stats --zero: " + std::to_string(report.left.size()) + " of the counters' files in " +
+                           (counters_dir / cache::kStatsDir).string() + " not zeroed: " +
+                           joined_descriptions(report.left, what_to_do_after_zero));
+  if (as_json) {
+    print_json({{"zeroed", counters_dir.string()}, {"replaced", unread_json(report.replaced)}});
+    return 0;
+  }
+  for (const auto& r : report.replaced) std::cout << "replaced " << cache::describe(r) << '\n';
+  std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
   return 0;
+}
+
+void warn_unread(const cache::UsageStats& usage) {
+  if (usage.unread.empty()) return;
+  spdlog::warn("the counters of {} are not in the sums: {}",
+               usage.unread.size() == 1 ? std::string("1 file") : std::to_string(usage.unread.size()) + " files",
+               joined_descriptions(usage.unread, what_to_do));
 }
 
 int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, const fs::path& counters_dir,
               bool as_json) {
-  auto usage = cache::read_usage(counters_dir);
-  if (!usage) throw EnvironmentError("stats: " + usage.error());
+  // Counters that cannot be read take nothing from the rest: the entries,
+  // and every shard that can be read, are shown, and a warning names the
+  // others (exit 0: what is shown is right, only incomplete).
+  const cache::UsageStats usage = cache::read_usage(counters_dir);
   cache::CacheCensus census = cache.census();
   std::map<std::string, std::size_t> by_state;
   for (auto state : {cache::EntryState::pending, cache::EntryState::locked, cache::EntryState::done,
@@ -126,12 +219,14 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
                 {"oldest_use", oldest ? json(util::format_utc(*oldest)) : json(nullptr)},
                 {"newest_use", newest ? json(util::format_utc(*newest)) : json(nullptr)}};
     json programs = json::object();
-    for (const auto& [name, counts] : usage->by_program) programs[name] = usage_json(counts);
+    for (const auto& [name, counts] : usage.by_program) programs[name] = usage_json(counts);
     doc["usage"] = {{"counters", counters_dir.string()},
                     {"programs", programs},
-                    {"total", usage_json(usage->total())},
-                    {"zeroed_at", usage->zeroed_at ? json(util::format_utc(*usage->zeroed_at)) : json(nullptr)}};
+                    {"total", usage_json(usage.total())},
+                    {"zeroed_at", usage.zeroed_at ? json(util::format_utc(*usage.zeroed_at)) : json(nullptr)},
+                    {"unread", unread_json(usage.unread)}};
     print_json(doc);
+    warn_unread(usage);
     return 0;
   }
   util::Table table({"FIELD", "VALUE"});
@@ -145,7 +240,8 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
   table.add({"oldest use", oldest ? util::format_utc(*oldest) : "-"});
   table.add({"newest use", newest ? util::format_utc(*newest) : "-"});
   table.print(std::cout);
-  print_usage(*usage, counters_dir);
+  print_usage(usage, counters_dir);
+  warn_unread(usage);
   return 0;
 }
 
