@@ -17,7 +17,16 @@ const AttemptRecord* EntryMeta::last_success() const {
   return nullptr;
 }
 
+FlagsOrigin EntryMeta::flags_origin() const {
+  return attempts.empty() ? FlagsOrigin::neuron_cc_flags : attempts.back().flags_from;
+}
+
 namespace {
+
+// An attempt's "flags_from", written only for the masquerade's compiles: a
+// record without it is keyed by NEURON_CC_FLAGS, as every record before it.
+constexpr const char* kFlagsFromField = "flags_from";
+constexpr const char* kCompilerCommandLine = "neuronx-cc command line";
 
 // The record is ours, but it lives in a shared directory: read it strictly
 // (types checked) and never trust it to be well formed.
@@ -63,6 +72,10 @@ Result<EntryMeta> parse_entry_meta(std::string_view json_text) {
           !get_to(a, "peak_rss_bytes", r.peak_rss_bytes) ||
           !get_to(a, "started_unix", r.started_unix))
         return fail("an attempt has fields of the wrong type");
+      std::string flags_from;
+      if (!get_to(a, kFlagsFromField, flags_from)) return fail("an attempt has fields of the wrong type");
+      // Another value (a later release's) keys the entry as before it.
+      if (flags_from == kCompilerCommandLine) r.flags_from = FlagsOrigin::compiler_command_line;
       meta.attempts.push_back(std::move(r));
     }
   }
@@ -89,6 +102,7 @@ std::string serialize_entry_meta(const EntryMeta& meta) {
                         {"wall_seconds", r.wall_seconds},
                         {"peak_rss_bytes", r.peak_rss_bytes},
                         {"started_unix", r.started_unix}});
+    if (r.flags_from == FlagsOrigin::compiler_command_line) attempts.back()[kFlagsFromField] = kCompilerCommandLine;
   }
   doc["attempts"] = attempts;
   return util::to_json_text(doc, 1) + "\n";

@@ -277,6 +277,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
   }
   CompileRun& run = *ran;
   result.attempt = make_attempt(before, run, started);
+  result.attempt.flags_from = options.flags_from;
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
     // Published by rename, so it must first be on the entry's filesystem.

@@ -16,6 +16,19 @@ namespace npc::cache {
 
 namespace fs = std::filesystem;
 
+// Whose words an entry's compile_flags.json holds, and so which command line
+// hits the entry again.
+enum class FlagsOrigin {
+  // NEURON_CC_FLAGS's compiler flags: how torch-neuronx, neuron_cc_wrapper
+  // and neuron_parallel_compile key a graph (every record before this field
+  // was written, and every record without it).
+  neuron_cc_flags,
+  // The words a frontend gave `neuronx-cc compile` itself, which the
+  // masquerade keys the compile by (compile/masquerade.hpp): only the same
+  // command line hits such an entry, whatever NEURON_CC_FLAGS says.
+  compiler_command_line
+};
+
 struct AttemptRecord {
   int attempt = 0;              // 1-based, counted over the entry's life
   std::string outcome{};        // "success", "failed", "timeout", "interrupted"
@@ -25,6 +38,7 @@ struct AttemptRecord {
   double wall_seconds = 0;
   std::uint64_t peak_rss_bytes = 0;
   std::int64_t started_unix = 0;
+  FlagsOrigin flags_from = FlagsOrigin::neuron_cc_flags; // the words this attempt compiled with
 };
 
 struct EntryMeta {
@@ -35,6 +49,9 @@ struct EntryMeta {
 
   // The last successful attempt, if any (its time and memory predict the next).
   [[nodiscard]] const AttemptRecord* last_success() const;
+  // Whose words key the entry: its last attempt's (an entry no attempt of
+  // ours compiled is the framework's, keyed by NEURON_CC_FLAGS).
+  [[nodiscard]] FlagsOrigin flags_origin() const;
 };
 
 // A record is a few KiB; past this it is not one of ours.

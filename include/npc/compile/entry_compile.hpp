@@ -53,6 +53,11 @@ struct EntryCompileOptions {
   // False: a failed compile leaves the entry pending, nothing cached, so that
   // the cache never makes a later compile fail (the masquerade's).
   bool cache_failures = true;
+  // Whose words the entry's compile_flags.json holds, recorded with each
+  // attempt (npc-entry.json), so that `neuron_cache explain` compares the
+  // entry with the command line that keys it: the masquerade's are the
+  // compiler's own command line.
+  cache::FlagsOrigin flags_from = cache::FlagsOrigin::neuron_cc_flags;
 };
 
 enum class EntryOutcome {
