@@ -62,6 +62,17 @@ std::optional<UnreadShard> folder_fault(const fs::path& dir) {
 
 enum class Access { read, update };
 
+// How long the locks of the counters are waited for: until one deadline for
+// all the shards a command looks at, so that sixteen shards held by a
+// stopped process cost one wait, not sixteen.
+struct LockWait {
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds total; // for the message
+  static LockWait from_now(std::chrono::milliseconds total) {
+    return {std::chrono::steady_clock::now() + total, total};
+  }
+};
+
 // One shard, open and locked for as long as it lives, or why not.
 class LockedShard {
 public:
@@ -74,7 +85,7 @@ public:
   // Looks before it opens (lstat) and again once open (fstat), and opens
   // without blocking or following a link: whatever is in the shard's place
   // is never read or waited on unless it is a regular file.
-  [[nodiscard]] Opened open(const fs::path& path, Access access, std::chrono::milliseconds lock_wait) {
+  [[nodiscard]] Opened open(const fs::path& path, Access access, const LockWait& lock_wait) {
     path_ = path;
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0) {
@@ -144,18 +155,18 @@ private:
   Opened not_a_file(unsigned mode) {
     return set_fault({path_, ShardFault::not_a_file, std::string(util::file_type_name(mode))});
   }
-  // Tries, and tries again after a pause, until `wait` has passed: flock has
-  // no timeout, and a holder that is stopped must not stop us.
-  Opened lock(int operation, std::chrono::milliseconds wait) {
-    const auto deadline = std::chrono::steady_clock::now() + wait;
+  // Tries, and tries again after a pause, until the wait's deadline: flock
+  // has no timeout, and a holder that is stopped must not stop us.
+  Opened lock(int operation, const LockWait& wait) {
     auto pause = kFirstLockPause;
     for (;;) {
       if (::flock(fd_.get(), operation | LOCK_NB) == 0) return Opened::locked;
       if (errno == EINTR) continue;
       if (errno != EWOULDBLOCK)
         return set_fault({path_, ShardFault::inaccessible, failed("locked", errno)});
-      if (std::chrono::steady_clock::now() >= deadline)
-        return set_fault({path_, ShardFault::busy, "locked by another process for over " + seconds_text(wait)});
+      if (std::chrono::steady_clock::now() >= wait.deadline)
+        return set_fault({path_, ShardFault::busy,
+                          "locked by another process (waited " + seconds_text(wait.total) + " for the counters)"});
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, kLongestLockPause);
     }
@@ -179,6 +190,7 @@ Status record_usage(const fs::path& private_dir, std::string_view program, const
   if (delta.empty()) return ok_status();
   const int first = static_cast<int>(::getpid() % kStatsShards);
   const auto deadline = std::chrono::steady_clock::now() + lock_wait;
+  const LockWait at_once{std::chrono::steady_clock::now(), lock_wait}; // another shard rather than wait
   auto pause = kFirstLockPause;
   std::optional<UnreadShard> passed_over; // the first shard that could not be used, for the message
   for (;;) {
@@ -186,11 +198,11 @@ Status record_usage(const fs::path& private_dir, std::string_view program, const
     for (int n = 0; n < kStatsShards; ++n) {
       const fs::path path = shard_path(private_dir, (first + n) % kStatsShards);
       LockedShard shard;
-      auto opened = shard.open(path, Access::update, std::chrono::milliseconds(0));
+      auto opened = shard.open(path, Access::update, at_once);
       if (opened == LockedShard::Opened::absent) {
         // The folder is made once, by the first count: a hit pays for no check.
         if (auto made = util::ensure_dir(stats_dir(private_dir)); !made) return made;
-        opened = shard.open(path, Access::update, std::chrono::milliseconds(0));
+        opened = shard.open(path, Access::update, at_once);
       }
       if (opened == LockedShard::Opened::absent) continue; // the folder went again meanwhile
       if (opened == LockedShard::Opened::fault) {
@@ -226,9 +238,10 @@ UsageStats read_usage(const fs::path& private_dir, std::chrono::milliseconds loc
     return sum;
   }
   std::int64_t zeroed = 0;
+  const LockWait wait = LockWait::from_now(lock_wait);
   for (int i = 0; i < kStatsShards; ++i) {
     LockedShard shard;
-    switch (shard.open(shard_path(private_dir, i), Access::read, lock_wait)) {
+    switch (shard.open(shard_path(private_dir, i), Access::read, wait)) {
     case LockedShard::Opened::absent: continue;
     case LockedShard::Opened::fault: sum.unread.push_back(shard.fault()); continue;
     case LockedShard::Opened::locked: break;
@@ -270,6 +283,7 @@ ZeroReport zero_usage(const fs::path& private_dir, util::WallTime now, std::chro
   UsageShard zeroed;
   zeroed.zeroed_unix = std::clamp<std::int64_t>(
       std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count(), 0, kMaxZeroedUnix);
+  const LockWait wait = LockWait::from_now(lock_wait);
   for (int i = 0; i < kStatsShards; ++i) {
     const fs::path path = shard_path(private_dir, i);
     // Something else in a shard's place: its name removed (a directory only
@@ -287,7 +301,7 @@ ZeroReport zero_usage(const fs::path& private_dir, util::WallTime now, std::chro
       report.replaced.push_back(std::move(found));
     }
     LockedShard shard;
-    if (shard.open(path, Access::update, lock_wait) != LockedShard::Opened::locked) {
+    if (shard.open(path, Access::update, wait) != LockedShard::Opened::locked) {
       report.left.push_back(shard.fault().path.empty()
                                 ? UnreadShard{path, ShardFault::inaccessible, failed("opened to write", ENOENT)}
                                 : shard.fault());

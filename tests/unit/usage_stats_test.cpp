@@ -317,11 +317,28 @@ TEST_F(UsageStatsTest, AShardAnotherProcessHoldsIsPassedOverAndNamed) {
   auto usage = read_usage(private_dir(), std::chrono::milliseconds(0));
   EXPECT_EQ(usage.total().hits, 1u) << "the held shard's hit is not read";
   ASSERT_EQ(faults_of(usage), (std::vector<std::pair<fs::path, ShardFault>>{{own_shard(), ShardFault::busy}}));
-  EXPECT_EQ(describe(usage.unread[0]), own_shard().string() + " is locked by another process for over 0.0s");
+  EXPECT_EQ(describe(usage.unread[0]),
+            own_shard().string() + " is locked by another process (waited 0.0s for the counters)");
   ASSERT_EQ(::flock(holder.get(), LOCK_UN), 0);
   usage = read_usage(private_dir());
   EXPECT_TRUE(usage.unread.empty());
   EXPECT_EQ(usage.total().hits, 2u);
+
+  // Every shard held: nothing counted, every shard named, nothing waits past
+  // the lock wait.
+  std::vector<util::UniqueFd> holders;
+  for (int i = 0; i < kStatsShards; ++i) {
+    holders.emplace_back(::open(shard(i).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    ASSERT_TRUE(holders.back().valid());
+    ASSERT_EQ(::flock(holders.back().get(), LOCK_EX), 0);
+  }
+  auto counted = record_usage(private_dir(), kWrapperProgram, hits(1), std::chrono::milliseconds(0));
+  ASSERT_FALSE(counted.ok());
+  EXPECT_EQ(counted.error(), "every shard of the counters in " + stats_dir().string() +
+                                 " was locked by another process for over 0.0s");
+  usage = read_usage(private_dir(), std::chrono::milliseconds(0));
+  ASSERT_EQ(usage.unread.size(), std::size_t{kStatsShards});
+  for (const auto& u : usage.unread) EXPECT_EQ(u.fault, ShardFault::busy) << describe(u);
 }
 
 // A folder this user cannot write (a cache shared read-only): nothing is

@@ -49,8 +49,9 @@ namespace fs = std::filesystem;
 inline constexpr std::string_view kStatsDir = "stats"; // under the cache's private directory
 inline constexpr int kStatsShards = 16;
 // A shard is held for a read and a write of a few hundred bytes: a lock held
-// for a second belongs to a process that is stopped (Ctrl-Z) or stuck, and
-// no count or look at the counters waits for it longer than that.
+// for a second belongs to a process that is stopped (Ctrl-Z) or stuck. No
+// count, look at the counters or zero waits longer than that for their locks,
+// however many shards are held.
 inline constexpr std::chrono::milliseconds kShardLockWait{1000};
 
 // The programs, as the counters name them.
