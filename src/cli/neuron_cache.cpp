@@ -175,16 +175,15 @@ std::string joined_descriptions(const std::vector<cache::UnreadShard>& shards,
 // one and why, after the others were zeroed.
 int cmd_zero_stats(const fs::path& counters_dir, bool as_json) {
   auto report = cache::zero_usage(counters_dir, std::chrono::system_clock::now());
+  // What was replaced is said even when the rest fails: it is done.
+  if (!as_json)
+    for (const auto& r : report.replaced) std::cout << "replaced " << cache::describe(r) << '\n';
   if (!report.left.empty())
     throw EnvironmentError("stats --zero: " + std::to_string(report.left.size()) + " of the counters' files in " +
                            (counters_dir / cache::kStatsDir).string() + " not zeroed: " +
                            joined_descriptions(report.left, what_to_do_after_zero));
-  if (as_json) {
-    print_json({{"zeroed", counters_dir.string()}, {"replaced", unread_json(report.replaced)}});
-    return 0;
-  }
-  for (const auto& r : report.replaced) std::cout << "replaced " << cache::describe(r) << '\n';
-  std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
+  if (as_json) print_json({{"zeroed", counters_dir.string()}, {"replaced", unread_json(report.replaced)}});
+  else std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
   return 0;
 }
 

@@ -113,14 +113,15 @@ TEST_F(UsageCounters, AFileInTheFoldersPlaceHidesNoEntryAndZeroRepairsIt) {
 }
 
 // What --zero cannot zero (a directory with files in a shard's place) is an
-// error that names it and says what to do; every other shard is zeroed.
+// error that names it and says what to do; every other shard is zeroed, and
+// what was replaced (a link to a device) is said all the same.
 TEST_F(UsageCounters, ZeroNamesWhatItCannotZeroAndZeroesTheRest) {
   write_text(shard(5) / "notes.txt", "mine\n");
   fs::remove(shard(6));
   fs::create_symlink("/dev/zero", shard(6));
   auto zero = run_tool("neuron_cache", {"stats", "--zero"});
   EXPECT_EQ(zero.exit_code, 3) << zero.describe();
-  EXPECT_EQ(zero.out, "");
+  EXPECT_EQ(zero.out, "replaced " + shard(6).string() + " is a symbolic link, not a file\n");
   EXPECT_EQ(zero.err, "neuron_cache: error: stats --zero: 1 of the counters' files in " + stats_dir().string() +
                           " not zeroed: " + shard(5).string() + " is a directory with files in it, not a file " +
                           "(remove it yourself (rm -r " + shard(5).string() + ") and run again)\n");
