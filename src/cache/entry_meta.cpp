@@ -34,7 +34,16 @@ std::string describe_run_failure(const AttemptRecord& failed) {
          failed.run + ")";
 }
 
+FlagsOrigin EntryMeta::flags_origin() const {
+  return attempts.empty() ? FlagsOrigin::neuron_cc_flags : attempts.back().flags_from;
+}
+
 namespace {
+
+// An attempt's "flags_from", written only for the masquerade's compiles: a
+// record without it is keyed by NEURON_CC_FLAGS, as every record before it.
+constexpr const char* kFlagsFromField = "flags_from";
+constexpr const char* kCompilerCommandLine = "neuronx-cc command line";
 
 // The record is ours, but it lives in a shared directory: read it strictly
 // (types checked) and never trust it to be well formed.
@@ -83,6 +92,10 @@ Result<EntryMeta> parse_entry_meta(std::string_view json_text) {
           !get_to(a, "started_unix", r.started_unix) || !get_to(a, "run", r.run) || !get_to(a, "by", r.by) ||
           !get_to(a, "last", r.last))
         return fail("an attempt has fields of the wrong type");
+      std::string flags_from;
+      if (!get_to(a, kFlagsFromField, flags_from)) return fail("an attempt has fields of the wrong type");
+      // Another value (a later release's) keys the entry as before it.
+      if (flags_from == kCompilerCommandLine) r.flags_from = FlagsOrigin::compiler_command_line;
       meta.attempts.push_back(std::move(r));
     }
   }
@@ -115,6 +128,7 @@ std::string serialize_entry_meta(const EntryMeta& meta) {
       attempt["by"] = r.by;
       attempt["last"] = r.last;
     }
+    if (r.flags_from == FlagsOrigin::compiler_command_line) attempt[kFlagsFromField] = kCompilerCommandLine;
     attempts.push_back(std::move(attempt));
   }
   doc["attempts"] = attempts;

@@ -27,6 +27,41 @@ std::vector<std::string> excess(const std::vector<std::string>& a, const std::ve
   return out;
 }
 
+// An entry that holds the graph, compared with the command line that keys it.
+GraphMatch match_of(EntryInfo entry, const CurrentSettings& current) {
+  GraphMatch m;
+  if (auto flags = read_compile_flags(entry.dir)) m.flags = std::move(*flags);
+  // A record that cannot be read says nothing of who made the entry: it is
+  // taken as keyed by NEURON_CC_FLAGS, as every entry before the record said.
+  if (auto meta = read_entry_meta(entry.dir)) m.flags_from = meta->flags_origin();
+  const std::vector<std::string> entry_flags = m.flags.value_or(std::vector<std::string>{});
+  if (m.flags_from == FlagsOrigin::neuron_cc_flags) {
+    m.flags_diff = diff_flags(entry_flags, current.flags);
+  } else {
+    // Its words are a compiler command line's: NEURON_CC_FLAGS never reach
+    // it. Compared with the command line given, or else with the same
+    // command line again.
+    m.flags_diff = diff_flags(entry_flags, current.command_line_flags.value_or(entry_flags));
+    if (current.command_line_graph_hash)
+      m.named_files_changed = entry.key.graph_hash != *current.command_line_graph_hash;
+  }
+  if (current.compiler_version) m.same_version = entry.key.compiler_version == *current.compiler_version;
+  m.entry = std::move(entry);
+  return m;
+}
+
+// The first done match keyed by `origin` with the same settings (a hit), or
+// else the first such match that is not done.
+Judgement judge(const std::vector<GraphMatch>& matches, FlagsOrigin origin) {
+  Judgement j;
+  for (std::size_t i = 0; i < matches.size(); ++i) {
+    if (matches[i].flags_from != origin || !matches[i].same_settings()) continue;
+    if (matches[i].entry.state == EntryState::done) return {Verdict::hit, i};
+    if (!j.deciding) j = {Verdict::not_done, i};
+  }
+  return j;
+}
+
 // The entry's place in the cache, however its root was spelled.
 std::pair<std::string, std::string> place(const CacheKey& key) { return {key.compiler_version, key.module_name()}; }
 
@@ -64,25 +99,19 @@ Result<Explanation> explain_graph(std::vector<EntryInfo> entries, const fs::path
   }
   SameGraphIndex index(std::move(entries));
   for (auto& entry : index.find(digest->size, digest->sha256)) {
-    GraphMatch m;
-    if (auto flags = read_compile_flags(entry.dir)) m.flags = std::move(*flags);
-    m.flags_diff = diff_flags(m.flags.value_or(std::vector<std::string>{}), current.flags);
-    if (current.compiler_version) m.same_version = entry.key.compiler_version == *current.compiler_version;
-    m.entry = std::move(entry);
-    x.matches.push_back(std::move(m));
+    x.matches.push_back(match_of(std::move(entry), current));
   }
-  for (std::size_t i = 0; i < x.matches.size(); ++i) {
-    if (!x.matches[i].same_settings()) continue;
-    if (x.matches[i].entry.state == EntryState::done) {
-      x.verdict = Verdict::hit;
-      x.deciding = i;
-      break;
-    }
-    if (!x.deciding) {
-      x.verdict = Verdict::not_done;
-      x.deciding = i;
-    }
-  }
+  const Judgement by_neuron_cc_flags = judge(x.matches, FlagsOrigin::neuron_cc_flags);
+  x.verdict = by_neuron_cc_flags.verdict;
+  x.deciding = by_neuron_cc_flags.deciding;
+  const bool made_by_masquerade = std::any_of(x.matches.begin(), x.matches.end(), [](const GraphMatch& m) {
+    return m.flags_from == FlagsOrigin::compiler_command_line;
+  });
+  if (current.command_line_flags || made_by_masquerade)
+    x.command_line = judge(x.matches, FlagsOrigin::compiler_command_line);
+  if (current.command_line_flags && current.command_line_graph_hash && current.compiler_version)
+    x.command_line_key =
+        make_key(*current.command_line_graph_hash, *current.command_line_flags, *current.compiler_version);
   return x;
 }
 

@@ -34,10 +34,11 @@ std::optional<CacheKey> named_key(const Cache& cache, std::string_view target) {
   return key;
 }
 
-// The entry's graph and flags, into `dir`; false without a graph.
+// The entry's graph, flags and record (which says whose words the flags
+// are), into `dir`; false without a graph.
 bool download_entry(const Cache& cache, const CacheKey& key, const fs::path& dir) {
   if (auto s = util::ensure_dir(dir); !s) throw EnvironmentError(s.error());
-  for (auto file : {kGraphFile, kFlagsFile}) {
+  for (auto file : {kGraphFile, kFlagsFile, kMetaFile}) {
     auto got = cache.storage()->get_file(key.relative_path().generic_string() + "/" + std::string(file), dir / file);
     if (!got) throw EnvironmentError(got.error());
     if (!*got && file == kGraphFile) return false;

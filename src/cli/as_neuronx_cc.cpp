@@ -118,6 +118,7 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   options.compiler = real;
   options.retry_failed = true; // never a cached failure: the compiler decides
   options.cache_failures = false;
+  options.flags_from = cache::FlagsOrigin::compiler_command_line; // explain compares it with such a line
   std::error_code ec;
   const fs::path caller_dir = fs::current_path(ec);
   options.adjust_job = [&](compile::CompileJob& job) {

@@ -18,14 +18,17 @@
 #include <npc/cli/masquerade_dir.hpp>
 #include <npc/cli/programs.hpp>
 #include <npc/compile/compiler.hpp>
+#include <npc/compile/masquerade.hpp>
 #include <npc/util/command_line.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/json_text.hpp>
 #include <npc/util/output_file.hpp>
+#include <npc/util/shell_words.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 #include <npc/util/trace_events.hpp>
+#include <npc/util/utf8.hpp>
 #include <npc/storage/open.hpp>
 
 namespace npc::cli {
@@ -86,7 +89,8 @@ void print_usage(const cache::UsageStats& usage, const fs::path& counters_dir) {
     table.add({name, std::to_string(c.hits), std::to_string(c.misses), std::to_string(c.failed), hit_rate(c),
                util::format_seconds(c.compile_seconds), saved});
   };
-  for (const auto& [name, counts] : usage.by_program) row(name, counts);
+  // A program's name is a shard's text: shown, never sent to the terminal raw.
+  for (const auto& [name, counts] : usage.by_program) row(util::printable_text(name), counts);
   row("total", usage.total());
   std::cout << "\n";
   table.print(std::cout);
@@ -95,18 +99,107 @@ void print_usage(const cache::UsageStats& usage, const fs::path& counters_dir) {
             << " (neuron_cache stats --zero resets)\n";
 }
 
+std::string_view fault_name(cache::ShardFault fault) {
+  switch (fault) {
+  case cache::ShardFault::torn: return "torn";
+  case cache::ShardFault::not_a_file: return "not_a_file";
+  case cache::ShardFault::inaccessible: return "inaccessible";
+  case cache::ShardFault::busy: return "busy";
+  case cache::ShardFault::no_folder: return "no_folder";
+  }
+  return "inaccessible";
+}
+
+// What the user can do about a shard `stats` could not count (`many`: about
+// several such shards).
+std::string what_to_do(const cache::UnreadShard& shard, bool many) {
+  const std::string it = many ? "them" : "it";
+  switch (shard.fault) {
+  case cache::ShardFault::torn: return "the next count in " + it + " rewrites " + it;
+  case cache::ShardFault::not_a_file:
+  case cache::ShardFault::no_folder:
+    return "remove " + it + ", or run neuron_cache stats --zero, which also empties the other counters";
+  case cache::ShardFault::inaccessible: return "give this user read access to " + it;
+  case cache::ShardFault::busy: return "look again once the process holding " + it + " has gone on or ended";
+  }
+  return "";
+}
+
+// What the user can do about a shard `stats --zero` could not zero.
+std::string what_to_do_after_zero(const cache::UnreadShard& shard, bool many) {
+  const std::string it = many ? "them" : "it";
+  switch (shard.fault) {
+  case cache::ShardFault::not_a_file:
+  case cache::ShardFault::no_folder: {
+    std::error_code ec;
+    const bool folder = fs::is_directory(fs::symlink_status(shard.path, ec));
+    return "remove it yourself (" + std::string(folder ? "rm -r " : "rm ") +
+           util::quote_shell_word(shard.path.string()) + ") and run again";
+  }
+  case cache::ShardFault::busy: return "run again once the process holding " + it + " has gone on or ended";
+  case cache::ShardFault::torn:
+  case cache::ShardFault::inaccessible:
+    return "give this user write access to " + it + " (and to the folder it is in) and run again";
+  }
+  return "";
+}
+
+json unread_json(const std::vector<cache::UnreadShard>& shards) {
+  json list = json::array();
+  for (const auto& s : shards)
+    list.push_back({{"path", s.path.string()}, {"fault", fault_name(s.fault)}, {"detail", s.detail}});
+  return list;
+}
+
+// "A is a FIFO, not a file; B is a directory, not a file (remove them, ...); C is torn (...) (...)": each
+// shard described, those with the same remedy together, the remedy said once after them.
+std::string joined_descriptions(const std::vector<cache::UnreadShard>& shards,
+                                std::string (*remedy)(const cache::UnreadShard&, bool many)) {
+  std::vector<std::pair<std::string, std::vector<const cache::UnreadShard*>>> groups;
+  for (const auto& s : shards) {
+    const std::string key = remedy(s, false);
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {key, {}});
+    group->second.push_back(&s);
+  }
+  std::string text;
+  for (const auto& [key, members] : groups) {
+    for (const auto* s : members) text += (text.empty() ? "" : "; ") + cache::describe(*s);
+    text += " (" + remedy(*members.front(), members.size() > 1) + ")";
+  }
+  return text;
+}
+
+// Repairs what it can: a shard (or the folder) that is not a file is
+// removed and made again, empty. What it cannot zero is an error naming each
+// one and why, after the others were zeroed.
 int cmd_zero_stats(const fs::path& counters_dir, bool as_json) {
-  if (auto s = cache::zero_usage(counters_dir, std::chrono::system_clock::now()); !s)
-    throw EnvironmentError("stats --zero: " + s.error());
-  if (as_json) print_json({{"zeroed", counters_dir.string()}});
+  auto report = cache::zero_usage(counters_dir, std::chrono::system_clock::now());
+  // What was replaced is said even when the rest fails: it is done.
+  if (!as_json)
+    for (const auto& r : report.replaced) std::cout << "replaced " << cache::describe(r) << '\n';
+  if (!report.left.empty())
+    throw EnvironmentError("stats --zero: " + std::to_string(report.left.size()) + " of the counters' files in " +
+                           (counters_dir / cache::kStatsDir).string() + " not zeroed: " +
+                           joined_descriptions(report.left, what_to_do_after_zero));
+  if (as_json) print_json({{"zeroed", counters_dir.string()}, {"replaced", unread_json(report.replaced)}});
   else std::cout << "usage counters of " << counters_dir.string() << " zeroed\n";
   return 0;
 }
 
+void warn_unread(const cache::UsageStats& usage) {
+  if (usage.unread.empty()) return;
+  spdlog::warn("the counters of {} are not in the sums: {}",
+               usage.unread.size() == 1 ? std::string("1 file") : std::to_string(usage.unread.size()) + " files",
+               joined_descriptions(usage.unread, what_to_do));
+}
+
 int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, const fs::path& counters_dir,
               bool as_json) {
-  auto usage = cache::read_usage(counters_dir);
-  if (!usage) throw EnvironmentError("stats: " + usage.error());
+  // Counters that cannot be read take nothing from the rest: the entries,
+  // and every shard that can be read, are shown, and a warning names the
+  // others (exit 0: what is shown is right, only incomplete).
+  const cache::UsageStats usage = cache::read_usage(counters_dir);
   cache::CacheCensus census = cache.census();
   std::map<std::string, std::size_t> by_state;
   for (auto state : {cache::EntryState::pending, cache::EntryState::locked, cache::EntryState::done,
@@ -126,12 +219,14 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
                 {"oldest_use", oldest ? json(util::format_utc(*oldest)) : json(nullptr)},
                 {"newest_use", newest ? json(util::format_utc(*newest)) : json(nullptr)}};
     json programs = json::object();
-    for (const auto& [name, counts] : usage->by_program) programs[name] = usage_json(counts);
+    for (const auto& [name, counts] : usage.by_program) programs[name] = usage_json(counts);
     doc["usage"] = {{"counters", counters_dir.string()},
                     {"programs", programs},
-                    {"total", usage_json(usage->total())},
-                    {"zeroed_at", usage->zeroed_at ? json(util::format_utc(*usage->zeroed_at)) : json(nullptr)}};
+                    {"total", usage_json(usage.total())},
+                    {"zeroed_at", usage.zeroed_at ? json(util::format_utc(*usage.zeroed_at)) : json(nullptr)},
+                    {"unread", unread_json(usage.unread)}};
     print_json(doc);
+    warn_unread(usage);
     return 0;
   }
   util::Table table({"FIELD", "VALUE"});
@@ -145,7 +240,8 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
   table.add({"oldest use", oldest ? util::format_utc(*oldest) : "-"});
   table.add({"newest use", newest ? util::format_utc(*newest) : "-"});
   table.print(std::cout);
-  print_usage(*usage, counters_dir);
+  print_usage(usage, counters_dir);
+  warn_unread(usage);
   return 0;
 }
 
@@ -399,19 +495,34 @@ std::string words_or_none(const std::vector<std::string>& words) {
   return words.empty() ? std::string("(none)") : joined(words, " ");
 }
 
-// "same flags" / "flags added: -O2; flags removed: -O1" / "compiler version X, current Y".
+// "same flags" / "flags added: -O2; flags removed: -O1" / "same flags, different order".
+std::string flags_words(const cache::FlagsDiff& diff) {
+  if (diff.same) return "same flags";
+  if (diff.order_only()) return "same flags, different order";
+  std::vector<std::string> parts;
+  if (!diff.added.empty()) parts.push_back("flags added: " + joined(diff.added, " "));
+  if (!diff.removed.empty()) parts.push_back("flags removed: " + joined(diff.removed, " "));
+  return joined(parts, "; ");
+}
+
+// "same flags" / "flags added: -O2; flags removed: -O1" / "compiler version X, current Y"; for an entry
+// the masquerade made, the command line that keys it instead of NEURON_CC_FLAGS.
 std::string differences(const cache::GraphMatch& m, const cache::CurrentSettings& current) {
   std::vector<std::string> parts;
+  const bool by_command_line = m.flags_from == cache::FlagsOrigin::compiler_command_line;
+  if (by_command_line) {
+    std::string made = "made by neuronx-cc through the masquerade, keyed by its command line (not NEURON_CC_FLAGS)";
+    if (m.flags && !current.command_line_flags) made += ": flags " + words_or_none(*m.flags);
+    parts.push_back(made);
+  }
   if (!m.flags) {
     parts.emplace_back("flags unknown (compile_flags.json unreadable)");
-  } else if (m.flags_diff.same) {
-    parts.emplace_back("same flags");
-  } else if (m.flags_diff.order_only()) {
-    parts.emplace_back("same flags, different order");
-  } else {
-    if (!m.flags_diff.added.empty()) parts.push_back("flags added: " + joined(m.flags_diff.added, " "));
-    if (!m.flags_diff.removed.empty()) parts.push_back("flags removed: " + joined(m.flags_diff.removed, " "));
+  } else if (!by_command_line) {
+    parts.push_back(flags_words(m.flags_diff));
+  } else if (current.command_line_flags) {
+    parts.push_back("against the given command line: " + flags_words(m.flags_diff));
   }
+  if (m.named_files_changed) parts.emplace_back("the files the graph names have changed since (their bytes key it)");
   const std::string& version = m.entry.key.compiler_version;
   if (!current.compiler_version) parts.push_back("compiler version " + version + ", current unknown");
   else if (*m.same_version) parts.emplace_back("same compiler version");
@@ -442,6 +553,43 @@ std::string verdict_line(const cache::Explanation& x) {
          (x.current_key ? " and this version" : "");
 }
 
+// What a neuronx-cc command line through the masquerade would do: the given
+// one, or the same command line as an entry the masquerade made.
+std::string command_line_verdict_line(const cache::Explanation& x) {
+  const cache::Judgement& j = *x.command_line;
+  const bool given = x.current.command_line_flags.has_value();
+  if (given) {
+    std::string run = "the given neuronx-cc command line, through the masquerade";
+    if (x.command_line_key) run += " (key " + x.command_line_key->str() + ")";
+    switch (j.verdict) {
+    case cache::Verdict::hit: return run + ", will hit: entry " + x.matches[*j.deciding].entry.key.str() + " is done";
+    case cache::Verdict::not_done: {
+      const auto& e = x.matches[*j.deciding].entry;
+      return run + ", will not hit: entry " + e.key.str() + " has this graph with these flags but is " +
+             std::string(cache::to_string(e.state));
+    }
+    case cache::Verdict::miss: break;
+    }
+    return run + ", will miss: no entry the masquerade made has this graph with these flags" +
+           (x.current.compiler_version ? " and this version" : "");
+  }
+  const std::string compare = " (to compare another command line, give it after --: neuron_cache explain TARGET -- "
+                              "neuronx-cc compile GRAPH FLAGS... --output FILE)";
+  switch (j.verdict) {
+  case cache::Verdict::hit:
+    return "the same neuronx-cc command line as entry " + x.matches[*j.deciding].entry.key.str() +
+           "'s, through the masquerade, will hit: it is done" + compare;
+  case cache::Verdict::not_done: {
+    const auto& e = x.matches[*j.deciding].entry;
+    return "the same neuronx-cc command line as entry " + e.key.str() + "'s, through the masquerade, will not hit: " +
+           "it is " + std::string(cache::to_string(e.state)) + compare;
+  }
+  case cache::Verdict::miss: break;
+  }
+  return "a neuronx-cc command line through the masquerade will miss: no entry it made has this graph for the "
+         "current compiler version and the files the graph names as they are now" + compare;
+}
+
 std::string_view verdict_name(cache::Verdict verdict) {
   switch (verdict) {
   case cache::Verdict::hit: return "hit";
@@ -451,29 +599,46 @@ std::string_view verdict_name(cache::Verdict verdict) {
   return "miss";
 }
 
+std::string_view flags_from_name(cache::FlagsOrigin origin) {
+  return origin == cache::FlagsOrigin::compiler_command_line ? "neuronx-cc command line" : "NEURON_CC_FLAGS";
+}
+
 json explain_json(const cache::Explanation& x) {
   json matches = json::array();
-  for (const auto& m : x.matches)
+  for (const auto& m : x.matches) {
     matches.push_back({{"key", m.entry.key.str()},
                        {"path", m.entry.dir.string()},
                        {"state", cache::to_string(m.entry.state)},
                        {"version", m.entry.key.compiler_version},
+                       {"flags_from", flags_from_name(m.flags_from)},
                        {"flags", m.flags ? json(*m.flags) : json(nullptr)},
                        {"flags_added", m.flags_diff.added},
                        {"flags_removed", m.flags_diff.removed},
                        {"same_flags", m.flags ? json(m.flags_diff.same) : json(nullptr)},
                        {"same_order", m.flags ? json(!m.flags_diff.order_only()) : json(nullptr)},
-                       {"same_version", m.same_version ? json(*m.same_version) : json(nullptr)}});
-  return {{"target", x.graph.string()},
-          {"graph_bytes", x.graph_bytes},
-          {"current",
-           {{"version", x.current.compiler_version ? json(*x.current.compiler_version) : json(nullptr)},
-            {"flags", x.current.flags},
-            {"key", x.current_key ? json(x.current_key->str()) : json(nullptr)},
-            {"key_source", x.current_key_source == cache::KeySource::entry ? "entry" : "neuron_cc_wrapper"}}},
-          {"matches", matches},
-          {"outcome", verdict_name(x.verdict)},
-          {"verdict", verdict_line(x)}};
+                       {"same_version", m.same_version ? json(*m.same_version) : json(nullptr)},
+                       {"named_files_changed", m.named_files_changed}});
+  }
+  json doc = {{"target", x.graph.string()},
+              {"graph_bytes", x.graph_bytes},
+              {"current",
+               {{"version", x.current.compiler_version ? json(*x.current.compiler_version) : json(nullptr)},
+                {"flags", x.current.flags},
+                {"key", x.current_key ? json(x.current_key->str()) : json(nullptr)},
+                {"key_source", x.current_key_source == cache::KeySource::entry ? "entry" : "neuron_cc_wrapper"}}},
+              {"matches", matches},
+              {"outcome", verdict_name(x.verdict)},
+              {"verdict", verdict_line(x)}};
+  if (x.command_line) {
+    const auto& deciding = x.command_line->deciding;
+    doc["command_line"] = {
+        {"flags", x.current.command_line_flags ? json(*x.current.command_line_flags) : json(nullptr)},
+        {"key", x.command_line_key ? json(x.command_line_key->str()) : json(nullptr)},
+        {"outcome", verdict_name(x.command_line->verdict)},
+        {"entry", deciding ? json(x.matches[*deciding].entry.key.str()) : json(nullptr)},
+        {"verdict", command_line_verdict_line(x)}};
+  }
+  return doc;
 }
 
 int print_explanation(const cache::Explanation& x, bool as_json) {
@@ -485,19 +650,51 @@ int print_explanation(const cache::Explanation& x, bool as_json) {
   std::cout << "graph: " << x.graph.string() << " (" << x.graph_bytes << " bytes)\n"
             << "current: compiler version " << current.compiler_version.value_or("unknown") << ", flags "
             << words_or_none(current.flags) << '\n';
+  if (current.command_line_flags)
+    std::cout << "given neuronx-cc command line: flags " << words_or_none(*current.command_line_flags) << '\n';
   std::cout << x.matches.size() << " entr" << (x.matches.size() == 1 ? "y has" : "ies have") << " this graph"
             << (x.matches.empty() ? "" : ":") << '\n';
   for (const auto& m : x.matches)
     std::cout << "  " << m.entry.key.str() << ": " << cache::to_string(m.entry.state) << "; "
               << differences(m, current) << '\n';
   std::cout << verdict_line(x) << '\n';
+  if (x.command_line) std::cout << command_line_verdict_line(x) << '\n';
   return 0;
+}
+
+// The words after `explain TARGET --`: a neuronx-cc command line, as a
+// frontend runs it (the program's name first, or not), read as the
+// masquerade reads it.
+std::vector<std::string> command_line_flags(std::vector<std::string> words) {
+  if (!words.empty() && words.front() != "compile" && fs::path(words.front()).filename() == "neuronx-cc")
+    words.erase(words.begin());
+  std::string why;
+  auto call = compile::parse_real_compiler_call(words, why);
+  if (!call)
+    throw UsageError("explain: the command line after -- is not one the masquerade caches (" + why +
+                     "): give it as the frontend runs it, neuronx-cc compile GRAPH FLAGS... --output FILE");
+  return call->key_flags;
+}
+
+// The graph part of the key the masquerade would give `graph` now (with the
+// files it names); nullopt, with the reason said, when it cannot be read.
+std::optional<std::string> command_line_graph_hash(const fs::path& graph) {
+  auto digest = compile::digest_input(graph);
+  if (!digest) {
+    spdlog::warn("cannot read {} as the masquerade would ({}); not comparing the files it names", graph.string(),
+                 digest.error());
+    return std::nullopt;
+  }
+  return cache::make_key(digest->key_sha256(), {}, "").graph_hash;
 }
 
 // `cache` is where the entries are; `local` the directory whose private
 // folder remembers compiler versions (a shared cache's mirror).
 int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Settings& settings,
-                const std::string& target, const std::optional<std::string>& compiler, bool as_json) {
+                const std::string& target, const std::optional<std::string>& compiler,
+                const std::vector<std::string>& command_line, bool as_json) {
+  std::optional<std::vector<std::string>> given_flags;
+  if (!command_line.empty()) given_flags = command_line_flags(command_line);
   std::error_code ec;
   if (cache.is_directory() && !fs::is_directory(cache.root(), ec))
     throw EnvironmentError("cache " + cache.root().string() +
@@ -512,7 +709,8 @@ int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Sett
                      "neuronxcc-<version>/MODULE_<hash>+<hash>" + url_form +
                      ", or MODULE_<hash>+<hash> as neuron_cache ls prints it)");
   }
-  cache::CurrentSettings current{current_compiler_version(local, compiler), settings.compiler_flags};
+  cache::CurrentSettings current{current_compiler_version(local, compiler), settings.compiler_flags, given_flags,
+                                 command_line_graph_hash(graph->file)};
   auto x = cache::explain_in_cache(cache, graph->file, current, scratch.path());
   if (!x) throw UsageError("explain: cannot read the graph " + graph->name + ": " + x.error());
   x->graph = graph->name; // named as users know it, not by its download
@@ -583,6 +781,10 @@ int neuron_cache_main(int argc, char** argv) {
         ->required();
     explain->add_option("--compiler", explain_compiler, "The compiler (default: $NEURON_CC, else neuronx-cc on PATH)")
         ->type_name("PATH");
+    std::vector<std::string> explain_command_line;
+    explain->add_option("COMMAND", explain_command_line,
+                        "After --: a neuronx-cc command line as a frontend runs it (neuronx-cc compile GRAPH "
+                        "FLAGS... --output FILE), to compare with the entries the masquerade made");
     // bundles
     auto* export_cmd = app.add_subcommand("export", "Write chosen done entries to one bundle (tar + zstd) with a manifest");
     std::string export_output, export_report, export_used_since, import_lock_timeout;
@@ -671,7 +873,7 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_failed) return cmd_clear_failed(target, as_json);
     if (*rm) return cmd_rm(target, keys, as_json);
     if (*explain)
-      return cmd_explain(target, cache, settings, explain_target, explain_compiler, as_json);
+      return cmd_explain(target, cache, settings, explain_target, explain_compiler, explain_command_line, as_json);
     if (*export_cmd)
       return cmd_export(bundles, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)

@@ -297,6 +297,7 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     result.attempt.by = options.run->by;
     result.attempt.last = options.run->last_attempt;
   }
+  result.attempt.flags_from = options.flags_from;
   if (options.dump_dir) keep_artifacts(workdir.path(), *options.dump_dir / entry_dir.filename());
   if (options.compile_workdir && file_size_or_zero(job.output_neff) > 0) {
     // Published by rename, so it must first be on the entry's filesystem.

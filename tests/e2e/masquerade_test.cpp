@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/sha256.hpp>
@@ -17,6 +18,10 @@
 
 namespace npc::test {
 namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
 
 std::size_t count_lines_with(const std::string& text, const std::string& part) {
   std::size_t n = 0, start = 0;
@@ -486,6 +491,112 @@ TEST_F(MasqueradeLauncher, NeuronCcNamingNeuronxCcResolvesPastTheMasquerade) {
                            env_["PATH"] + ") but for programs of ours, not the Neuron compiler: " +
                            (masquerade_dir() / "neuronx-cc").string() + " (neuron-parallel-compile " NPC_VERSION
                            "); set NEURON_CC to the real neuronx-cc, or unset it to use neuronx-cc on PATH\n");
+}
+
+// neuron_cache explain on an entry the masquerade made compares it with the
+// command line that keys it, never with NEURON_CC_FLAGS (which do not reach
+// it): the same command line hits, and does; another command line given
+// after -- is told the words that differ and the key it would use, which
+// is the key the masquerade then uses.
+TEST_F(Masquerade, ExplainComparesItsEntriesWithTheCompilerCommandLine) {
+  const std::string text = "HloModule explained\n";
+  ASSERT_EQ(compile(write_graph(text)).exit_code, 0);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries().front();
+  const std::string key = cache::make_key_for_graph(text, kTorchNeuronFlags, kStandinVersion).str();
+  ASSERT_EQ(entry, cache_root() / key);
+  auto record = cache::read_entry_meta(entry);
+  ASSERT_TRUE(record.ok()) << record.error();
+  EXPECT_EQ(record->flags_origin(), cache::FlagsOrigin::compiler_command_line);
+  EXPECT_NE(read_text(entry / "npc-entry.json").find("\"flags_from\": \"neuronx-cc command line\""), std::string::npos)
+      << read_text(entry / "npc-entry.json");
+  // NEURON_CC_FLAGS as a torch-neuronx user has them: they key nothing here.
+  const std::map<std::string, std::string> o1_flags = {
+      {"NEURON_CC_FLAGS", "--cache_dir=" + cache_root().string() + " -O1"}};
+  const std::string made = "  " + key + ": done; made by neuronx-cc through the masquerade, keyed by its command "
+                           "line (not NEURON_CC_FLAGS)";
+  const std::string same_again = "the same neuronx-cc command line as entry " + key + "'s, through the masquerade, "
+                                 "will hit: it is done (to compare another command line, give it after --: "
+                                 "neuron_cache explain TARGET -- neuronx-cc compile GRAPH FLAGS... --output FILE)";
+  auto x = run_tool("neuron_cache", {"explain", entry.string()}, o1_flags);
+  ASSERT_EQ(x.exit_code, 0) << x.describe();
+  EXPECT_EQ(x.err, "");
+  EXPECT_TRUE(has_line(x.out, made + ": flags --framework XLA --target trn2 --lnc 1 -O2 --model-type transformer "
+                                     "--auto-cast=none; same compiler version"))
+      << x.out;
+  EXPECT_EQ(x.out.find("flags removed"), std::string::npos) << x.out;
+  EXPECT_TRUE(has_line(x.out, same_again)) << x.out;
+  ASSERT_EQ(compile(write_graph(text)).exit_code, 0);
+  EXPECT_EQ(compiles(), 1u) << "the same command line hits, as explain said";
+
+  std::vector<std::string> o1 = kTorchNeuronFlags;
+  o1[6] = "-O1";
+  const std::string o1_key = cache::make_key_for_graph(text, o1, kStandinVersion).str();
+  std::vector<std::string> args = {"explain", entry.string(), "--", "neuronx-cc", "compile", "/tmp/g/module.hlo.pb"};
+  args.insert(args.end(), o1.begin(), o1.end());
+  args.insert(args.end(), {"--output", "/tmp/g/module.neff"});
+  auto other = run_tool("neuron_cache", args, o1_flags);
+  ASSERT_EQ(other.exit_code, 0) << other.describe();
+  EXPECT_TRUE(has_line(other.out, "given neuronx-cc command line: flags --framework XLA --target trn2 --lnc 1 -O1 "
+                                  "--model-type transformer --auto-cast=none"))
+      << other.out;
+  EXPECT_TRUE(has_line(other.out, made + "; against the given command line: flags added: -O1; flags removed: -O2; "
+                                         "same compiler version"))
+      << other.out;
+  EXPECT_TRUE(has_line(other.out, "the given neuronx-cc command line, through the masquerade (key " + o1_key +
+                                      "), will miss: no entry the masquerade made has this graph with these flags "
+                                      "and this version"))
+      << other.out;
+  ASSERT_EQ(compile(write_graph(text), o1).exit_code, 0);
+  EXPECT_EQ(compiles(), 2u);
+  EXPECT_TRUE(fs::exists(cache_root() / o1_key / "model.done")) << "the key explain gave is the masquerade's";
+  auto now = run_tool("neuron_cache", args, o1_flags);
+  EXPECT_TRUE(has_line(now.out, "the given neuronx-cc command line, through the masquerade (key " + o1_key +
+                                    "), will hit: entry " + o1_key + " is done"))
+      << now.out;
+
+  args.insert(args.begin(), "--json");
+  auto doc = nlohmann::json::parse(run_tool("neuron_cache", args, o1_flags).out);
+  ASSERT_EQ(doc["matches"].size(), 2u) << doc.dump();
+  for (const auto& m : doc["matches"]) EXPECT_EQ(m["flags_from"], "neuronx-cc command line") << m.dump();
+  EXPECT_EQ(doc["command_line"]["outcome"], "hit");
+  EXPECT_EQ(doc["command_line"]["entry"], o1_key);
+  EXPECT_EQ(doc["command_line"]["key"], o1_key);
+  EXPECT_EQ(doc["command_line"]["flags"], nlohmann::json(o1));
+}
+
+// A file the graph names changed since the entry was compiled: explain says
+// so, and that the same command line will compile again (as it does).
+TEST_F(Masquerade, ExplainSaysWhenTheFilesAGraphNamesChanged) {
+  const fs::path kernel = dir() / "kernels" / "attention.py";
+  write_text(kernel, "def kernel(): return 1\n");
+  const std::string graph = "HloModule k\n// source: " + kernel.string() + "\n";
+  ASSERT_EQ(compile(write_graph(graph)).exit_code, 0);
+  ASSERT_EQ(entries().size(), 1u);
+  const fs::path entry = entries().front();
+  write_text(kernel, "def kernel(): return 2\n");
+  auto x = run_tool("neuron_cache", {"explain", entry.string()});
+  ASSERT_EQ(x.exit_code, 0) << x.describe();
+  EXPECT_NE(x.out.find("; the files the graph names have changed since (their bytes key it); same compiler version\n"),
+            std::string::npos)
+      << x.out;
+  EXPECT_TRUE(has_line(x.out, "a neuronx-cc command line through the masquerade will miss: no entry it made has this "
+                              "graph for the current compiler version and the files the graph names as they are now "
+                              "(to compare another command line, give it after --: neuron_cache explain TARGET -- "
+                              "neuronx-cc compile GRAPH FLAGS... --output FILE)"))
+      << x.out;
+  ASSERT_EQ(compile(write_graph(graph)).exit_code, 0);
+  EXPECT_EQ(compiles(), 2u);
+}
+
+// What is not a command line the masquerade caches is a usage error.
+TEST_F(Masquerade, ExplainRefusesACommandLineItCannotRead) {
+  ASSERT_EQ(compile(write_graph("HloModule a\n")).exit_code, 0);
+  auto x = run_tool("neuron_cache", {"explain", entries().front().string(), "--", "neuronx-cc", "compile", "g.pb"});
+  EXPECT_EQ(x.exit_code, 2) << x.describe();
+  EXPECT_EQ(x.out, "");
+  EXPECT_EQ(x.err, "neuron_cache: error: explain: the command line after -- is not one the masquerade caches (no "
+                   "--output): give it as the frontend runs it, neuronx-cc compile GRAPH FLAGS... --output FILE\n");
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include <npc/bundle/manifest.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/usage_shard.hpp>
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/trial.hpp>
@@ -107,6 +108,40 @@ Violation entry_meta(std::string_view input) {
   if (!again) return "a record that was read cannot be read back after it is rewritten: " + show(text) + ": " + again.error();
   std::string text2 = cache::serialize_entry_meta(*again);
   if (text2 != text) return "the record changed through serialize/parse: " + show(text) + " -> " + show(text2);
+  return std::nullopt;
+}
+
+namespace {
+
+// Whether every counter of `c` is one a shard may hold.
+bool in_range(const cache::UsageCounts& c) {
+  for (auto count : {c.hits, c.hits_without_time, c.misses, c.failed})
+    if (count > cache::kMaxUsageCount) return false;
+  for (auto seconds : {c.compile_seconds, c.saved_seconds})
+    if (!(seconds >= 0 && seconds <= cache::kMaxUsageSeconds)) return false;
+  return c.hits_without_time <= c.hits;
+}
+
+} // namespace
+
+Violation usage_shard(std::string_view input) {
+  auto shard = cache::parse_usage_shard(input);
+  if (!shard) return std::nullopt;
+  if (shard->zeroed_unix < 0 || shard->zeroed_unix > cache::kMaxZeroedUnix)
+    return "a shard zeroed at " + std::to_string(shard->zeroed_unix) + " was accepted: " + show(input);
+  cache::UsageCounts doubled;
+  for (const auto& [name, counts] : shard->by_program) {
+    if (!in_range(counts)) return "a shard with counters out of range was accepted: " + show(input);
+    doubled += counts;
+    doubled += counts;
+    if (!in_range(doubled)) return "a sum went out of range: " + show(input);
+  }
+  std::string text = cache::serialize_usage_shard(*shard);
+  auto again = cache::parse_usage_shard(text);
+  if (!again)
+    return "a shard that was read cannot be read back after it is rewritten: " + show(text) + ": " + again.error();
+  std::string text2 = cache::serialize_usage_shard(*again);
+  if (text2 != text) return "the shard changed through serialize/parse: " + show(text) + " -> " + show(text2);
   return std::nullopt;
 }
 
@@ -250,6 +285,7 @@ const std::vector<Target>& targets() {
       {"neuron_cc_flags", "config::parse_neuron_cc_flags", neuron_cc_flags},
       {"compile_flags", "cache::parse_compile_flags", compile_flags},
       {"entry_meta", "cache::parse_entry_meta", entry_meta},
+      {"usage_shard", "cache::parse_usage_shard", usage_shard},
       {"lock_record", "storage::LockRecord::parse, util::LockHolder::parse", lock_record},
       {"trial_line", "launcher::parse_extraction_line + Collector", trial_line},
       {"cache_key", "cache::parse_key", cache_key},

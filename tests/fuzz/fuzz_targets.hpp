@@ -34,6 +34,9 @@ Violation compile_flags(std::string_view input);
 // parse_entry_meta: what parses serializes to a record that parses back to
 // the same record (a record we rewrite must stay readable).
 Violation entry_meta(std::string_view input);
+// parse_usage_shard: every counter it accepts is in range, and stays in
+// range summed; what parses serializes and parses back the same.
+Violation usage_shard(std::string_view input);
 // LockHolder::parse: what parses serializes and parses back the same;
 // describe() works on anything parsed.
 Violation lock_record(std::string_view input);

@@ -18,7 +18,7 @@ set -euo pipefail
 seconds=${1:-10}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$src/build-asan
-targets=(shell_words neuron_cc_flags compile_flags entry_meta lock_record trial_line cache_key bundle_manifest)
+targets=(shell_words neuron_cc_flags compile_flags entry_meta usage_shard lock_record trial_line cache_key bundle_manifest)
 
 cd "$src"
 # clang and its libFuzzer runtime, installed from Debian's packages if missing.

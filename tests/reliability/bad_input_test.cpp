@@ -72,6 +72,17 @@ void compile_done(Context& c) {
 
 void write(const fs::path& p, const std::string& text) { npc::test::write_text(p, text); }
 
+// The usage counters' folder and one of its shards (cache/usage_stats.hpp),
+// after a compile counted in the folder: emptied, so that which shard the
+// compile counted in does not matter.
+fs::path counters_dir(const Context& c) { return c.cache / ".npc" / "stats"; }
+fs::path counters_shard(const Context& c, int i) { return counters_dir(c) / (std::to_string(i) + ".json"); }
+void compile_done_counters_emptied(Context& c) {
+  compile_done(c);
+  fs::remove_all(counters_dir(c));
+  fs::create_directories(counters_dir(c));
+}
+
 // A FIFO nobody writes to: opening it for reading would wait forever (the
 // run's timeout ends such a run, failed).
 void make_fifo(const fs::path& p) { ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p; }
@@ -592,6 +603,67 @@ const std::vector<BadInput>& rows() {
        Match::only_line,
        "neuron_parallel_compile: error: --parallel_compile_workdir: cannot use <D>/wfile as a directory: it exists "
        "and is not one (name a writable directory)"},
+      // ---- the usage counters (neuron_cache stats) ----
+      {"StatsShardsAllFifosHit", "a FIFO in every usage-counter shard's place (`<C>/.npc/stats/N.json`): a hit",
+       "neuron_cc_wrapper", {"compile", "--graph", "<G>", "--output", "<D>/o.neff"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         for (int i = 0; i < 16; ++i) make_fifo(counters_shard(c, i));
+       },
+       0, Match::stdout_line,
+       "Using a cached neff at <E>/model.neff. Exiting with a successfully compiled graph."},
+      {"StatsShardIsAFifo", "a FIFO in a usage-counter shard's place", "neuron_cache", {"stats"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         make_fifo(counters_shard(c, 3));
+       },
+       0, Match::only_line,
+       "neuron_cache: warning: the counters of 1 file are not in the sums: <C>/.npc/stats/3.json is a FIFO, not a "
+       "file (remove it, or run neuron_cache stats --zero, which also empties the other counters)"},
+      {"StatsFolderIsAFile", "`<C>/.npc/stats` a regular file", "neuron_cache", {"stats"}, {},
+       [](Context& c) {
+         compile_done(c);
+         fs::remove_all(counters_dir(c));
+         write(counters_dir(c), "x");
+       },
+       0, Match::only_line,
+       "neuron_cache: warning: the counters of 1 file are not in the sums: <C>/.npc/stats is a regular file, not a "
+       "directory (remove it, or run neuron_cache stats --zero, which also empties the other counters)"},
+      {"StatsShardNegativeCount", "a usage-counter shard with a negative count", "neuron_cache", {"stats"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         write(counters_shard(c, 3), R"({"programs":{"neuron_cc_wrapper":{"hits":-5}}})");
+       },
+       0, Match::only_line,
+       "neuron_cache: warning: the counters of 1 file are not in the sums: <C>/.npc/stats/3.json is torn "
+       "('neuron_cc_wrapper' has hits -5, not a count from 0 to 2^53) (the next count in it rewrites it)"},
+      {"StatsShardHugeCompileTime", "a usage-counter shard with a compile time of 9.3e18 seconds", "neuron_cache",
+       {"stats"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         write(counters_shard(c, 3), R"({"programs":{"neuron_cc_wrapper":{"compile_seconds":9.3e18}}})");
+       },
+       0, Match::only_line,
+       "neuron_cache: warning: the counters of 1 file are not in the sums: <C>/.npc/stats/3.json is torn "
+       "('neuron_cc_wrapper' has compile_seconds 9.3e+18, not a number of seconds from 0 to 1e13) (the next count "
+       "in it rewrites it)"},
+      {"StatsZeroReplacesAFifo", "`stats --zero` with a FIFO in a usage-counter shard's place", "neuron_cache",
+       {"stats", "--zero"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         make_fifo(counters_shard(c, 3));
+       },
+       0, Match::stdout_line, "replaced <C>/.npc/stats/3.json is a FIFO, not a file"},
+      {"StatsZeroDirectoryWithFiles", "`stats --zero` with a directory holding a file in a shard's place",
+       "neuron_cache", {"stats", "--zero"}, {},
+       [](Context& c) {
+         compile_done_counters_emptied(c);
+         write(counters_shard(c, 3) / "notes", "mine\n");
+       },
+       3, Match::only_line,
+       "neuron_cache: error: stats --zero: 1 of the counters' files in <C>/.npc/stats not zeroed: "
+       "<C>/.npc/stats/3.json is a directory with files in it, not a file (remove it yourself (rm -r "
+       "<C>/.npc/stats/3.json) and run again)"},
       // ---- neuron_cache ----
       {"CacheToolBadKey", "`neuron_cache rm` with something that is not a key", "neuron_cache", {"rm", "nonsense"}, {},
        nothing, 2, Match::only_line,

@@ -105,6 +105,29 @@ TEST(EntryMeta, WrongTypesAreRejected) {
   }
 }
 
+// Whose words key the entry: written only for the masquerade's attempts, so
+// that every record without it (all before it) reads as NEURON_CC_FLAGS's.
+TEST(EntryMeta, FlagsOriginIsTheLastAttemptsAndAbsentMeansNeuronCcFlags) {
+  EntryMeta meta;
+  EXPECT_EQ(meta.flags_origin(), FlagsOrigin::neuron_cc_flags) << "no attempt: the framework's entry";
+  meta.attempts = {attempt(1, "success", 2.0, 10)};
+  std::string text = serialize_entry_meta(meta);
+  EXPECT_EQ(text.find("flags_from"), std::string::npos) << text;
+  EXPECT_EQ(parse_entry_meta(text)->flags_origin(), FlagsOrigin::neuron_cc_flags);
+  meta.attempts.back().flags_from = FlagsOrigin::compiler_command_line;
+  text = serialize_entry_meta(meta);
+  EXPECT_NE(text.find("\"flags_from\": \"neuronx-cc command line\""), std::string::npos) << text;
+  auto back = parse_entry_meta(text);
+  ASSERT_TRUE(back.ok()) << back.error();
+  EXPECT_EQ(back->flags_origin(), FlagsOrigin::compiler_command_line);
+  EXPECT_EQ(serialize_entry_meta(*back), text);
+  // A value this release does not know keys the entry as before it; a
+  // value of the wrong type is a corrupt record, as any other field's.
+  EXPECT_EQ(parse_entry_meta(R"({"attempts":[{"attempt":1,"flags_from":"a later release's"}]})")->flags_origin(),
+            FlagsOrigin::neuron_cc_flags);
+  EXPECT_FALSE(parse_entry_meta(R"({"attempts":[{"attempt":1,"flags_from":7}]})").ok());
+}
+
 TEST(EntryMeta, IntegerWallSecondsAreAccepted) {
   auto parsed = parse_entry_meta(R"({"attempts":[{"outcome":"success","wall_seconds":3}]})");
   ASSERT_TRUE(parsed.ok()) << parsed.error();

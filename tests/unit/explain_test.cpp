@@ -9,6 +9,7 @@
 
 #include <npc/cache/explain.hpp>
 #include <npc/cache/explain_target.hpp>
+#include <npc/cache/entry_meta.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/publish.hpp>
 #include <npc/cache/same_graph.hpp>
@@ -182,6 +183,64 @@ TEST_F(ExplainTest, TheCurrentKeyOfAnEntrysGraphKeepsTheFrameworksGraphPart) {
   auto file = explain(kExplainGraph, {kV2, {"-O2"}});
   EXPECT_EQ(*file.current_key, make_key_for_graph(kExplainGraph, {"-O2"}, kV2));
   EXPECT_EQ(file.current_key_source, KeySource::wrapper);
+}
+
+// An entry the masquerade made (its record says so) is compared with a
+// neuronx-cc command line, never with NEURON_CC_FLAGS; one whose record does
+// not say (every entry before the record did) as before.
+TEST_F(ExplainTest, AnEntryTheMasqueradeMadeIsComparedWithTheCommandLine) {
+  const Words words = {"--framework", "XLA", "-O2"};
+  CacheKey masquerade = add(kExplainGraph, words, kV1);
+  EntryMeta record;
+  record.attempts.push_back(AttemptRecord{.attempt = 1, .outcome = "success", .wall_seconds = 1,
+                                          .flags_from = FlagsOrigin::compiler_command_line});
+  ASSERT_TRUE(write_entry_meta(cache->entry_dir(masquerade), record).ok());
+  CacheKey older = add(kExplainGraph, {"-O1"}, kV1);
+  record.attempts.back().flags_from = FlagsOrigin::neuron_cc_flags;
+  ASSERT_TRUE(write_entry_meta(cache->entry_dir(older), record).ok());
+  const std::string graph_hash = make_key_for_graph(kExplainGraph, {}, kV1).graph_hash;
+
+  // No command line given: the masquerade's entry hits the same one again.
+  auto x = explain(kExplainGraph, {kV1, {"-O3"}, std::nullopt, graph_hash});
+  ASSERT_EQ(x.matches.size(), 2u);
+  const GraphMatch& m = x.matches[0].entry.key == masquerade ? x.matches[0] : x.matches[1];
+  const GraphMatch& o = x.matches[0].entry.key == masquerade ? x.matches[1] : x.matches[0];
+  EXPECT_EQ(m.flags_from, FlagsOrigin::compiler_command_line);
+  EXPECT_TRUE(m.flags_diff.same) << "not compared with NEURON_CC_FLAGS' -O3";
+  EXPECT_TRUE(m.flags_diff.removed.empty());
+  EXPECT_EQ(o.flags_from, FlagsOrigin::neuron_cc_flags);
+  EXPECT_EQ(o.flags_diff.added, Words{"-O3"});
+  EXPECT_EQ(x.verdict, Verdict::miss) << "NEURON_CC_FLAGS' run is judged over their entries only";
+  ASSERT_TRUE(x.command_line);
+  EXPECT_EQ(x.command_line->verdict, Verdict::hit);
+  EXPECT_EQ(x.matches[*x.command_line->deciding].entry.key, masquerade);
+  EXPECT_FALSE(x.command_line_key);
+
+  // A command line given: its words against the entry's, and its key.
+  const Words o1 = {"--framework", "XLA", "-O1"};
+  x = explain(kExplainGraph, {kV1, {"-O1"}, o1, graph_hash});
+  const GraphMatch& given = x.matches[0].entry.key == masquerade ? x.matches[0] : x.matches[1];
+  EXPECT_EQ(given.flags_diff.added, Words{"-O1"});
+  EXPECT_EQ(given.flags_diff.removed, Words{"-O2"});
+  EXPECT_EQ(x.verdict, Verdict::hit) << "the older entry is NEURON_CC_FLAGS' -O1";
+  EXPECT_EQ(x.command_line->verdict, Verdict::miss);
+  EXPECT_EQ(x.command_line_key, make_key_for_graph(kExplainGraph, o1, kV1));
+
+  // The graph part the masquerade would use now differs (a file the graph
+  // names changed): the same command line misses.
+  x = explain(kExplainGraph, {kV1, {}, std::nullopt, std::string(kGraphHashDigits, 'f')});
+  const GraphMatch& changed = x.matches[0].entry.key == masquerade ? x.matches[0] : x.matches[1];
+  EXPECT_TRUE(changed.named_files_changed);
+  EXPECT_EQ(x.command_line->verdict, Verdict::miss);
+}
+
+// Without an entry of the masquerade or a command line, there is nothing to
+// judge a command line by.
+TEST_F(ExplainTest, NoCommandLineJudgedWithoutTheMasquerade) {
+  add(kExplainGraph, {"-O1"}, kV1);
+  auto x = explain(kExplainGraph, {kV1, {"-O1"}});
+  EXPECT_FALSE(x.command_line);
+  EXPECT_EQ(x.verdict, Verdict::hit);
 }
 
 TEST_F(ExplainTest, UnreadableGraphFails) {

@@ -17,6 +17,19 @@ namespace npc::cache {
 
 namespace fs = std::filesystem;
 
+// Whose words an entry's compile_flags.json holds, and so which command line
+// hits the entry again.
+enum class FlagsOrigin {
+  // NEURON_CC_FLAGS's compiler flags: how torch-neuronx, neuron_cc_wrapper
+  // and neuron_parallel_compile key a graph (every record before this field
+  // was written, and every record without it).
+  neuron_cc_flags,
+  // The words a frontend gave `neuronx-cc compile` itself, which the
+  // masquerade keys the compile by (compile/masquerade.hpp): only the same
+  // command line hits such an entry, whatever NEURON_CC_FLAGS says.
+  compiler_command_line
+};
+
 struct AttemptRecord {
   int attempt = 0;              // 1-based, counted over the entry's life
   std::string outcome{};        // "success", "failed", "timeout", "interrupted"
@@ -36,6 +49,7 @@ struct AttemptRecord {
   std::string run{};
   std::string by{};
   bool last = false;
+  FlagsOrigin flags_from = FlagsOrigin::neuron_cc_flags; // the words this attempt compiled with
 };
 
 struct EntryMeta {
@@ -50,6 +64,9 @@ struct EntryMeta {
   // (not killed from outside), and was its launcher's last: the graph failed
   // for good in that run.
   [[nodiscard]] const AttemptRecord* failed_for_good_in(std::string_view run) const;
+  // Whose words key the entry: its last attempt's (an entry no attempt of
+  // ours compiled is the framework's, keyed by NEURON_CC_FLAGS).
+  [[nodiscard]] FlagsOrigin flags_origin() const;
 };
 
 // A record is a few KiB; past this it is not one of ours.

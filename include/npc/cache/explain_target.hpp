@@ -4,9 +4,9 @@
 // entries to compare it with, as local files. A directory's are read in
 // place. A storage's are downloaded into a scratch folder: its listing gives
 // each entry's graph size, so only the entries whose graph has the size of
-// the one explained are downloaded (graph and flags). One listing, plus two
-// GETs per entry of that size: a few requests, whatever the size of the
-// cache.
+// the one explained are downloaded (graph, flags, and the record that says
+// whose words the flags are). One listing, plus three GETs per entry of
+// that size: a few requests, whatever the size of the cache.
 
 #include <filesystem>
 #include <optional>

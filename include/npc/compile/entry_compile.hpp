@@ -64,6 +64,11 @@ struct EntryCompileOptions {
     bool last_attempt = false;
   };
   std::optional<RunMark> run{};
+  // Whose words the entry's compile_flags.json holds, recorded with each
+  // attempt (npc-entry.json), so that `neuron_cache explain` compares the
+  // entry with the command line that keys it: the masquerade's are the
+  // compiler's own command line.
+  cache::FlagsOrigin flags_from = cache::FlagsOrigin::neuron_cc_flags;
 };
 
 enum class EntryOutcome {
