@@ -93,7 +93,8 @@ Options parse_options(int argc, char** argv) {
              "Exit status, as the original's: the number of graphs that failed to compile (0: all\n"
              "compiled or cached; capped at 255); 1 also when the training command failed in the\n"
              "trial, or it extracted graphs none of which could be taken; 2 usage or configuration\n"
-             "error; 3 cache or compiler unusable; 128+N interrupted by signal N (130: Ctrl-C).");
+             "error; 3 cache or compiler unusable, or --report or --trace cannot be written; 128+N\n"
+             "interrupted by signal N (130: Ctrl-C).");
   app.set_version_flag("--version", std::string("neuron_parallel_compile ") + NPC_VERSION);
   std::string mode = "collect-and-compile", timeout, memory_per_compile = "auto", memory_budget;
   std::string max_retries, lock_timeout;

@@ -86,9 +86,6 @@ void check_outputs_writable(const Options& options) {
   if (options.report)
     if (auto s = util::check_output_writable(*options.report); !s)
       throw EnvironmentError("--report: " + s.error() + " (name a file in a writable directory)");
-  if (options.trace)
-    if (auto s = util::check_output_writable(*options.trace); !s)
-      throw EnvironmentError("--trace: " + s.error() + " (name a file in a writable directory)");
   if (dump_results_requested())
     if (auto s = util::check_directory_writable(fs::current_path()); !s)
       throw EnvironmentError("NEURON_PARALLEL_COMPILE_DUMP_RESULTS: the results are written to the current "
@@ -189,11 +186,6 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::int64_t epoch_microseconds() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // How many graphs this run compiled that its own eviction then removed: a
 // limit too small for one run's graphs undoes the pre-compile.
 std::size_t compiled_and_evicted(const Pool& pool, const cache::EvictionReport& evicted) {
@@ -250,6 +242,7 @@ std::optional<int> collect_from_trial(const Options& options, const RunFiles& fi
                                                        : trial.status.describe()},
                   {"log", files.trial_log.string()}});
   if (trial.interrupted_by != 0) {
+    facts.interrupted_by = trial.interrupted_by;
     spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
     return exit_status_for_signal(trial.interrupted_by);
   }
@@ -464,30 +457,7 @@ void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options)
 
 } // namespace
 
-namespace {
-
-// What the trace file says of the run as a whole, beside its events.
-nlohmann::json trace_facts(const Options& options, const RunFacts& facts) {
-  nlohmann::json doc = {{"tool", "neuron_parallel_compile"},
-                        {"version", NPC_VERSION},
-                        {"host", util::this_host()},
-                        {"pid", ::getpid()},
-                        {"command", mode_name(options.mode)},
-                        {"start_time", facts.start_time},
-                        {"compiler_version", facts.compiler_version},
-                        {"parallel", facts.parallel}};
-  if (options.step) doc["slurm_task"] = options.step->label();
-  return doc;
-}
-
-std::string trace_process_name(const Options& options) {
-  std::string name = "neuron_parallel_compile on " + util::this_host() + " (pid " + std::to_string(::getpid()) + ")";
-  if (options.step) name += ", " + options.step->label();
-  return name;
-}
-
-// The run itself; `facts` filled as it goes (the trace's header reads them).
-int run_with(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+int run_pre_compile(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
@@ -599,6 +569,7 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   }
   facts.wall_seconds = util::monotonic_seconds() - run_start;
   if (ran.interrupted_by != 0) {
+    facts.interrupted_by = ran.interrupted_by;
     spdlog::error("interrupted by {} while compiling; entries not finished stay pending for the next run",
                   util::signal_name(ran.interrupted_by));
     return exit_status_for_signal(ran.interrupted_by);
@@ -608,29 +579,6 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   if (settings.count_usage) count_run_usage(pool, cache);
   if (step_meeting) finish_step(*step_meeting, pool, options);
   return exit_status_for_failed_graphs(count(pool).failed);
-}
-
-} // namespace
-
-int run(const Options& options, const config::Settings& settings) {
-  RunFacts facts;
-  if (!options.trace) return run_with(options, settings, nullptr, facts);
-  RunTrace trace(trace_process_name(options), util::monotonic_seconds(), epoch_microseconds());
-  auto write_trace = [&] {
-    if (auto s = trace.write(*options.trace, trace_facts(options, facts)); !s)
-      spdlog::warn("--trace: {}", s.error());
-    else
-      spdlog::info("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-                   options.trace->string());
-  };
-  try {
-    int status = run_with(options, settings, &trace, facts);
-    write_trace();
-    return status;
-  } catch (...) {
-    write_trace();
-    throw;
-  }
 }
 
 } // namespace npc::launcher

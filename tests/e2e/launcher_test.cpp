@@ -584,13 +584,41 @@ TEST_F(Launcher, TheTraceFromTheEnvironmentIsWrittenWhenTheTrialFails) {
   EXPECT_TRUE(events_where(trace, "X", "compile").empty());
 }
 
+// A trace that cannot be written at all (no such folder, a folder) is found
+// before the trial, and said once: one fault, one line.
 TEST_F(Launcher, ATraceThatCannotBeWrittenIsFoundBeforeTheTrial) {
-  auto r = launch({"--trace", (dir() / "no-such-dir" / "t.json").string()}, train(10));
+  const fs::path missing = dir() / "no-such-dir" / "t.json";
+  auto r = launch({"--trace", missing.string()}, train(10));
   EXPECT_EQ(r.exit_code, 3) << r.describe();
-  EXPECT_NE(r.err.find("neuron_parallel_compile: error: --trace: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(name a file in a writable directory)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "neuron_parallel_compile: error: --trace: cannot write " + missing.string() +
+                       ": No such file or directory (name a file in a writable directory)\n");
   EXPECT_EQ(compiles(), 0u);
   EXPECT_FALSE(fs::exists(dir() / "train"));
+
+  fs::create_directories(dir() / "a-folder");
+  auto folder = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "a-folder").string()}});
+  EXPECT_EQ(folder.exit_code, 3) << folder.describe();
+  EXPECT_EQ(folder.err, "neuron_parallel_compile: error: --trace: cannot write " + (dir() / "a-folder").string() +
+                            ": Is a directory (name a file in a writable directory)\n");
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_FALSE(fs::exists(dir() / "train"));
+}
+
+// A trace whose write fails at the end (a full disk; /dev/full here,
+// through a link, so that nothing can ever replace the device) is exit 3
+// in one line, as a --report is; the compiles were done.
+TEST_F(Launcher, ATraceThatFailsToBeWrittenAtTheEndIsExitThree) {
+  fs::create_symlink("/dev/full", dir() / "full");
+  auto r = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "full").string()}});
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(done_entries(), 4u);
+  const std::string error = "neuron_parallel_compile: error: --trace: cannot write " + (dir() / "full").string() +
+                            ": No space left on device\n";
+  ASSERT_GE(r.err.size(), error.size()) << r.err;
+  EXPECT_EQ(r.err.substr(r.err.size() - error.size()), error) << "the last line";
+  EXPECT_EQ(r.err.find("--trace"), r.err.rfind("--trace")) << "said once: " << r.err;
+  EXPECT_EQ(r.err.find("trace written"), std::string::npos) << r.err;
 }
 
 // Two hosts' traces (two launchers' here) merge into one file, each a process.
