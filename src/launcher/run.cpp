@@ -533,15 +533,15 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   // --static_schedule keeps the original's shares as they are.
   if (options.world_size > 1 && !options.static_schedule)
     pool.share_the_critical(static_cast<std::size_t>(options.world_size));
-  if (options.dry_run) {
-    print_dry_run(pool);
-    return 0;
-  }
   std::size_t to_compile = pool.count(ItemState::queued) + pool.count(ItemState::deferred);
   if (trace)
     trace->phase("collect", collect_start, util::monotonic_seconds(),
                  {{"graphs", pool.items().size()}, {"cached", pool.count(ItemState::cached)},
                   {"to_compile", to_compile}, {"refused", facts.refused.size()}});
+  if (options.dry_run) {
+    print_dry_run(pool);
+    return 0;
+  }
   spdlog::info("{} graph(s) found: {} already cached, {} to compile, {} at once", pool.items().size(),
                pool.count(ItemState::cached), to_compile, parallel);
 

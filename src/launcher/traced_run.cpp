@@ -1,5 +1,5 @@
-// The launcher's run, its timeline kept for --trace and written at its end:
-// also of a run that failed or was interrupted (what ran until then).
+// Every mode of the launcher, its timeline kept for --trace and written at
+// its end: also of a run that failed or was interrupted (what ran until then).
 
 #include <npc/launcher/launcher.hpp>
 
@@ -44,11 +44,20 @@ std::string trace_process_name(const Options& options) {
   return name;
 }
 
+int run_mode(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+  switch (options.mode) {
+  case Mode::collect_and_compile:
+  case Mode::collect:
+  case Mode::compile: return run_pre_compile(options, settings, trace, facts);
+  default: return run_maintenance(options, settings, trace, facts);
+  }
+}
+
 } // namespace
 
 int run(const Options& options, const config::Settings& settings) {
   RunFacts facts;
-  if (!options.trace) return run_pre_compile(options, settings, nullptr, facts);
+  if (!options.trace) return run_mode(options, settings, nullptr, facts);
   // Before the trace exists, and so before anything runs: a destination
   // that cannot take it (a missing folder, a folder) is this one error,
   // never a compile of hours that ends in a write failure.
@@ -58,7 +67,7 @@ int run(const Options& options, const config::Settings& settings) {
   auto write_trace = [&] { return trace.write(*options.trace, trace_facts(options, facts)); };
   int status = 0;
   try {
-    status = run_pre_compile(options, settings, &trace, facts);
+    status = run_mode(options, settings, &trace, facts);
   } catch (...) {
     // The run's own error is the one the exit says; a trace lost besides
     // is a second fault, said on its own line.

@@ -621,6 +621,37 @@ TEST_F(Launcher, ATraceThatFailsToBeWrittenAtTheEndIsExitThree) {
   EXPECT_EQ(r.err.find("trace written"), std::string::npos) << r.err;
 }
 
+// A maintenance mode is a phase of the trace, named after it, with what it
+// found; a dry run's trace has its collect phase.
+TEST_F(Launcher, TheTraceOfAScanAndOfADryRunHaveTheirPhases) {
+  ASSERT_EQ(launch({"--command", "collect"}, train(10)).exit_code, 0);
+  const fs::path scan_trace = dir() / "scan.json";
+  auto scan = launch({"--command", "scan", "--trace", scan_trace.string()});
+  ASSERT_EQ(scan.exit_code, 0) << scan.describe();
+  EXPECT_EQ(scan.out, std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 pending, 0 locked\n");
+  EXPECT_NE(scan.err.find("trace written to " + scan_trace.string()), std::string::npos) << scan.err;
+  auto trace = nlohmann::json::parse(read_text(scan_trace));
+  EXPECT_EQ(trace["otherData"]["command"], "scan");
+  EXPECT_EQ(trace["otherData"]["compiler_version"], kStandinVersion);
+  auto phases = events_where(trace, "X", "phase");
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0]["name"], "scan");
+  EXPECT_EQ(phases[0]["args"], (nlohmann::json{{"cache", cache_root().string()},
+                                                {"version", kStandinVersion},
+                                                {"done", 0},
+                                                {"pending", 4},
+                                                {"locked", 0}}));
+
+  const fs::path dry_trace = dir() / "dry.json";
+  auto dry = launch({"--command", "compile", "--dry-run", "--trace", dry_trace.string()});
+  ASSERT_EQ(dry.exit_code, 0) << dry.describe();
+  phases = events_where(nlohmann::json::parse(read_text(dry_trace)), "X", "phase");
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0]["name"], "collect");
+  EXPECT_EQ(phases[0]["args"]["to_compile"], 4);
+  EXPECT_EQ(compiles(), 0u);
+}
+
 // Two hosts' traces (two launchers' here) merge into one file, each a process.
 TEST_F(Launcher, TracesOfTwoLaunchersMergeIntoOne) {
   ASSERT_EQ(launch({"--trace", (dir() / "a.json").string()}, train(10)).exit_code, 0);
