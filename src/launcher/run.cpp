@@ -277,15 +277,28 @@ std::optional<int> collect_from_trial(const Options& options, const RunFiles& fi
   }
   if (!trial.status.success()) {
     facts.trial_status = trial.status.describe();
+    // No graph to compile: neither an offer to compile it nor a word of
+    // compiling it.
+    const std::size_t extracted = collector.entries().size();
+    const std::string none_taken =
+        collector.refused().empty()
+            ? "before extracting any graph"
+            : "and none of the " + std::to_string(collector.refused().size()) + " graph(s) it extracted could be taken";
     if (!compile_despite_trial_failure) {
-      spdlog::error("the training command failed ({}); nothing compiled. Set "
-                    "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
-                    trial.status.describe(), collector.entries().size());
+      if (extracted == 0)
+        spdlog::error("the training command failed ({}) {}; nothing compiled", trial.status.describe(), none_taken);
+      else
+        spdlog::error("the training command failed ({}); nothing compiled. Set "
+                      "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
+                      trial.status.describe(), extracted);
       return exit_status(ExitCode::failure);
     }
-    spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
-                 "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
-                 trial.status.describe(), collector.entries().size());
+    if (extracted == 0)
+      spdlog::warn("the training command failed ({}) {}; nothing to compile", trial.status.describe(), none_taken);
+    else
+      spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
+                   "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
+                   trial.status.describe(), extracted);
   }
   return std::nullopt;
 }

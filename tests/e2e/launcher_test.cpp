@@ -652,6 +652,39 @@ TEST_F(Launcher, TheTraceOfAScanAndOfADryRunHaveTheirPhases) {
   EXPECT_EQ(compiles(), 0u);
 }
 
+// A run that had nothing to compile says so, and nothing of an efficiency.
+TEST_F(Launcher, ARunWithNothingToCompileSaysSo) {
+  ASSERT_EQ(launch({}, train(10)).exit_code, 0);
+  auto again = launch({}, train(10));
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_TRUE(std::regex_search(again.err, std::regex("\nneuron_parallel_compile: wall time [0-9.hms]+; nothing to "
+                                                      "compile\n")))
+      << again.err;
+  EXPECT_EQ(again.err.find("efficiency"), std::string::npos) << again.err;
+}
+
+// A trial that fails before extracting any graph says so, and offers to
+// compile nothing.
+TEST_F(Launcher, ATrialThatFailsBeforeExtractingAnyGraphSaysSo) {
+  auto r = launch({}, {"/bin/false"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("neuron_parallel_compile: error: the training command failed (exit code 1) before extracting "
+                       "any graph; nothing compiled\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE"), std::string::npos) << r.err;
+
+  auto ignored = launch({}, {"/bin/false"}, {{"NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE", "1"}});
+  EXPECT_EQ(ignored.exit_code, 0) << ignored.describe();
+  EXPECT_NE(ignored.err.find("neuron_parallel_compile: warning: the training command failed (exit code 1) before "
+                             "extracting any graph; nothing to compile\n"),
+            std::string::npos)
+      << ignored.err;
+  EXPECT_EQ(ignored.err.find("compiling the"), std::string::npos) << ignored.err;
+  EXPECT_EQ(compiles(), 0u);
+}
+
 // Two hosts' traces (two launchers' here) merge into one file, each a process.
 TEST_F(Launcher, TracesOfTwoLaunchersMergeIntoOne) {
   ASSERT_EQ(launch({"--trace", (dir() / "a.json").string()}, train(10)).exit_code, 0);
