@@ -226,6 +226,12 @@ bool Entry::exists() const {
 }
 
 std::optional<std::string> Entry::describe_holder() const {
+  auto held = holder();
+  if (!held) return std::nullopt;
+  return std::move(held->described);
+}
+
+std::optional<Entry::Holder> Entry::holder() const {
   auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
                                     std::chrono::system_clock::now());
   storage::LockFacts facts = judged ? std::move(*judged) : storage::LockFacts{};
@@ -233,12 +239,14 @@ std::optional<std::string> Entry::describe_holder() const {
     std::string lock = "the lock " + storage_->describe(key_of(kFrameworkLockFile)) + ", " +
                        util::format_seconds(facts.age_seconds) +
                        " old";
-    if (facts.owner) return facts.owner->describe() + " (" + lock + ")";
-    return "whoever made " + lock + " (it names no owner)";
+    if (facts.owner) return Holder{facts.owner->describe(), facts.owner->describe() + " (" + lock + ")"};
+    return Holder{std::nullopt, "whoever made " + lock + " (it names no owner)"};
   }
-  std::optional<util::LockHolder> holder;
-  if (util::probe_lock(lock_path(), &holder) == util::LockState::held)
-    return holder ? holder->describe() : std::string("another process");
+  std::optional<util::LockHolder> owner;
+  if (util::probe_lock(lock_path(), &owner) == util::LockState::held) {
+    if (owner) return Holder{owner->describe(), owner->describe()};
+    return Holder{std::nullopt, "another process"};
+  }
   return std::nullopt;
 }
 

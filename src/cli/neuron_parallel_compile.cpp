@@ -21,12 +21,7 @@ int neuron_parallel_compile_main(int argc, char** argv) {
       util::LogLevel level{};
       if (util::parse_log_level(*options.log_level, level)) util::set_log_level(level);
     }
-    switch (options.mode) {
-    case launcher::Mode::collect_and_compile:
-    case launcher::Mode::collect:
-    case launcher::Mode::compile: return launcher::run(options, settings);
-    default: return launcher::run_maintenance(options, settings);
-    }
+    return launcher::run(options, settings);
   });
 }
 

@@ -5,14 +5,45 @@
 #include <npc/cache/key.hpp>
 #include <npc/launcher/shared_entry_look.hpp>
 #include <npc/storage/open.hpp>
+#include <npc/util/error.hpp>
 
 namespace npc::launcher {
 
+namespace {
+
+// A cache named by URL, tried with one request before anything runs: keys
+// it refuses, a bucket that is not there or an endpoint that does not
+// answer would otherwise be met only after the trial, by the trial's
+// extraction and every compile.
+void check_usable(const storage::Storage& shared, const std::string& url) {
+  const storage::Probe probe = shared.probe();
+  std::string what_to_do;
+  switch (probe.reach) {
+  case storage::Reach::usable: return;
+  // The request's own line names the keys' variables, or the permission.
+  case storage::Reach::credentials_refused:
+  case storage::Reach::access_denied: break;
+  case storage::Reach::missing:
+    what_to_do = "create it, or name an existing one in NEURON_COMPILE_CACHE_URL or in --cache_dir of NEURON_CC_FLAGS";
+    break;
+  case storage::Reach::unreachable:
+    what_to_do = "check the endpoint (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION) and that this host reaches it";
+    break;
+  case storage::Reach::failed: what_to_do = "run again once it answers"; break;
+  }
+  throw EnvironmentError("the cache " + url + " cannot be used: " + probe.detail +
+                         (what_to_do.empty() ? "" : "; " + what_to_do));
+}
+
+} // namespace
 
 GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& settings,
                          const std::string& compiler_version)
     : cache_(cache), url_(settings.shared_cache_url) {
-  if (url_) shared_.emplace(storage::open(*url_, kSharedTierConnections), cache, *url_, compiler_version);
+  if (!url_) return;
+  auto connections = storage::open(*url_, kSharedTierConnections);
+  check_usable(*connections.front(), *url_);
+  shared_.emplace(std::move(connections), cache, *url_, compiler_version);
 }
 
 std::shared_ptr<storage::Storage> GraphSource::open_common_storage() const {

@@ -10,9 +10,13 @@
 #include <npc/cache/maintenance.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/launcher.hpp>
+#include <npc/launcher/report.hpp>
+#include <npc/launcher/run_trace.hpp>
 #include <npc/launcher/shared_graphs.hpp>
+#include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/strings.hpp>
 #include <npc/storage/open.hpp>
 
 namespace npc::launcher {
@@ -27,10 +31,29 @@ std::string current_version(const Options& options, const cache::Cache& cache) {
   return compile::compiler_version(compiler, memo);
 }
 
+// Each mode is a phase of the run's trace (--trace), named after it, with
+// what it found or did in `args`; one per cache it works on.
+class ModeTrace {
+public:
+  ModeTrace(RunTrace* trace, Mode mode) : trace_(trace), name_(mode_name(mode)) {}
+  void phase(const cache::Cache& target, nlohmann::json args) {
+    const double now = util::monotonic_seconds();
+    if (trace_ == nullptr) return;
+    args["cache"] = target.describe();
+    trace_->phase(name_, started_, now, std::move(args));
+    started_ = now;
+  }
+
+private:
+  RunTrace* trace_;
+  std::string name_;
+  double started_ = util::monotonic_seconds();
+};
+
 // Counts of the version's entries by state; a cache that is no directory
 // (a shared cache behind a mirror) is named at the end of the line (the counts are of the cache every
 // host shares, not of this host's mirror).
-int scan(const cache::Cache& target, const std::string& version, bool failed_apart) {
+int scan(const cache::Cache& target, const std::string& version, bool failed_apart, ModeTrace& traced) {
   std::size_t done = 0, failed = 0, pending = 0, locked = 0;
   for (const auto& e : target.list_version(version)) {
     switch (e.state) {
@@ -47,12 +70,17 @@ int scan(const cache::Cache& target, const std::string& version, bool failed_apa
   std::cout << pending << " pending, " << locked << " locked";
   if (!target.is_directory()) std::cout << " (" << target.describe() << ")";
   std::cout << '\n';
+  nlohmann::json counts = {{"version", version}, {"done", done}, {"pending", pending}, {"locked", locked}};
+  if (failed_apart) counts["failed"] = failed;
+  traced.phase(target, std::move(counts));
   return 0;
 }
 
 } // namespace
 
-int run_maintenance(const Options& options, const config::Settings& settings) {
+int run_maintenance(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+  facts.start_time = util::format_utc(std::chrono::system_clock::now());
+  ModeTrace traced(trace, options.mode);
   cache::Cache cache(settings.cache_root);
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   // On a shared cache behind a mirror each mode works on the shared
@@ -67,7 +95,10 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
   if (shared_tier) targets.push_back(&*shared_tier);
   targets.push_back(&cache);
   const cache::Cache& shared = *targets.front();
-  auto version = [&] { return current_version(options, cache); };
+  auto version = [&] {
+    facts.compiler_version = current_version(options, cache);
+    return facts.compiler_version;
+  };
   switch (options.mode) {
   case Mode::clear_locks: {
     auto report = cache::clear_locks(shared, /*force=*/false);
@@ -77,10 +108,12 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
     if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
     if (shared_tier) std::cout << " (" << shared.describe() << ")";
     std::cout << '\n';
+    traced.phase(shared, {{"removed", report.removed.size()}, {"kept", report.held.size()},
+                          {"temps_removed", report.temps.size()}});
     return 0;
   }
-  case Mode::scan: return scan(shared, version(), false);
-  case Mode::scan_with_failed: return scan(shared, version(), true);
+  case Mode::scan: return scan(shared, version(), false, traced);
+  case Mode::scan_with_failed: return scan(shared, version(), true, traced);
   case Mode::clean: {
     const std::string v = version();
     // Everything of this version goes, pending graphs too: clean is the user
@@ -95,6 +128,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
       if (busy > 0) std::cout << "; " << busy << " being compiled were kept";
       if (shared_tier) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
+      traced.phase(*target, {{"version", v}, {"removed", removed}, {"kept", busy}});
     }
     if (options.workdir) {
       if (auto s = util::remove_tree(*options.workdir); !s) spdlog::warn("{}", s.error());
@@ -113,6 +147,7 @@ int run_maintenance(const Options& options, const config::Settings& settings) {
                 << "; their graphs stay pending";
       if (shared_tier) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
+      traced.phase(*target, {{"version", v}, {"cleared", cleared}});
     }
     return 0;
   }

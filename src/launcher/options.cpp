@@ -9,6 +9,7 @@
 #include <npc/util/bash_completion.hpp>
 #include <npc/util/command_line.hpp>
 #include <npc/util/log.hpp>
+#include <npc/util/output_file.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/strings.hpp>
 
@@ -74,6 +75,38 @@ size_t find_command_start(const CLI::App& app, std::vector<std::string>& words, 
   return words.size();
 }
 
+// Whether `mode` compiles graphs (and so has a report to write).
+bool mode_compiles(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::compile; }
+
+// An option the run would not act on is refused, never silently ignored:
+// a --dry-run of clean would remove every entry for real, a --report of a
+// run that compiles nothing would never be written, and a --report and a
+// --trace at one path would leave only the one written last.
+void refuse_unused_outputs(const Options& options, const std::string& mode) {
+  const bool maintenance = !mode_runs_trial(options.mode) && !mode_compiles(options.mode);
+  if (options.dry_run && maintenance)
+    throw UsageError("--dry-run shows what a pre-compile would compile, and --command " + mode +
+                     " compiles nothing: it would run for real. Leave out --dry-run (--command scan shows the "
+                     "cache's states and changes nothing)");
+  if (options.report && (!mode_compiles(options.mode) || options.dry_run))
+    throw UsageError("--report is written by a run that compiles, and " +
+                     (options.dry_run ? std::string("--dry-run") : "--command " + mode) +
+                     " compiles nothing: leave out --report");
+  // Only a file they would replace: a device (/dev/null) takes both.
+  if (options.report && options.trace) {
+    auto report = util::resolve_output(*options.report), trace = util::resolve_output(*options.trace);
+    auto where = [](const util::OutputTarget& target) {
+      std::error_code ec;
+      fs::path canonical = fs::weakly_canonical(fs::absolute(target.path), ec);
+      return ec ? target.path : canonical;
+    };
+    if (report && trace && report->kind == util::OutputKind::replace && trace->kind == util::OutputKind::replace &&
+        where(*report) == where(*trace))
+      throw UsageError("--report and --trace name the same file, " + options.report->string() +
+                       ": name a file for each");
+  }
+}
+
 } // namespace
 
 std::string mode_name(Mode mode) {
@@ -93,7 +126,8 @@ Options parse_options(int argc, char** argv) {
              "Exit status, as the original's: the number of graphs that failed to compile (0: all\n"
              "compiled or cached; capped at 255); 1 also when the training command failed in the\n"
              "trial, or it extracted graphs none of which could be taken; 2 usage or configuration\n"
-             "error; 3 cache or compiler unusable; 128+N interrupted by signal N (130: Ctrl-C).");
+             "error; 3 cache or compiler unusable, or --report or --trace cannot be written; 128+N\n"
+             "interrupted by signal N (130: Ctrl-C).");
   app.set_version_flag("--version", std::string("neuron_parallel_compile ") + NPC_VERSION);
   std::string mode = "collect-and-compile", timeout, memory_per_compile = "auto", memory_budget;
   std::string max_retries, lock_timeout;
@@ -227,6 +261,7 @@ Options parse_options(int argc, char** argv) {
       throw UsageError("--log_level has the bad value '" + *options.log_level +
                        "': expected one of DEBUG, INFO, WARNING, ERROR");
   }
+  refuse_unused_outputs(options, mode);
   if (mode_runs_trial(options.mode) && options.command.empty())
     throw UsageError("no command to run: give the training command after the options, e.g. "
                      "neuron_parallel_compile torchrun --nproc_per_node=2 train.py");

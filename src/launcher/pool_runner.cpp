@@ -11,6 +11,7 @@
 #include <npc/cache/layout.hpp>
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/worker_report.hpp>
+#include <npc/launcher/held_summary.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/shell_words.hpp>
@@ -171,6 +172,22 @@ ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
 }
 
 std::string short_name(const WorkItem& item) { return item.entry_dir.filename().string(); }
+
+// Who holds item i's graph in this host's cache, for the lines that say
+// so; nothing when no lock there holds it (let go since, or another host's
+// in a shared cache, which run.cpp names as it brings the graph).
+std::optional<HeldGraph> held_graph(const cache::Cache& cache, const Pool& pool, std::size_t i) {
+  const WorkItem& item = pool.items()[i];
+  auto holder = cache.entry(item.entry_dir).holder();
+  if (!holder) return std::nullopt;
+  return HeldGraph{short_name(item), holder->owner.value_or("whoever made their locks (they name no owner)"),
+                   holder->described};
+}
+
+// As held_graph, for a line that names the graph in any case.
+HeldGraph held_graph_or(const cache::Cache& cache, const Pool& pool, std::size_t i, const std::string& otherwise) {
+  return held_graph(cache, pool, i).value_or(HeldGraph{short_name(pool.items()[i]), otherwise, otherwise});
+}
 
 class ProcessRunner final : public WorkerRunner {
 public:
@@ -382,11 +399,16 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         spdlog::log(say, "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
                     members->size(), own, pool.items().size());
       }
-    // A wait that may last hours says what it waits for.
-    for (std::size_t i = 0; i < pool.items().size(); ++i) {
-      if (pool.progress()[i].state != ItemState::deferred || !waits_said.insert(i).second) continue;
-      if (auto holder = cache.entry(pool.items()[i].entry_dir).describe_holder())
-        progress.event("waiting for " + short_name(pool.items()[i]) + ", held by " + *holder);
+    // A wait that may last hours says what it waits for, once the graphs
+    // others hold are all that is left: in one line (held_summary.hpp).
+    if (pool.only_deferred_left()) {
+      std::vector<HeldGraph> waited;
+      for (std::size_t i = 0; i < pool.items().size(); ++i) {
+        if (pool.progress()[i].state != ItemState::deferred || !waits_said.insert(i).second) continue;
+        if (auto held = held_graph(cache, pool, i)) waited.push_back(std::move(*held));
+      }
+      tell_held(progress, waited, [](const HeldGraph& g) { return "waiting for " + g.graph + ", held by " + g.described; },
+                "waiting for ");
     }
     const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
     // Pending here: the lock that deferred it may be another host's, which
@@ -417,6 +439,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
       }
     }
     if (pool.only_deferred_left()) {
+      std::vector<HeldGraph> left_after_timeout, left;
       for (std::size_t i = 0; i < pool.items().size(); ++i) {
         const ItemProgress& p = pool.progress()[i];
         if (p.state != ItemState::deferred) continue;
@@ -433,10 +456,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           // gives up then.
           if (!p.held_elsewhere || now - p.held_elsewhere_since < static_cast<double>(config.stale_lock_age.count()))
             continue;
+          left_after_timeout.push_back(held_graph_or(cache, pool, i, "other hosts, in the shared cache"));
           pool.leave_to_lock_holder(i);
-          progress.event("locked by another node for over " +
-                         util::format_seconds(static_cast<double>(config.stale_lock_age.count())) +
-                         " (--lock-timeout), left to it: " + short_name(pool.items()[i]));
           continue;
         }
         if (held_by_live_local_process(cache, dir)) continue;
@@ -446,9 +467,17 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           revisit_here(i, found, now);
           continue;
         }
+        left.push_back(held_graph_or(cache, pool, i, "processes that let go since"));
         pool.leave_to_lock_holder(i);
-        progress.event("locked by another process, left to it: " + short_name(pool.items()[i]));
       }
+      const std::string lock_timeout = util::format_seconds(static_cast<double>(config.stale_lock_age.count()));
+      tell_held(progress, left_after_timeout,
+                [&](const HeldGraph& g) {
+                  return "locked by another node for over " + lock_timeout + " (--lock-timeout), left to it: " + g.graph;
+                },
+                "locked by other nodes for over " + lock_timeout + " (--lock-timeout), left to them: ");
+      tell_held(progress, left, [](const HeldGraph& g) { return "locked by another process, left to it: " + g.graph; },
+                "locked by other processes, left to them: ");
       if (pool.finished()) break;
     }
     // Counted once a tick (the picks below are the loop's hot path), and

@@ -163,11 +163,36 @@ std::vector<std::string> slowest_lines(const Pool& pool, const RunFacts& facts) 
   return lines;
 }
 
+namespace {
+
+// Every graph known done, failed or gone before the compile phase: no
+// compile was to run.
+bool nothing_to_compile(const Pool& pool) {
+  return std::all_of(pool.progress().begin(), pool.progress().end(), [](const ItemProgress& p) {
+    return p.attempts == 0 && (p.state == ItemState::cached || p.state == ItemState::removed_elsewhere ||
+                               (p.state == ItemState::failed && p.cached_failure));
+  });
+}
+
+// "wall time 3.5s (compile phase 3.4s, 2 at once, parallel efficiency 99%)";
+// an efficiency only of compiles that ran here, and none of a run that had
+// nothing to compile.
+std::string wall_time_line(const Pool& pool, const Counts& c, const RunFacts& facts) {
+  std::string line = "wall time " + util::format_seconds(facts.wall_seconds);
+  if (nothing_to_compile(pool)) return line + "; nothing to compile";
+  line += " (compile phase " + util::format_seconds(facts.compile_wall_seconds) + ", " +
+          std::to_string(facts.parallel) + " at once";
+  if (c.compile_seconds <= 0) return line + ")";
+  char efficiency[32];
+  std::snprintf(efficiency, sizeof efficiency, "%.0f%%", 100 * parallel_efficiency(c, facts));
+  return line + ", parallel efficiency " + efficiency + ")";
+}
+
+} // namespace
+
 std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) {
   Counts c = count(pool);
   std::vector<std::string> lines;
-  char efficiency[32];
-  std::snprintf(efficiency, sizeof efficiency, "%.0f%%", 100 * parallel_efficiency(c, facts));
   std::string line = std::to_string(c.found) + " graphs found, " + std::to_string(c.cached) +
                      " already cached, " + std::to_string(c.compiled) + " compiled, " +
                      std::to_string(c.failed) + " failed, " + std::to_string(c.retried) + " retried";
@@ -177,9 +202,7 @@ std::vector<std::string> summary_lines(const Pool& pool, const RunFacts& facts) 
   if (c.removed_elsewhere > 0)
     line += ", " + std::to_string(c.removed_elsewhere) + " removed by another process (not compiled)";
   lines.push_back(line);
-  lines.push_back("wall time " + util::format_seconds(facts.wall_seconds) + " (compile phase " +
-                  util::format_seconds(facts.compile_wall_seconds) + ", " + std::to_string(facts.parallel) +
-                  " at once, parallel efficiency " + efficiency + ")");
+  lines.push_back(wall_time_line(pool, c, facts));
   for (const auto& slow : slowest_lines(pool, facts)) lines.push_back(slow);
   if (!facts.trial_status.empty()) lines.push_back("the training script failed: " + facts.trial_status);
   for (std::size_t i = 0; i < pool.items().size(); ++i) {

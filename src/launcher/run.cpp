@@ -88,9 +88,6 @@ void check_outputs_writable(const Options& options) {
   if (options.report)
     if (auto s = util::check_output_writable(*options.report); !s)
       throw EnvironmentError("--report: " + s.error() + " (name a file in a writable directory)");
-  if (options.trace)
-    if (auto s = util::check_output_writable(*options.trace); !s)
-      throw EnvironmentError("--trace: " + s.error() + " (name a file in a writable directory)");
   if (dump_results_requested())
     if (auto s = util::check_directory_writable(fs::current_path()); !s)
       throw EnvironmentError("NEURON_PARALLEL_COMPILE_DUMP_RESULTS: the results are written to the current "
@@ -191,11 +188,6 @@ double epoch_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::int64_t epoch_microseconds() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // How many graphs this run compiled that its own eviction then removed: a
 // limit too small for one run's graphs undoes the pre-compile.
 std::size_t compiled_and_evicted(const Pool& pool, const cache::EvictionReport& evicted) {
@@ -252,6 +244,7 @@ std::optional<int> collect_from_trial(const Options& options, const RunFiles& fi
                                                        : trial.status.describe()},
                   {"log", files.trial_log.string()}});
   if (trial.interrupted_by != 0) {
+    facts.interrupted_by = trial.interrupted_by;
     spdlog::error("interrupted by {} during the trial run; nothing compiled", util::signal_name(trial.interrupted_by));
     return exit_status_for_signal(trial.interrupted_by);
   }
@@ -286,15 +279,28 @@ std::optional<int> collect_from_trial(const Options& options, const RunFiles& fi
   }
   if (!trial.status.success()) {
     facts.trial_status = trial.status.describe();
+    // No graph to compile: neither an offer to compile it nor a word of
+    // compiling it.
+    const std::size_t extracted = collector.entries().size();
+    const std::string none_taken =
+        collector.refused().empty()
+            ? "before extracting any graph"
+            : "and none of the " + std::to_string(collector.refused().size()) + " graph(s) it extracted could be taken";
     if (!compile_despite_trial_failure) {
-      spdlog::error("the training command failed ({}); nothing compiled. Set "
-                    "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
-                    trial.status.describe(), collector.entries().size());
+      if (extracted == 0)
+        spdlog::error("the training command failed ({}) {}; nothing compiled", trial.status.describe(), none_taken);
+      else
+        spdlog::error("the training command failed ({}); nothing compiled. Set "
+                      "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the {} graph(s) it extracted",
+                      trial.status.describe(), extracted);
       return exit_status(ExitCode::failure);
     }
-    spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
-                 "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
-                 trial.status.describe(), collector.entries().size());
+    if (extracted == 0)
+      spdlog::warn("the training command failed ({}) {}; nothing to compile", trial.status.describe(), none_taken);
+    else
+      spdlog::warn("the training command failed ({}); compiling the {} graph(s) it extracted, as "
+                   "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE is set",
+                   trial.status.describe(), extracted);
   }
   return std::nullopt;
 }
@@ -466,30 +472,7 @@ void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options)
 
 } // namespace
 
-namespace {
-
-// What the trace file says of the run as a whole, beside its events.
-nlohmann::json trace_facts(const Options& options, const RunFacts& facts) {
-  nlohmann::json doc = {{"tool", "neuron_parallel_compile"},
-                        {"version", NPC_VERSION},
-                        {"host", util::this_host()},
-                        {"pid", ::getpid()},
-                        {"command", mode_name(options.mode)},
-                        {"start_time", facts.start_time},
-                        {"compiler_version", facts.compiler_version},
-                        {"parallel", facts.parallel}};
-  if (options.step) doc["slurm_task"] = options.step->label();
-  return doc;
-}
-
-std::string trace_process_name(const Options& options) {
-  std::string name = "neuron_parallel_compile on " + util::this_host() + " (pid " + std::to_string(::getpid()) + ")";
-  if (options.step) name += ", " + options.step->label();
-  return name;
-}
-
-// The run itself; `facts` filled as it goes (the trace's header reads them).
-int run_with(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+int run_pre_compile(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
@@ -565,15 +548,15 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   // --static_schedule keeps the original's shares as they are.
   if (options.world_size > 1 && !options.static_schedule)
     pool.share_the_critical(static_cast<std::size_t>(options.world_size));
-  if (options.dry_run) {
-    print_dry_run(pool);
-    return 0;
-  }
   std::size_t to_compile = pool.count(ItemState::queued) + pool.count(ItemState::deferred);
   if (trace)
     trace->phase("collect", collect_start, util::monotonic_seconds(),
                  {{"graphs", pool.items().size()}, {"cached", pool.count(ItemState::cached)},
                   {"to_compile", to_compile}, {"refused", facts.refused.size()}});
+  if (options.dry_run) {
+    print_dry_run(pool);
+    return 0;
+  }
   spdlog::info("{} graph(s) found: {} already cached, {} to compile, {} at once", pool.items().size(),
                pool.count(ItemState::cached), to_compile, parallel);
 
@@ -605,6 +588,7 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   }
   facts.wall_seconds = util::monotonic_seconds() - run_start;
   if (ran.interrupted_by != 0) {
+    facts.interrupted_by = ran.interrupted_by;
     spdlog::error("interrupted by {} while compiling; entries not finished stay pending for the next run",
                   util::signal_name(ran.interrupted_by));
     return exit_status_for_signal(ran.interrupted_by);
@@ -614,29 +598,6 @@ int run_with(const Options& options, const config::Settings& settings, RunTrace*
   if (settings.count_usage) count_run_usage(pool, cache);
   if (step_meeting) finish_step(*step_meeting, pool, options);
   return exit_status_for_failed_graphs(count(pool).failed);
-}
-
-} // namespace
-
-int run(const Options& options, const config::Settings& settings) {
-  RunFacts facts;
-  if (!options.trace) return run_with(options, settings, nullptr, facts);
-  RunTrace trace(trace_process_name(options), util::monotonic_seconds(), epoch_microseconds());
-  auto write_trace = [&] {
-    if (auto s = trace.write(*options.trace, trace_facts(options, facts)); !s)
-      spdlog::warn("--trace: {}", s.error());
-    else
-      spdlog::info("trace written to {} (open it in https://ui.perfetto.dev or chrome://tracing)",
-                   options.trace->string());
-  };
-  try {
-    int status = run_with(options, settings, &trace, facts);
-    write_trace();
-    return status;
-  } catch (...) {
-    write_trace();
-    throw;
-  }
 }
 
 } // namespace npc::launcher

@@ -242,6 +242,11 @@ Result<bool> S3Storage::put_file_if_absent(const fs::path& local, std::string_vi
   return *put == PutOutcome::written;
 }
 
+Probe S3Storage::probe() const {
+  std::lock_guard lock(mutex_);
+  return client_->probe(location_.bucket, folder_prefix(""));
+}
+
 Status S3Storage::remove(std::string_view key) {
   std::lock_guard lock(mutex_);
   return client_->delete_object(location_.bucket, object_key(key));

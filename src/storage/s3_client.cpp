@@ -576,18 +576,47 @@ Result<std::optional<S3ObjectHead>> S3Client::head_object(std::string_view bucke
   return std::optional<S3ObjectHead>(std::move(head));
 }
 
-Result<S3ListPage> S3Client::list_objects_v2(std::string_view bucket, const S3ListRequest& list) {
+namespace {
+
+S3Client::Request list_request(std::string_view bucket, const S3ListRequest& list) {
   std::vector<std::pair<std::string, std::string>> params;
   if (!list.continuation_token.empty()) params.emplace_back("continuation-token", list.continuation_token);
   if (!list.delimiter.empty()) params.emplace_back("delimiter", list.delimiter);
   params.emplace_back("list-type", "2");
   params.emplace_back("max-keys", std::to_string(list.max_keys));
   if (!list.prefix.empty()) params.emplace_back("prefix", list.prefix);
-  Request request("ListObjectsV2", "GET", bucket, "");
+  S3Client::Request request("ListObjectsV2", "GET", bucket, "");
   request.query = query_of(params);
   request.sink = SinkKind::memory;
   // A page of 1000 keys of 1 KiB each, with its XML, stays well below this.
   request.max_bytes = 16 * 1024 * 1024;
+  return request;
+}
+
+// What a refused request says of the storage as a whole.
+Reach reach_of(long status, const std::string& error_code) {
+  if (status == 403 && (error_code == "SignatureDoesNotMatch" || error_code == "InvalidAccessKeyId"))
+    return Reach::credentials_refused;
+  if (status == 403) return Reach::access_denied;
+  if (status == 404 && error_code == "NoSuchBucket") return Reach::missing;
+  return Reach::failed;
+}
+
+} // namespace
+
+Probe S3Client::probe(std::string_view bucket, std::string_view prefix) {
+  Request request = list_request(bucket, {.prefix = std::string(prefix), .max_keys = 1});
+  auto response = perform(request);
+  // No HTTP answer at all, after the retries: the endpoint or the network.
+  if (!response) return {Reach::unreachable, response.error()};
+  if (response->status == 200) return {};
+  request.key = prefix;
+  Result<S3ListPage> refused = NPC_S3_FAIL(request, *response);
+  return {reach_of(response->status, parse_s3_error(response->body).code), refused.error()};
+}
+
+Result<S3ListPage> S3Client::list_objects_v2(std::string_view bucket, const S3ListRequest& list) {
+  Request request = list_request(bucket, list);
   auto response = perform(request);
   if (!response) return fail(response.error());
   if (response->status != 200) {

@@ -92,6 +92,25 @@ TEST_F(LauncherSignals, CtrlCDuringCompilesThenTheNextRunFinishes) {
   EXPECT_EQ(verify.exit_code, 0) << verify.describe();
 }
 
+// An interrupted run keeps its signal's status, which the shell acts on,
+// when its trace cannot be written (a full disk; /dev/full through a link):
+// the lost trace is a line of its own.
+TEST_F(LauncherSignals, CtrlCKeepsItsStatusWhenTheTraceIsLost) {
+  fs::create_symlink("/dev/full", dir() / "full");
+  pid_t launcher = start_tool("neuron_parallel_compile", launcher_args(train(100, 100)),
+                              {{"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "full").string()}}, dir() / "launcher.log");
+  ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10s)) << read_text(dir() / "launcher.log");
+  signal_and_check(launcher, SIGINT, 130);
+  const std::string log = read_text(dir() / "launcher.log");
+  EXPECT_NE(log.find("neuron_parallel_compile: error: interrupted by SIGINT during the trial run; nothing compiled\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("neuron_parallel_compile: error: --trace: cannot write " + (dir() / "full").string() +
+                     ": No space left on device\n"),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(LauncherSignals, SigtermIsPassedOnToo) {
   pid_t launcher = start_tool("neuron_parallel_compile", launcher_args(train(100, 100)), {}, dir() / "launcher.log");
   ASSERT_TRUE(wait_until([&] { return !entries().empty(); }, 10s)) << read_text(dir() / "launcher.log");

@@ -584,13 +584,105 @@ TEST_F(Launcher, TheTraceFromTheEnvironmentIsWrittenWhenTheTrialFails) {
   EXPECT_TRUE(events_where(trace, "X", "compile").empty());
 }
 
+// A trace that cannot be written at all (no such folder, a folder) is found
+// before the trial, and said once: one fault, one line.
 TEST_F(Launcher, ATraceThatCannotBeWrittenIsFoundBeforeTheTrial) {
-  auto r = launch({"--trace", (dir() / "no-such-dir" / "t.json").string()}, train(10));
+  const fs::path missing = dir() / "no-such-dir" / "t.json";
+  auto r = launch({"--trace", missing.string()}, train(10));
   EXPECT_EQ(r.exit_code, 3) << r.describe();
-  EXPECT_NE(r.err.find("neuron_parallel_compile: error: --trace: "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(name a file in a writable directory)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "neuron_parallel_compile: error: --trace: cannot write " + missing.string() +
+                       ": No such file or directory (name a file in a writable directory)\n");
   EXPECT_EQ(compiles(), 0u);
   EXPECT_FALSE(fs::exists(dir() / "train"));
+
+  fs::create_directories(dir() / "a-folder");
+  auto folder = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "a-folder").string()}});
+  EXPECT_EQ(folder.exit_code, 3) << folder.describe();
+  EXPECT_EQ(folder.err, "neuron_parallel_compile: error: --trace: cannot write " + (dir() / "a-folder").string() +
+                            ": Is a directory (name a file in a writable directory)\n");
+  EXPECT_EQ(compiles(), 0u);
+  EXPECT_FALSE(fs::exists(dir() / "train"));
+}
+
+// A trace whose write fails at the end (a full disk; /dev/full here,
+// through a link, so that nothing can ever replace the device) is exit 3
+// in one line, as a --report is; the compiles were done.
+TEST_F(Launcher, ATraceThatFailsToBeWrittenAtTheEndIsExitThree) {
+  fs::create_symlink("/dev/full", dir() / "full");
+  auto r = launch({}, train(10), {{"NEURON_PARALLEL_COMPILE_TRACE", (dir() / "full").string()}});
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_EQ(done_entries(), 4u);
+  const std::string error = "neuron_parallel_compile: error: --trace: cannot write " + (dir() / "full").string() +
+                            ": No space left on device\n";
+  ASSERT_GE(r.err.size(), error.size()) << r.err;
+  EXPECT_EQ(r.err.substr(r.err.size() - error.size()), error) << "the last line";
+  EXPECT_EQ(r.err.find("--trace"), r.err.rfind("--trace")) << "said once: " << r.err;
+  EXPECT_EQ(r.err.find("trace written"), std::string::npos) << r.err;
+}
+
+// A maintenance mode is a phase of the trace, named after it, with what it
+// found; a dry run's trace has its collect phase.
+TEST_F(Launcher, TheTraceOfAScanAndOfADryRunHaveTheirPhases) {
+  ASSERT_EQ(launch({"--command", "collect"}, train(10)).exit_code, 0);
+  const fs::path scan_trace = dir() / "scan.json";
+  auto scan = launch({"--command", "scan", "--trace", scan_trace.string()});
+  ASSERT_EQ(scan.exit_code, 0) << scan.describe();
+  EXPECT_EQ(scan.out, std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 pending, 0 locked\n");
+  EXPECT_NE(scan.err.find("trace written to " + scan_trace.string()), std::string::npos) << scan.err;
+  auto trace = nlohmann::json::parse(read_text(scan_trace));
+  EXPECT_EQ(trace["otherData"]["command"], "scan");
+  EXPECT_EQ(trace["otherData"]["compiler_version"], kStandinVersion);
+  auto phases = events_where(trace, "X", "phase");
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0]["name"], "scan");
+  EXPECT_EQ(phases[0]["args"], (nlohmann::json{{"cache", cache_root().string()},
+                                                {"version", kStandinVersion},
+                                                {"done", 0},
+                                                {"pending", 4},
+                                                {"locked", 0}}));
+
+  const fs::path dry_trace = dir() / "dry.json";
+  auto dry = launch({"--command", "compile", "--dry-run", "--trace", dry_trace.string()});
+  ASSERT_EQ(dry.exit_code, 0) << dry.describe();
+  phases = events_where(nlohmann::json::parse(read_text(dry_trace)), "X", "phase");
+  ASSERT_EQ(phases.size(), 1u);
+  EXPECT_EQ(phases[0]["name"], "collect");
+  EXPECT_EQ(phases[0]["args"]["to_compile"], 4);
+  EXPECT_EQ(compiles(), 0u);
+}
+
+// A run that had nothing to compile says so, and nothing of an efficiency.
+TEST_F(Launcher, ARunWithNothingToCompileSaysSo) {
+  ASSERT_EQ(launch({}, train(10)).exit_code, 0);
+  auto again = launch({}, train(10));
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_TRUE(std::regex_search(again.err, std::regex("\nneuron_parallel_compile: wall time [0-9.hms]+; nothing to "
+                                                      "compile\n")))
+      << again.err;
+  EXPECT_EQ(again.err.find("efficiency"), std::string::npos) << again.err;
+}
+
+// A trial that fails before extracting any graph says so, and offers to
+// compile nothing.
+TEST_F(Launcher, ATrialThatFailsBeforeExtractingAnyGraphSaysSo) {
+  auto r = launch({}, {"/bin/false"});
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  EXPECT_NE(r.err.find("neuron_parallel_compile: error: the training command failed (exit code 1) before extracting "
+                       "any graph; nothing compiled\n"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE"), std::string::npos) << r.err;
+
+  auto ignored = launch({}, {"/bin/false"}, {{"NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE", "1"}});
+  EXPECT_EQ(ignored.exit_code, 0) << ignored.describe();
+  EXPECT_NE(ignored.err.find("neuron_parallel_compile: warning: the training command failed (exit code 1) before "
+                             "extracting any graph; nothing to compile\n"),
+            std::string::npos)
+      << ignored.err;
+  EXPECT_EQ(ignored.err.find("compiling the"), std::string::npos) << ignored.err;
+  EXPECT_EQ(compiles(), 0u);
 }
 
 // Two hosts' traces (two launchers' here) merge into one file, each a process.

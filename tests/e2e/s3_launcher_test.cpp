@@ -473,6 +473,49 @@ TEST_F(S3Launcher, AGraphWhoseRemoteLockExpiresIsCompiledByTheWaitingLauncher) {
   EXPECT_EQ(done_in_mirror("node-b"), 4u);
 }
 
+// An S3 cache that cannot be used is found before the trial, in one line
+// that says why and what to do (exit 3): the trial, which would have
+// written `trial-ran`, never starts, and no launcher joins the roll.
+class S3LauncherUnusableCache : public S3Launcher {
+protected:
+  RunResult launch_trial() {
+    return launch("node-a", {}, {"/bin/sh", "-c", "touch '" + (dir() / "trial-ran").string() + "'"});
+  }
+  void expect_refused_before_the_trial(const RunResult& run, const std::string& line) {
+    EXPECT_EQ(run.exit_code, 3) << run.describe();
+    EXPECT_EQ(run.err, "neuron_parallel_compile: error: " + line + "\n");
+    EXPECT_FALSE(fs::exists(dir() / "trial-ran")) << "the trial ran";
+    EXPECT_EQ(compiles(), 0u);
+  }
+};
+
+TEST_F(S3LauncherUnusableCache, AWrongSecretKeyIsRefusedBeforeTheTrial) {
+  env_["AWS_SECRET_ACCESS_KEY"] = server_.secret_key() + "x";
+  expect_refused_before_the_trial(
+      launch_trial(), std::string("the cache ") + kUrl + " cannot be used: S3 refused the credentials for ListObjectsV2 on " +
+                          kUrl + "/ at " + s3_endpoint() +
+                          " (403 SignatureDoesNotMatch): the access key or the secret key is wrong (AWS_ACCESS_KEY_ID, "
+                          "AWS_SECRET_ACCESS_KEY, AWS_PROFILE)");
+  EXPECT_EQ(objects(), std::vector<std::string>{}) << "nothing of the run is in the bucket";
+}
+
+TEST_F(S3LauncherUnusableCache, ABucketThatDoesNotExistIsRefusedBeforeTheTrial) {
+  env_["NEURON_CC_FLAGS"] = "--cache_dir=s3://no-such-bucket/team";
+  expect_refused_before_the_trial(
+      launch_trial(), "the cache s3://no-such-bucket/team cannot be used: S3 bucket no-such-bucket does not exist at " +
+                          s3_endpoint() +
+                          " (404 NoSuchBucket); create it, or name an existing one in NEURON_COMPILE_CACHE_URL or in "
+                          "--cache_dir of NEURON_CC_FLAGS");
+}
+
+TEST_F(S3LauncherUnusableCache, AnEndpointThatDoesNotAnswerIsRefusedBeforeTheTrial) {
+  take_s3_away();
+  expect_refused_before_the_trial(
+      launch_trial(), std::string("the cache ") + kUrl + " cannot be used: cannot reach S3 endpoint " + s3_endpoint() +
+                          ": Connection refused (after 5 attempts); check the endpoint (AWS_ENDPOINT_URL_S3, "
+                          "AWS_ENDPOINT_URL, AWS_REGION) and that this host reaches it");
+}
+
 TEST_F(S3Launcher, TheGraphsOfAnotherS3CacheAreRefusedByName) {
   // The training script sets its own cache inside, as scripts do: another
   // prefix than the launcher's.

@@ -278,5 +278,30 @@ TEST_F(OptionsTest, ModeWithoutATrialRefusesACommand) {
   expect_error_mentions(usage_error_of({"--command=compile", "--", "python"}), {"--command compile", "python"});
 }
 
+// What a mode would not act on is refused, never silently ignored: a
+// --dry-run of clean would remove for real, a --report of a scan would
+// never be written, and a --report and a --trace at one path would leave
+// one of them.
+TEST_F(OptionsTest, OutputsAndADryRunTheModeWouldIgnoreAreRefused) {
+  EXPECT_EQ(usage_error_of({"--command", "clean", "--dry-run"}),
+            "--dry-run shows what a pre-compile would compile, and --command clean compiles nothing: it would run "
+            "for real. Leave out --dry-run (--command scan shows the cache's states and changes nothing)");
+  EXPECT_EQ(usage_error_of({"--command", "scan", "--report", "r.json"}),
+            "--report is written by a run that compiles, and --command scan compiles nothing: leave out --report");
+  EXPECT_EQ(usage_error_of({"--command", "collect", "--report", "r.json", "python"}),
+            "--report is written by a run that compiles, and --command collect compiles nothing: leave out --report");
+  EXPECT_EQ(usage_error_of({"--dry-run", "--report", "r.json", "--command", "compile"}),
+            "--report is written by a run that compiles, and --dry-run compiles nothing: leave out --report");
+  EXPECT_EQ(usage_error_of({"--report", "r.json", "--trace", "./r.json", "python"}),
+            "--report and --trace name the same file, r.json: name a file for each");
+  // What the mode uses stays.
+  EXPECT_TRUE(parse({"--command", "compile", "--dry-run"}).dry_run);
+  EXPECT_TRUE(parse({"--dry-run", "python"}).dry_run);
+  EXPECT_EQ(parse({"--command", "scan", "--trace", "t.json"}).trace, fs::path("t.json"));
+  EXPECT_EQ(parse({"--report", "r.json", "--trace", "t.json", "python"}).report, fs::path("r.json"));
+  // A device is written through: it takes both.
+  EXPECT_EQ(parse({"--report", "/dev/null", "--trace", "/dev/null", "python"}).trace, fs::path("/dev/null"));
+}
+
 } // namespace
 } // namespace npc::launcher

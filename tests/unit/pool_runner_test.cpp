@@ -17,7 +17,9 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/util/file_lock.hpp>
 
 #include "test_support.hpp"
 #include "two_tiers.hpp"
@@ -673,6 +675,41 @@ TEST_F(PoolRunnerTest, AGraphLetGoElsewhereIsCompiledHere) {
       << "the second look found it free";
   EXPECT_EQ(pool.progress()[0].state, ItemState::compiled);
   EXPECT_NEAR(ran.wall_seconds, kHeldElsewhereMinPollSeconds + kOutOfWorkMinPollSeconds + 5, 0.01);
+}
+
+// Graphs other processes hold, once they are all that is left, are said in
+// one line counted by holder, and so are those left to their holders: not
+// a line per graph (a step of 16 tasks over thousands of graphs).
+TEST_F(PoolRunnerTest, GraphsHeldByOthersAreSaidInOneLineCountedByHolder) {
+  const std::string kModuleD = "MODULE_d4+abcdef01";
+  std::vector<WorkItem> items = {pending_item(kModuleA, 5), pending_item(kModuleB, 5), pending_item(kModuleC, 5),
+                                 pending_item(kModuleD, 5)};
+  // Holders on other hosts, whose liveness cannot be told: their fresh
+  // locks hold, and the graphs are left to them.
+  auto owner = [](pid_t pid, const std::string& host) {
+    util::LockHolder holder;
+    holder.pid = pid;
+    holder.host = host;
+    holder.start_unix = 1700000000;
+    holder.tool = "torch-neuronx";
+    return holder.serialize() + "\n";
+  };
+  test::write_text(items[0].entry_dir / cache::kFrameworkLockFile, owner(11, "node-x"));
+  test::write_text(items[1].entry_dir / cache::kFrameworkLockFile, "");
+  test::write_text(items[2].entry_dir / cache::kFrameworkLockFile, owner(11, "node-x"));
+  test::write_text(items[3].entry_dir / cache::kFrameworkLockFile, owner(12, "node-y"));
+  Pool pool(std::move(items), {4, 0, 0});
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  EXPECT_TRUE(runner.starts.empty());
+  EXPECT_EQ(pool.count(ItemState::locked_elsewhere), 4u);
+  const std::string by_holder =
+      "4 graphs: 2 held by pid 11 on node-x (torch-neuronx), since 2023-11-14T22:13:20Z (" + kModuleA + ", " +
+      kModuleC + "); 1 held by pid 12 on node-y (torch-neuronx), since 2023-11-14T22:13:20Z (" + kModuleD +
+      "); 1 held by whoever made their locks (they name no owner) (" + kModuleB + ")";
+  EXPECT_EQ(events(), (std::vector<std::string>{
+                          "neuron_parallel_compile: waiting for " + by_holder,
+                          "neuron_parallel_compile: locked by other processes, left to them: " + by_holder}));
 }
 
 // What cannot start is a failed attempt blamed on its surroundings, and the

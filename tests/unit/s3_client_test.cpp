@@ -362,7 +362,66 @@ TEST_F(S3ClientTest, MissingBucketIsNamed) {
   EXPECT_EQ(listed.error(), "S3 bucket no-such-bucket does not exist at " + server_.endpoint() + " (404 NoSuchBucket)");
 }
 
+// The probe a program makes before long work tells a usable bucket from
+// keys refused and a bucket that is not there, in the request's own line.
+TEST_F(S3ClientTest, AProbeTellsAUsableBucketFromWrongKeysAndAMissingBucket) {
+  Probe usable = client_->probe(kS3TestBucket, "team/");
+  EXPECT_EQ(usable.reach, Reach::usable) << usable.detail;
+  EXPECT_EQ(usable.detail, "");
+
+  S3Config config = server_.config();
+  config.credentials.secret_access_key += "x";
+  auto wrong = S3Client::create(config);
+  ASSERT_TRUE(wrong) << wrong.error();
+  Probe refused = (*wrong)->probe(kS3TestBucket, "team/");
+  EXPECT_EQ(refused.reach, Reach::credentials_refused);
+  EXPECT_EQ(refused.detail, "S3 refused the credentials for ListObjectsV2 on s3://test-bucket/team/ at " +
+                                server_.endpoint() +
+                                " (403 SignatureDoesNotMatch): the access key or the secret key is wrong "
+                                "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE)");
+
+  Probe missing = client_->probe("no-such-bucket", "team/");
+  EXPECT_EQ(missing.reach, Reach::missing);
+  EXPECT_EQ(missing.detail, "S3 bucket no-such-bucket does not exist at " + server_.endpoint() + " (404 NoSuchBucket)");
+}
+
 // ---- Without a server --------------------------------------------------------
+
+// A permission missing, no answer at all, and a server failing are each a
+// reach of their own; the probe is one LIST of at most one key.
+TEST(S3ClientNoServer, AProbeTellsADeniedListFromNoAnswerAndAFailingServer) {
+  ScriptedHttpServer denying({http_response(
+      403, "Forbidden", "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>")});
+  S3Config config{{"AK", "SK", ""}, "us-east-1", denying.endpoint()};
+  auto client = S3Client::create(config, {.max_attempts = 2, .base_backoff = 10ms, .max_backoff = 20ms});
+  ASSERT_TRUE(client) << client.error();
+  Probe denied = (*client)->probe("bucket", "team/");
+  EXPECT_EQ(denied.reach, Reach::access_denied);
+  EXPECT_EQ(denied.detail, "S3 denied ListObjectsV2 on s3://bucket/team/ (403 AccessDenied): check the credentials' "
+                           "permissions");
+  ASSERT_EQ(denying.requests().size(), 1u);
+  EXPECT_EQ(denying.requests()[0].method, "GET");
+  EXPECT_EQ(denying.requests()[0].target, "/bucket?list-type=2&max-keys=1&prefix=team%2F");
+
+  const std::string internal = http_response(500, "Internal Server Error", "<Error><Code>InternalError</Code></Error>");
+  ScriptedHttpServer failing({internal, internal});
+  config.endpoint = failing.endpoint();
+  client = S3Client::create(config, {.max_attempts = 2, .base_backoff = 10ms, .max_backoff = 20ms});
+  ASSERT_TRUE(client) << client.error();
+  Probe failed = (*client)->probe("bucket", "team/");
+  EXPECT_EQ(failed.reach, Reach::failed);
+  EXPECT_EQ(failed.detail, "S3 ListObjectsV2 on s3://bucket/team/ at " + failing.endpoint() +
+                               " failed (500 InternalError) (after 2 attempts)");
+
+  int port = npc::test::free_loopback_port();
+  ASSERT_NE(port, 0);
+  config.endpoint = "http://127.0.0.1:" + std::to_string(port);
+  client = S3Client::create(config, {.max_attempts = 2, .base_backoff = 10ms, .max_backoff = 20ms});
+  ASSERT_TRUE(client) << client.error();
+  Probe silent = (*client)->probe("bucket", "team/");
+  EXPECT_EQ(silent.reach, Reach::unreachable);
+  EXPECT_EQ(silent.detail, "cannot reach S3 endpoint " + config.endpoint + ": Connection refused (after 2 attempts)");
+}
 
 TEST(S3ClientNoServer, UnreachableEndpointFailsFastAndNamesIt) {
   int port = npc::test::free_loopback_port();

@@ -167,6 +167,15 @@ public:
   // old (it names no owner)", "pid 12 on h (neuron_cc_wrapper), since
   // <time>"; nullopt when neither lock is held now.
   [[nodiscard]] std::optional<std::string> describe_holder() const;
+  // As describe_holder, with the holder alone beside it: "pid 12 on h
+  // (tool), since <time>", the same for every entry it holds (so that a
+  // holder's entries are counted together); nullopt when the lock names
+  // no owner.
+  struct Holder {
+    std::optional<std::string> owner;
+    std::string described; // describe_holder()'s text
+  };
+  [[nodiscard]] std::optional<Holder> holder() const;
   // The hot path's look: model.done and model.neff are there (two stats, no
   // lock, no read). looks_done_at looks at any cache's entry (a secondary's).
   [[nodiscard]] bool looks_done() const { return looks_done_at(dir_); }

@@ -33,8 +33,10 @@ struct NamedGraph {
 class GraphSource {
 public:
   // `cache` is the launcher's directory (an S3 cache's mirror). A cache
-  // named by URL is opened here: missing credentials are found before the
-  // training command runs. Throws EnvironmentError when it cannot be.
+  // named by URL is opened and tried here, with one request (Storage::probe):
+  // missing or refused credentials, a bucket that does not exist and an
+  // endpoint that does not answer are found before the training command
+  // runs. Throws EnvironmentError, saying which, when it cannot be used.
   GraphSource(const cache::Cache& cache, const config::Settings& settings, const std::string& compiler_version);
 
   // Whether a line of the cache-path log names a graph to bring (a URL, for

@@ -29,6 +29,7 @@ struct RunFacts {
   std::string compiler_version;
   std::string trial_status;      // "" when no trial ran or it succeeded
   std::vector<std::string> refused;
+  int interrupted_by = 0;        // the signal that stopped the run; 0: none
 };
 
 struct Counts {

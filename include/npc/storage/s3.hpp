@@ -80,6 +80,7 @@ public:
   [[nodiscard]] Result<bool> learn_exclusive_create() override;
   // From another connection to the same bucket only.
   void learn_exclusive_create_from(const Storage& learned) override;
+  [[nodiscard]] Probe probe() const override;
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
                                                  std::optional<Time> modified) override;

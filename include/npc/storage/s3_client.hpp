@@ -100,6 +100,9 @@ public:
   [[nodiscard]] Result<std::optional<S3ObjectHead>> head_object(std::string_view bucket, std::string_view key);
   // One page.
   [[nodiscard]] Result<S3ListPage> list_objects_v2(std::string_view bucket, const S3ListRequest& request);
+  // Whether `bucket` can be listed under `prefix` with these credentials:
+  // one LIST of at most one key, its refusal told apart by kind (Reach).
+  [[nodiscard]] Probe probe(std::string_view bucket, std::string_view prefix);
   // Every page, concatenated (continuation_token of the request is ignored).
   [[nodiscard]] Result<S3ListPage> list_all(std::string_view bucket, S3ListRequest request);
   // An absent key is fine (S3 says so too).

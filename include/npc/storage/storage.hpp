@@ -28,6 +28,23 @@ struct ObjectInfo {
   bool directory = false;
 };
 
+// Whether a storage can be used at all, as one cheap request finds it
+// (Storage::probe): what a program that is about to start long work on it
+// checks first, and names in words when it cannot.
+enum class Reach {
+  usable,
+  credentials_refused, // the keys are wrong (not a missing permission)
+  access_denied,       // the keys are right, but may not list here
+  missing,             // the bucket (or root) named does not exist
+  unreachable,         // no answer from where the storage is (endpoint, network)
+  failed               // another refusal (a server error after its retries)
+};
+
+struct Probe {
+  Reach reach = Reach::usable;
+  std::string detail; // the request's one-line error; empty when usable
+};
+
 // A file found by Storage::list_tree.
 struct TreeFile {
   std::string key; // relative to the folder listed: "MODULE_1+abcd/model.neff"
@@ -82,6 +99,11 @@ public:
   // What learn_exclusive_create found on `learned`, another connection to
   // the same server, without asking the server again.
   virtual void learn_exclusive_create_from(const Storage& learned) { (void)learned; }
+
+  // Whether the storage answers, with these credentials, at its root, in
+  // one cheap request (S3: a LIST of at most one key under the prefix),
+  // before work that needs it. A directory is checked where it is made.
+  [[nodiscard]] virtual Probe probe() const { return {}; }
 
   // Removes one file; an absent one is fine.
   [[nodiscard]] virtual Status remove(std::string_view key) = 0;
