@@ -21,6 +21,7 @@
 #include <npc/cache/listing.hpp>
 #include <npc/launcher/transfer_threads.hpp>
 #include <npc/util/fs.hpp>
+#include <npc/util/strings.hpp>
 
 namespace npc::launcher {
 
