@@ -45,6 +45,9 @@ std::unique_ptr<CLI::App> completion_command_line() {
   compile_entry->add_flag("--no-wait");
   compile_entry->add_option("--result-file")->type_name("FILE");
   compile_entry->add_option("--shared-cache")->type_name("URL");
+  compile_entry->add_option("--run")->type_name("NAME");
+  compile_entry->add_option("--run-by")->type_name("WHO");
+  compile_entry->add_flag("--last-attempt");
   add_common(*compile_entry);
   auto* key = app->add_subcommand("key");
   key->add_option("--graph")->type_name("FILE");

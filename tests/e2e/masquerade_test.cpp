@@ -362,7 +362,8 @@ TEST_F(Masquerade, ANeffTheOutputCannotTakeIsCompiledOnceCachedAndCounted) {
 
 // A folder on a read-only mount, as a frontend's output may be: the
 // masquerade runs in a mount namespace of its own with a read-only tmpfs
-// over the folder (root, or unprivileged user namespaces, needed).
+// over the folder (root, or unprivileged user namespaces, needed: the test
+// fails, saying so, where neither is).
 TEST_F(Masquerade, AnOutputOnAReadOnlyMountIsRefusedOnAMissAndOnAHit) {
   const fs::path read_only = dir() / "ro";
   fs::create_directories(read_only);
@@ -374,7 +375,7 @@ TEST_F(Masquerade, AnOutputOnAReadOnlyMountIsRefusedOnAMissAndOnAHit) {
     return run(argv, options());
   };
   if (auto probe = in_read_only_mount({"/bin/true"}); probe.exit_code != 0)
-    GTEST_SKIP() << "no mount namespace to be had here: " << probe.describe();
+    FAIL() << "this test needs a mount namespace (root, or unprivileged user namespaces): " << probe.describe();
   const fs::path graph = write_graph("HloModule a\n");
   const fs::path output = read_only / "module.neff";
   const std::string error = "neuron_cc_wrapper: error: --output: cannot write " + output.string() +
