@@ -5,9 +5,7 @@
 #   asan  every target built with clang -Wall -Wextra -Werror, ASan + UBSan
 #         and the libFuzzer targets (preset asan); the whole suite run on it,
 #         and each fuzzer for NPC_FUZZ_SECONDS (default 10)
-#   tsan  the whole suite built with clang and ThreadSanitizer (preset tsan),
-#         each source file compiled on its own (NPC_UNITY_BUILD=OFF: a file
-#         that misses an include a unity batch gave it fails here)
+#   tsan  the whole suite built with clang and ThreadSanitizer (preset tsan)
 #   release  the portable release built in a Debian 11 root (tools/release.sh)
 #         and tried in a minimal one (tools/release-test.sh)
 #
