@@ -19,6 +19,7 @@ namespace npc::launcher {
 namespace {
 
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
 
 class StepMeetingTest : public test::TempDirTest {
 protected:
