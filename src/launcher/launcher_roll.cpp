@@ -101,9 +101,9 @@ Result<std::vector<std::string>> LauncherRoll::members(storage::Time now) const 
     if (key.size() <= kRecordSuffix.size() || key.find('/') != std::string_view::npos ||
         key.substr(key.size() - kRecordSuffix.size()) != kRecordSuffix)
       continue;
-    // Unrenewed for two lifetimes, or from a clock far ahead: not a member.
+    // Unrenewed for a lifetime, or from a clock far ahead: not a member.
     const auto age = now - file.modified;
-    if (age > 2 * kRollRecordLife || age < -2 * kRollRecordLife) continue;
+    if (age > kRollRecordLife || age < -kRollRecordLife) continue;
     std::string name(key.substr(0, key.size() - kRecordSuffix.size()));
     if (name != self_) names.push_back(std::move(name));
   }

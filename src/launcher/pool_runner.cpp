@@ -109,15 +109,20 @@ std::pair<AttemptEnd, AttemptInfo> classify(const Worker& worker, const util::Ex
   return {AttemptEnd::failed, info};
 }
 
-// Whether a locked entry's holder is one we can wait for: a live process of
-// this host (our flock, or owner facts proving it alive). The framework's
-// lock carries no owner facts and another host's cannot be checked: such an
-// entry is left to its holder once nothing else is left to do, not waited
-// for until the lock turns stale hours later.
-bool held_by_live_local_process(const cache::Cache& cache, const fs::path& entry_dir) {
+// Whether a locked entry's holder proves itself alive: a live process of
+// this host (owner facts), or a record its holder keeps renewing, on this
+// host or another that shares the directory. Such a holder is waited for: it
+// ends with a result, or stops renewing (it died with its host) and its lock
+// lapses within the lock's time to live, and the graph is compiled here. The
+// framework's lock carries no owner facts: such an entry is left to its
+// holder once nothing else is left to do, not waited for until the lock
+// turns stale hours later.
+enum class Holder { none, alive_here, renewing_elsewhere };
+Holder holder_proves_alive(const cache::Cache& cache, const fs::path& entry_dir) {
   auto info = cache.entry(entry_dir).inspect();
-  if (!info || info->state != cache::EntryState::locked) return false;
-  return info->framework_lock.state != storage::LockState::held;
+  if (!info || info->state != cache::EntryState::locked) return Holder::none;
+  if (info->framework_lock.state == storage::LockState::held_alive) return Holder::alive_here;
+  return info->framework_lock.owner_proved_alive() ? Holder::renewing_elsewhere : Holder::none;
 }
 
 bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
@@ -460,7 +465,15 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           pool.leave_to_lock_holder(i);
           continue;
         }
-        if (held_by_live_local_process(cache, dir)) continue;
+        if (const Holder holder = holder_proves_alive(cache, dir); holder != Holder::none) {
+          // Another host's that renews past --lock-timeout is left to it, as above.
+          if (holder == Holder::alive_here ||
+              now - p.deferred_since < static_cast<double>(config.stale_lock_age.count()))
+            continue;
+          left_after_timeout.push_back(held_graph_or(cache, pool, i, "other hosts, in the cache"));
+          pool.leave_to_lock_holder(i);
+          continue;
+        }
         // Let go meanwhile (done, failed, or pending again): looked at as
         // any revisit does, never left to a holder that is gone.
         if (Pool::Found found = look_at(cache, config, dir); found != Pool::Found::locked) {

@@ -8,6 +8,7 @@
 // result lands, and compiled here when the lock expires.
 
 #include <chrono>
+#include <csignal>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -371,8 +372,73 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
   EXPECT_EQ(objects(/*with_uses=*/false), done_entries(kGraphs));
 }
 
-// A launcher killed with -9 leaves its record on the roll, fresh for two
-// minutes: the launcher that starts next counts it, and takes the graphs
+// A host dies (SIGKILL of its PID namespace's pid 1) while it holds graphs'
+// locks in S3: the survivors wait for its locks to lapse (60 s after its last
+// renewal, storage::kLockTtl), take them over and compile its graphs; each
+// ends with every graph done and exits 0, S3 holds every entry whole and no
+// lock, and the dead launcher's place on the roll is all it leaves.
+TEST_F(S3Launcher, ADeadHostsGraphsAreCompiledByTheSurvivorsWithinItsLease) {
+  constexpr std::size_t kGraphs = 10; // init + 8 train + eval
+  auto collected = launch("node-a", {"--command", "collect"}, train(10, 8));
+  ASSERT_EQ(collected.exit_code, 0) << collected.describe();
+  auto host_name = [](int h) { return "host-" + std::to_string(h); };
+  std::vector<pid_t> launchers;
+  for (int h = 0; h < 3; ++h)
+    launchers.push_back(start_tool_on_host(
+        host_name(h), "neuron_parallel_compile",
+        launcher_args(host_name(h),
+                      {"--command", "compile", "--num_parallel", "2", "--report",
+                       (dir() / (host_name(h) + ".json")).string()},
+                      {}),
+        {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / host_name(h)).string()}, {"STANDIN_CC_BASE_MS", "1500"}},
+        dir() / (host_name(h) + ".log")));
+  const pid_t doomed = host_init(launchers[0]);
+  ASSERT_GT(doomed, 0) << "no namespace under unshare pid " << launchers[0];
+  auto c = client();
+  ASSERT_TRUE(c);
+  auto locks_of_the_doomed = [&] {
+    std::size_t held = 0;
+    auto all = c->list_all(kS3TestBucket, {});
+    if (!all) return held;
+    for (const auto& o : all->objects) {
+      if (!o.key.ends_with("/model.hlo_module.pb.lock")) continue;
+      auto text = c->get_object(kS3TestBucket, o.key, 1 << 16);
+      if (text && *text && (*text)->find("host=" + host_name(0) + " ") != std::string::npos) ++held;
+    }
+    return held;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (locks_of_the_doomed() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_LT(std::chrono::steady_clock::now(), deadline) << read_text(dir() / (host_name(0) + ".log"));
+  ASSERT_EQ(::kill(doomed, SIGKILL), 0);
+  const auto died = std::chrono::steady_clock::now();
+  EXPECT_FALSE(util::wait_child(launchers[0]).success());
+
+  for (int h = 1; h < 3; ++h) {
+    auto status = util::wait_child(launchers[static_cast<std::size_t>(h)]);
+    const double after_death = std::chrono::duration<double>(std::chrono::steady_clock::now() - died).count();
+    const std::string log = read_text(dir() / (host_name(h) + ".log"));
+    EXPECT_TRUE(status.success()) << status.describe() << "\n" << log;
+    // The protocol's bound: the dead host's lease, and the survivors' own
+    // work and looks (at most 10 s apart) after it.
+    EXPECT_LT(after_death, std::chrono::duration<double>(storage::kLockTtl).count() + 40) << log;
+    auto report = nlohmann::json::parse(read_text(dir() / (host_name(h) + ".json")), nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << log;
+    EXPECT_EQ(report["compilation_summary"].value("total_graphs", 0u), kGraphs) << log;
+    EXPECT_EQ(report["compilation_summary"].value("failed", 1u), 0u) << log;
+    for (const auto& [graph, outcome] : report["compilation_report"].items())
+      EXPECT_TRUE(outcome["status"] == "compiled" || outcome["status"] == "compiled_elsewhere")
+          << graph << ": " << outcome.dump() << "\n" << log;
+  }
+  EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  auto left = objects(/*with_uses=*/false);
+  std::erase_if(left, [](const std::string& key) { return key.starts_with("team/.npc/launchers/host-0."); });
+  EXPECT_EQ(left, done_entries(kGraphs));
+}
+
+// A launcher killed with -9 leaves its record on the roll, fresh for a
+// minute: the launcher that starts next counts it, and takes the graphs
 // that are the dead one's share after its own. Every graph is compiled,
 // once, and the dead record is left to age off the roll.
 TEST_F(S3Launcher, ADeadLaunchersShareOnTheRollIsStillCompiled) {

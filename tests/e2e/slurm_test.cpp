@@ -2,10 +2,13 @@
 // slurmd and munged from Debian on loopback (tests/support/slurm.sh, ctest's
 // fixture "slurm"), `srun -O` for more tasks than cores, one cache.
 
+#include <atomic>
+#include <csignal>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -207,6 +210,58 @@ TEST_F(SlurmJobStep, AGraphThatFailsOrTimesOutIsFailedForTheWholeStepAndCompiled
                             R"( compiled by [0-4] tasks?, 0 already done, 1 failed, 0 left \(4 of 4 tasks reported\))");
     EXPECT_TRUE(std::regex_search(r.err, totals)) << r.describe();
   }
+}
+
+// One task of the step dies with everything it started (SIGKILL of its
+// launcher and its workers, as when its node is lost) while it compiles: the
+// other tasks take over the graphs it held (its locks' owner is gone, which
+// this host sees at once) and its share, every graph ends compiled, each
+// survivor exits 0, and task 0 counts the step without waiting for the dead.
+TEST_F(SlurmJobStep, ATaskKilledMidStepLeavesNoGraphUncompiled) {
+  ASSERT_NO_FATAL_FAILURE(collect());
+  // Each task says its launcher's pid, which exec keeps.
+  std::vector<std::string> argv = {"srun", "-O", "-n", "4", "--", "/bin/sh", "-c",
+                                   "echo $$ > \"$0/task-$SLURM_PROCID.pid\" && exec \"$@\"", dir().string()};
+  auto command = compile_command();
+  argv.insert(argv.end(), command.begin(), command.end());
+  std::atomic<std::size_t> killed{0};
+  std::thread killer([&] {
+    const fs::path pid_file = dir() / "task-1.pid";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    pid_t launcher = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (launcher == 0 && fs::exists(pid_file)) {
+        std::string text = read_text(pid_file);
+        if (!text.empty() && text.back() == '\n') launcher = static_cast<pid_t>(std::stol(text));
+      }
+      // Once a worker of it compiles (holding its graph's lock).
+      if (launcher > 0 && !descendants_of(launcher).empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (launcher == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int round = 0; round < 3; ++round) {
+      std::vector<pid_t> all = descendants_of(launcher);
+      all.push_back(launcher);
+      for (pid_t pid : all)
+        if (::kill(pid, SIGKILL) == 0) ++killed;
+    }
+  });
+  auto r = slurm(argv, {{"STANDIN_CC_BASE_MS", "1500"}});
+  killer.join();
+  ASSERT_GE(killed.load(), 2u) << "task 1 and a worker of it were killed\n" << r.describe();
+  EXPECT_NE(r.exit_code, 0) << "srun says a task was killed\n" << r.describe();
+  EXPECT_EQ(distinct_graphs_compiled(), 8u) << r.describe();
+  EXPECT_EQ(done_entries(), 8u) << r.describe();
+  for (const std::string task : {"0", "2", "3"}) {
+    EXPECT_NE(r.err.find("task " + task + "/4 vm: Total failed compilations: 0\n"), std::string::npos)
+        << task << "\n" << r.describe();
+  }
+  EXPECT_EQ(r.err.find("task 1/4 vm: Total graphs"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.err.find("LEFT "), std::string::npos) << r.describe();
+  const std::regex totals(R"(task 0/4 [^ ]+: Slurm step [0-9]+\.[0-9]+: 8 graphs: 8 compiled by [1-3] tasks?, )"
+                          R"(0 already done, 0 failed, 0 left \(3 of 4 tasks reported\))");
+  EXPECT_TRUE(std::regex_search(r.err, totals)) << r.describe();
 }
 
 // sbatch's batch script is one process, not a task: a launcher there

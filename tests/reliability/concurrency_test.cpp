@@ -6,12 +6,15 @@
 // Short form by default; NPC_LONG=1 repeats each race more and longer.
 
 #include <atomic>
+#include <csignal>
 #include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <npc/cache/layout.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/process.hpp>
 
@@ -261,6 +264,76 @@ TEST_F(ConcurrencyTest, EightHostsOfTheirOwnOnOneCacheDirectory) {
   EXPECT_EQ(check.done, kGraphs) << check.describe();
   EXPECT_TRUE(check.problems.empty()) << check.describe();
   record_figures({{"launchers_raced", kHosts}});
+}
+
+// A host dies mid-run (SIGKILL of its PID namespace's pid 1) while it holds
+// graphs' locks in the directory the hosts share. The survivors wait for its
+// locks to lapse (their holder stops renewing them: storage::kLockTtl, 60 s
+// after its last renewal), take them over and compile the dead host's
+// graphs: each ends with every graph done and exits 0, and nothing is left
+// to the dead. Before the lease, they exited 0 at once, leaving them.
+TEST_F(ConcurrencyTest, ADeadHostsGraphsAreCompiledByTheSurvivorsWithinItsLease) {
+  constexpr int kHosts = 3;
+  constexpr std::size_t kGraphs = 12;
+  auto graphs = make_graphs(dir() / "g", "death", static_cast<int>(kGraphs), 3000, rng_);
+  extract(graphs);
+  auto host_name = [](int h) { return "node-" + std::to_string(h); };
+  std::vector<pid_t> launchers;
+  for (int h = 0; h < kHosts; ++h)
+    launchers.push_back(start_tool_on_host(
+        host_name(h), "neuron_parallel_compile",
+        {"--command", "compile", "--num_parallel", "2", "--parallel_compile_workdir", (dir() / host_name(h)).string(),
+         "--report", (dir() / (host_name(h) + ".json")).string()},
+        {{"STANDIN_CC_BASE_MS", "1500"}}, dir() / (host_name(h) + ".log")));
+  const pid_t doomed = host_init(launchers[0]);
+  ASSERT_GT(doomed, 0) << "no namespace under unshare pid " << launchers[0];
+
+  // Its death comes once it holds a graph's lock.
+  auto locks_of_the_doomed = [&] {
+    std::size_t held = 0;
+    for (const auto& entry : entries()) {
+      const fs::path lock = entry / std::string(cache::kFrameworkLockFile);
+      std::error_code ec;
+      if (fs::is_regular_file(fs::symlink_status(lock, ec)) &&
+          npc::test::read_text(lock).find("host=" + host_name(0) + " ") != std::string::npos)
+        ++held;
+    }
+    return held;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::size_t held_at_death = 0;
+  while ((held_at_death = locks_of_the_doomed()) == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  ASSERT_GT(held_at_death, 0u) << npc::test::read_text(dir() / (host_name(0) + ".log"));
+  ASSERT_EQ(::kill(doomed, SIGKILL), 0);
+  const auto died = std::chrono::steady_clock::now();
+  auto dead = util::wait_child(launchers[0]);
+  EXPECT_FALSE(dead.success()) << dead.describe();
+
+  for (int h = 1; h < kHosts; ++h) {
+    auto status = util::wait_child(launchers[static_cast<std::size_t>(h)]);
+    const double after_death = std::chrono::duration<double>(std::chrono::steady_clock::now() - died).count();
+    const std::string log = npc::test::read_text(dir() / (host_name(h) + ".log"));
+    EXPECT_TRUE(status.success()) << status.describe() << "\n" << log;
+    EXPECT_TRUE(log.starts_with("host " + host_name(h) + " pid 1\n"))
+        << "simulating a host needs `unshare --uts --pid --fork --mount-proc` (util-linux) run as root:\n" << log;
+    // The protocol's bound: the dead host's lease, and the survivors' own
+    // work and looks (at most 10 s apart) after it.
+    EXPECT_LT(after_death, std::chrono::duration<double>(storage::kLockTtl).count() + 40) << log;
+    EXPECT_EQ(log.find("LEFT "), std::string::npos) << log;
+    auto report = nlohmann::json::parse(npc::test::read_text(dir() / (host_name(h) + ".json")), nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << log;
+    EXPECT_EQ(report["compilation_summary"].value("total_graphs", 0u), kGraphs) << log;
+    EXPECT_EQ(report["compilation_summary"].value("failed", 1u), 0u) << log;
+    for (const auto& [graph, outcome] : report["compilation_report"].items())
+      EXPECT_TRUE(outcome["status"] == "compiled" || outcome["status"] == "compiled_elsewhere")
+          << graph << ": " << outcome.dump() << "\n" << log;
+  }
+  auto check = check_cache(cache_root(), expected_map(graphs), true);
+  EXPECT_EQ(check.done, kGraphs) << check.describe();
+  EXPECT_TRUE(check.problems.empty()) << check.describe();
+  EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
+  record_figures({{"locks_held_at_death", held_at_death}});
 }
 
 // Eviction racing with hits and compiles. Readers ask for random graphs

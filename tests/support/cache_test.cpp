@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <npc/util/process.hpp>
 
@@ -87,6 +88,14 @@ pid_t CacheTest::start_tool_on_host(const std::string& host, const std::string& 
                                    tool_path(name).string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return start_background(argv, options(std::move(extra_env)), output_file);
+}
+
+pid_t CacheTest::host_init(pid_t unshare_pid) {
+  for (int tries = 0; tries < 500; ++tries) {
+    if (auto children = children_of(unshare_pid); !children.empty()) return children.front();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return 0;
 }
 
 int train_total_field(const std::string& out, const std::string& name) {

@@ -43,6 +43,10 @@ protected:
   // theirs, as on a cluster. The output starts with "host HOST pid 1".
   pid_t start_tool_on_host(const std::string& host, const std::string& name, std::vector<std::string> args,
                            std::map<std::string, std::string> extra_env, const fs::path& output_file) const;
+  // The first process of the PID namespace of a host start_tool_on_host
+  // started (its `unshare` pid): the namespace's pid 1, whose SIGKILL takes
+  // every process of the host with it, as a power loss; 0 if none came.
+  [[nodiscard]] static pid_t host_init(pid_t unshare_pid);
   [[nodiscard]] fs::path tool_path(const std::string& name) const;
   std::map<std::string, std::string> env_;
 };

@@ -6,8 +6,8 @@
 // launcher, rewritten from a thread every third of kRollRecordLife while it
 // runs, removed at its end), and the roll is the records listed there that
 // were rewritten lately: one listing of a few small objects, no reads. A
-// launcher that dies drops off the roll within two lifetimes; one that joins
-// late is seen at the next look.
+// launcher that dies drops off the roll within a lifetime, as its locks lapse
+// (storage::kLockTtl); one that joins late is seen at the next look.
 //
 // The split is rendezvous hashing over the roll (share_owner.hpp). Two
 // launchers that see different rolls (one joined between their looks) may both
@@ -30,9 +30,9 @@
 
 namespace npc::launcher {
 
-// A roll record's lifetime: rewritten every third of it. Listed unrenewed
-// for twice as long (clocks of hosts and the store differ), it is off the
-// roll.
+// A roll record's lifetime, the lease of a launcher's place on the roll:
+// rewritten every third of it; listed unrenewed for longer (or from a clock
+// that far ahead), it is off the roll.
 inline constexpr std::chrono::seconds kRollRecordLife{60};
 // A record unrenewed this long is a dead launcher's: the next launcher to
 // join removes it.

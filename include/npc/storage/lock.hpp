@@ -45,10 +45,11 @@
 
 namespace npc::storage {
 
-// Long enough that a renewal every third of it survives slow requests and
-// throttling; short enough that a lock left by a dead node of a shared cache
-// frees its entry within minutes.
-inline constexpr std::chrono::seconds kLockTtl{600};
+// A holder's lease on its lock: renewed every third of it (20 s), so two
+// renewals may fail to slow requests or throttling before it lapses; short,
+// so that the graphs a dead host held are free to the survivors within a
+// minute of its death. Clocks of the hosts must agree to well within it.
+inline constexpr std::chrono::seconds kLockTtl{60};
 // A lock without a provably live owner or an expiry is stale past this age.
 // Large graphs compile for hours; `--lock-timeout` changes it.
 inline constexpr std::chrono::seconds kDefaultStaleLockAge = std::chrono::hours(6);
