@@ -359,6 +359,21 @@ Status SharedTier::push_over(const CacheKey& key, const std::vector<std::string>
 
 Result<bool> SharedTier::push_unless_there(const CacheKey& key) const { return push_with(key, true); }
 
+Result<bool> SharedTier::push_as_holder(const CacheKey& key, storage::Lock& lock,
+                                        const std::vector<std::string>* listed) const {
+  const auto now = std::chrono::system_clock::now();
+  if (!lock.lease_lapsed(now)) return push_with(key, false, listed);
+  if (auto renewed = lock.renew(now); renewed) {
+    spdlog::info("the lock of {} went unrenewed past its expiry and was still this process's: uploading its result",
+                 describe(key));
+    return push_with(key, false);
+  } else {
+    spdlog::warn("the lock of {} went unrenewed past its expiry ({}): its result goes up only if no other is there",
+                 describe(key), renewed.error());
+  }
+  return push_with(key, true);
+}
+
 Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs, const std::vector<std::string>* listed) const {
   const Entry entry = mirror_.entry(key);
   auto snapshot = Entry::open_snapshot(entry.dir());

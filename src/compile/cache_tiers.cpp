@@ -105,7 +105,7 @@ EntryCompileResult compile_shared_entry(const cache::SharedTier& shared, const c
   const bool upload_of_earlier_attempt = result.outcome == EntryOutcome::already_done;
   if (result.outcome == EntryOutcome::compiled || result.outcome == EntryOutcome::failed ||
       upload_of_earlier_attempt) {
-    auto pushed = shared.push(key);
+    auto pushed = shared.push_as_holder(key, lock);
     if (!pushed)
       spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", shared.describe(key),
                    pushed.error());

@@ -264,7 +264,7 @@ private:
 
   // Whether the shared entry's record, read under its lock, says another
   // launcher of this run failed the graph for good: who and how. Its record
-  // went up before its lock was let go (SharedTier::push_over). Read only
+  // went up before its lock was let go (SharedTier::push_as_holder). Read only
   // where the listing shows a record and no result, which a graph that
   // never failed does not have: no request more for the others.
   std::optional<std::string> failed_for_good_in_run(const cache::SharedTier& tier, const cache::CacheKey& key,

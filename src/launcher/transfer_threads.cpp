@@ -50,7 +50,7 @@ void TransferThreads::upload(const cache::CacheKey& key, storage::Lock lock,
   add([key, held, listed = std::move(listed)](const cache::SharedTier& tier) {
     // Nothing done or failed in the mirror (the worker found the graph
     // locked here, or was killed): nothing to upload, the lock goes.
-    if (auto pushed = listed ? tier.push_over(key, *listed) : tier.push(key); !pushed)
+    if (auto pushed = tier.push_as_holder(key, *held, listed ? &*listed : nullptr); !pushed)
       spdlog::warn("the result of {} is in the local mirror but not in the cache: {}", tier.describe(key),
                    pushed.error());
     if (auto released = held->release(); !released)

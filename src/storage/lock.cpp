@@ -293,6 +293,12 @@ Status Lock::renew(Time now) {
   return state_->renew(now);
 }
 
+bool Lock::lease_lapsed(Time now) const {
+  if (!held()) return true;
+  std::lock_guard guard(state_->mutex);
+  return state_->record.expires_unix <= unix_seconds(now);
+}
+
 void Lock::keep_renewed() {
   if (held()) keep_renewed(std::chrono::duration_cast<std::chrono::milliseconds>(state_->ttl) / 3);
 }

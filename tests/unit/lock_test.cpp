@@ -193,6 +193,29 @@ void TakingWritesARecordAndReleasingRemovesOnlyOurs(LockPlace& place) {
 }
 ON_BOTH_BACKENDS(TakingWritesARecordAndReleasingRemovesOnlyOurs)
 
+// The lease, by the clock it is given: in force until the expiry of the
+// last renewal that went through, lapsed from then on; a renewal moves it.
+void TheLeaseLapsesAtTheExpiryOfItsLastRenewal(LockPlace& place) {
+  auto taken = Lock::try_acquire(place.shared(), kLockKey, holder("test"), {60s, 3600s}, kT0);
+  ASSERT_TRUE(taken && std::holds_alternative<Lock>(*taken));
+  auto& lock = std::get<Lock>(*taken);
+  EXPECT_FALSE(lock.lease_lapsed(kT0));
+  EXPECT_FALSE(lock.lease_lapsed(kT0 + 59s));
+  EXPECT_TRUE(lock.lease_lapsed(kT0 + 60s));
+  ASSERT_TRUE(lock.renew(kT0 + 50s));
+  EXPECT_FALSE(lock.lease_lapsed(kT0 + 109s));
+  EXPECT_TRUE(lock.lease_lapsed(kT0 + 110s));
+  EXPECT_EQ(place.record()->expires_unix, lock.record().expires_unix);
+  // A renewal that fails (the lock is someone else's now) moves nothing.
+  ASSERT_TRUE(place.storage().remove(kLockKey));
+  place.put("");
+  EXPECT_FALSE(lock.renew(kT0 + 100s));
+  EXPECT_TRUE(lock.lease_lapsed(kT0 + 110s));
+  ASSERT_TRUE(lock.release());
+  EXPECT_TRUE(lock.lease_lapsed(kT0)) << "a released lock holds nothing";
+}
+ON_BOTH_BACKENDS(TheLeaseLapsesAtTheExpiryOfItsLastRenewal)
+
 void AFreshLockWithoutOwnerKeepsUsOutAndAStaleOneIsTakenOver(LockPlace& place) {
   place.put("");
   auto attempt = place.take(holder("test"));

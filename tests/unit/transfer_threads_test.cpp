@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/shared_tier.hpp>
+#include <npc/storage/lock.hpp>
+#include <npc/util/file_lock.hpp>
 
 #include "two_tiers.hpp"
 
@@ -67,6 +70,74 @@ TEST_P(TransferThreadsTest, EachResultGoesUpThenItsLockIsReleased) {
     if (i >= 4) continue;
     EXPECT_EQ(shared_text(folder / cache::kNeffFile), "neff-" + std::to_string(i));
   }
+}
+
+// A host cut off from the store for longer than its lock's lease must not go
+// on as if it still held the lock: another host may have taken it over and
+// published its own result meanwhile. Its upload then leaves that first
+// result standing and the successor's lock in place. A lapsed lock that
+// nobody took is renewed, and its result goes up as usual.
+TEST_P(TransferThreadsTest, AResultWhoseLockLapsedLeavesTheFirstResultStanding) {
+  using namespace std::chrono_literals;
+  const std::vector<std::string> flags = {"-O1"};
+  const cache::SharedTier shared(shared_storage(), *mirror);
+  cache::Cache successor_mirror(dir() / "successor-mirror");
+  ASSERT_TRUE(successor_mirror.ensure_root().ok());
+  const cache::SharedTier successor(shared_storage(), successor_mirror);
+  auto host = [](const std::string& name) {
+    util::LockHolder holder;
+    holder.pid = 4242;
+    holder.host = name;
+    holder.boot_id = "0b0b0b0b-0000-0000-0000-000000000000";
+    holder.start_unix = 1;
+    holder.tool = "neuron_parallel_compile";
+    return holder;
+  };
+  auto lock_key = [](const cache::CacheKey& key) {
+    return (key.relative_path() / cache::kFrameworkLockFile).generic_string();
+  };
+  std::vector<cache::CacheKey> keys;
+  std::vector<storage::Lock> locks;
+  for (int i = 0; i < 2; ++i) {
+    const std::string graph = "HloModule lapsed_" + std::to_string(i) + "\n";
+    keys.push_back(cache::make_key_for_graph(graph, flags, "1.0"));
+    ASSERT_TRUE(shared.store_graph(keys.back(), graph, flags).ok());
+    // Taken with a lease of 1 s, never renewed: the store out of reach.
+    auto got = storage::Lock::try_acquire(shared_storage(), lock_key(keys.back()), host("cut-off"),
+                                          {1s, std::chrono::hours(6)}, std::chrono::system_clock::now());
+    ASSERT_TRUE(got && std::holds_alternative<storage::Lock>(*got)) << (got ? "held" : got.error());
+    locks.push_back(std::move(std::get<storage::Lock>(*got)));
+    ASSERT_TRUE(shared.fetch_graph(keys.back()).value());
+  }
+  std::this_thread::sleep_for(2100ms);
+  ASSERT_TRUE(locks[0].lease_lapsed(std::chrono::system_clock::now()));
+  // Another host takes the first graph's lock over and publishes its result.
+  auto taken_over = storage::Lock::try_acquire(shared_storage(), lock_key(keys[0]), host("successor"),
+                                               {60s, std::chrono::hours(6)}, std::chrono::system_clock::now());
+  ASSERT_TRUE(taken_over && std::holds_alternative<storage::Lock>(*taken_over));
+  ASSERT_TRUE(successor.fetch_graph(keys[0]).value());
+  publish_result(successor_mirror.entry(keys[0]), true, "neff-of-the-successor");
+  ASSERT_TRUE(successor.push(keys[0]).ok());
+  const std::string successors_lock = shared_text(lock_key(keys[0]));
+
+  // The cut-off host's compiles end; its uploads go by the takes' listings.
+  const std::vector<std::string> listed = {"compile_flags.json", "model.hlo_module.pb"};
+  {
+    TransferThreads uploads({shared_storage()}, *mirror);
+    for (int i = 0; i < 2; ++i) {
+      publish_result(mirror->entry(keys[static_cast<std::size_t>(i)]), true, "neff-cut-off-" + std::to_string(i));
+      uploads.upload(keys[static_cast<std::size_t>(i)], std::move(locks[static_cast<std::size_t>(i)]), listed);
+    }
+  }
+  const std::vector<std::string> done = {"compile_flags.json", "model.done", "model.hlo_module.pb", "model.neff",
+                                         "npc-entry.json"};
+  std::vector<std::string> done_and_held = done;
+  done_and_held.insert(done_and_held.begin() + 3, std::string(cache::kFrameworkLockFile));
+  EXPECT_EQ(shared_names(keys[0].relative_path()), done_and_held);
+  EXPECT_EQ(shared_text(keys[0].relative_path() / cache::kNeffFile), "neff-of-the-successor");
+  EXPECT_EQ(shared_text(lock_key(keys[0])), successors_lock) << "the successor's lock stays";
+  EXPECT_EQ(shared_names(keys[1].relative_path()), done);
+  EXPECT_EQ(shared_text(keys[1].relative_path() / cache::kNeffFile), "neff-cut-off-1");
 }
 
 // The destructor waits too: nothing added is dropped.

@@ -143,6 +143,15 @@ public:
   // written, when the shared entry is done, or failed and ours failed too
   // (what an import does; the first result stays, as in a local cache).
   [[nodiscard]] Result<bool> push_unless_there(const CacheKey& key) const;
+  // The push of the holder of the shared entry's `lock` (over `listed`, the
+  // listing it made under the lock, when it has one). A lock whose lease
+  // lapsed while this host could not renew it (cut off from the store) may
+  // have been taken over and the graph compiled by another host meanwhile:
+  // renewed now, it was not (the push goes on after a fresh listing);
+  // otherwise the result goes up only where none is there, so the first
+  // result stands, and true is returned only if it went up.
+  [[nodiscard]] Result<bool> push_as_holder(const CacheKey& key, storage::Lock& lock,
+                                            const std::vector<std::string>* listed = nullptr) const;
   // The graph and flags of a new entry, straight to the shared tier (first writer
   // wins, as Entry::store_graph): what extraction does with an S3 cache.
   [[nodiscard]] Status store_graph(const CacheKey& key, std::string_view graph_bytes,

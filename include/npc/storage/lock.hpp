@@ -154,6 +154,10 @@ public:
   [[nodiscard]] LockRecord record() const;
   // Moves the expiry to now + ttl; fails when the lock is no longer ours.
   [[nodiscard]] Status renew(Time now);
+  // Whether the lease lapsed by `now`: no renewal went through for its whole
+  // time to live (the store was out of reach, or this process stalled), so
+  // another process may have judged the lock stale and taken it over.
+  [[nodiscard]] bool lease_lapsed(Time now) const;
   // Renews every `period` from a thread of its own until released. A renewal
   // that fails is logged and tried again at the next period. The thread
   // starts with every signal blocked: a caller that waits for its child with
