@@ -308,12 +308,21 @@ void Lock::keep_renewed(std::chrono::milliseconds period) {
   // The thread sees the state, which outlives moves of the Lock.
   state_->keeper = util::thread_without_signals([state = state_.get(), period] {
     std::unique_lock guard(state->keeper_mutex);
-    while (!state->wake.wait_for(guard, period, [state] { return state->stop; })) {
+    // After a renewal that failed (a request that timed out, a throttled
+    // store), the next comes sooner: 1 s, then twice as long each time, up
+    // to the period, so that one fault near the end of the lease does not
+    // let it lapse.
+    std::chrono::milliseconds wait = period;
+    while (!state->wake.wait_for(guard, wait, [state] { return state->stop; })) {
       guard.unlock();
       {
         std::lock_guard request(state->mutex);
-        if (auto s = state->renew(std::chrono::system_clock::now()); !s)
-          spdlog::warn("cannot renew a lock: {}", s.error());
+        if (auto s = state->renew(std::chrono::system_clock::now()); !s) {
+          wait = wait == period ? std::min(period, std::chrono::milliseconds(1000)) : std::min(period, 2 * wait);
+          spdlog::warn("cannot renew a lock: {} (tried again in {} ms)", s.error(), wait.count());
+        } else {
+          wait = period;
+        }
       }
       guard.lock();
     }

@@ -25,6 +25,7 @@
 #include <npc/util/signals.hpp>
 
 #include "files.hpp"
+#include "forwarding_storage.hpp"
 #include "s3_server.hpp"
 #include "test_support.hpp"
 
@@ -585,6 +586,32 @@ TEST_F(LockTest, ADirectoryWhereTheLockBelongsIsJudgedByItsAge) {
 // The compile waits for its compiler with SIGCHLD blocked, reading it from a
 // signalfd; the renewing thread must not take the signal from it (it did: a
 // compile under an S3 lock then hung after its compiler exited).
+// A renewal that fails is tried again sooner than the period (1 s, then 2 s,
+// ...): with a period of 3 s and the first two renewals refused, the third
+// goes through about 6 s in, within the lease of a lock whose renewals come
+// every third of it, where waiting the period each time would take 9 s.
+TEST_F(LockTest, AFailedRenewalIsTriedAgainSoonerThanThePeriod) {
+  struct RefusingRenewals : test::ForwardingStorage {
+    using ForwardingStorage::ForwardingStorage;
+    Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
+                                      std::string_view replacement) override {
+      if (++tries <= 2) return fail("throttled");
+      return ForwardingStorage::replace_if_unchanged(key, bytes, replacement);
+    }
+    std::atomic<int> tries{0};
+  };
+  auto refusing = std::make_shared<RefusingRenewals>(shared());
+  auto taken = Lock::try_acquire(refusing, kLockKey, holder("test"), {9s, 3600s}, Clock::now());
+  ASSERT_TRUE(taken && std::holds_alternative<Lock>(*taken));
+  auto& lock = std::get<Lock>(*taken);
+  const auto first_expiry = record()->expires_unix;
+  lock.keep_renewed(3000ms);
+  std::this_thread::sleep_for(7500ms);
+  EXPECT_EQ(refusing->tries.load(), 3) << "renewals at about 3, 4 and 6 s";
+  EXPECT_GT(record()->expires_unix, first_expiry) << "the third renewal went through";
+  ASSERT_TRUE(lock.release());
+}
+
 TEST_F(LockTest, TheRenewingThreadTakesNoSignalFromItsProcess) {
   auto taken = take(holder("node-a"));
   ASSERT_TRUE(taken && std::holds_alternative<Lock>(*taken));
