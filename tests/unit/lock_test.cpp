@@ -13,6 +13,7 @@
 #include <functional>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -587,29 +588,48 @@ TEST_F(LockTest, ADirectoryWhereTheLockBelongsIsJudgedByItsAge) {
 // signalfd; the renewing thread must not take the signal from it (it did: a
 // compile under an S3 lock then hung after its compiler exited).
 // A renewal that fails is tried again sooner than the period (1 s, then 2 s,
-// ...): with a period of 3 s and the first two renewals refused, the third
-// goes through about 6 s in, within the lease of a lock whose renewals come
-// every third of it, where waiting the period each time would take 9 s.
+// ...): with a period of 5 s and the first two renewals refused, the third
+// goes through about 8 s in, where waiting the period each time would take
+// 15 s, past the lease of a lock renewed every third of it.
 TEST_F(LockTest, AFailedRenewalIsTriedAgainSoonerThanThePeriod) {
   struct RefusingRenewals : test::ForwardingStorage {
     using ForwardingStorage::ForwardingStorage;
     Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
                                       std::string_view replacement) override {
-      if (++tries <= 2) return fail("throttled");
+      {
+        std::lock_guard guard(mutex);
+        tried_at.push_back(std::chrono::steady_clock::now());
+        if (tried_at.size() <= 2) return fail("throttled");
+      }
       return ForwardingStorage::replace_if_unchanged(key, bytes, replacement);
     }
-    std::atomic<int> tries{0};
+    std::size_t tries() {
+      std::lock_guard guard(mutex);
+      return tried_at.size();
+    }
+    std::mutex mutex;
+    std::vector<std::chrono::steady_clock::time_point> tried_at;
   };
   auto refusing = std::make_shared<RefusingRenewals>(shared());
-  auto taken = Lock::try_acquire(refusing, kLockKey, holder("test"), {9s, 3600s}, Clock::now());
+  auto taken = Lock::try_acquire(refusing, kLockKey, holder("test"), {15s, 3600s}, Clock::now());
   ASSERT_TRUE(taken && std::holds_alternative<Lock>(*taken));
   auto& lock = std::get<Lock>(*taken);
   const auto first_expiry = record()->expires_unix;
-  lock.keep_renewed(3000ms);
-  std::this_thread::sleep_for(7500ms);
-  EXPECT_EQ(refusing->tries.load(), 3) << "renewals at about 3, 4 and 6 s";
-  EXPECT_GT(record()->expires_unix, first_expiry) << "the third renewal went through";
+  const auto started = std::chrono::steady_clock::now();
+  lock.keep_renewed(5000ms);
+  const auto deadline = started + 30s;
+  auto renewed = [&] {
+    auto now = record();
+    return now && now->expires_unix > first_expiry;
+  };
+  while (!renewed() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(renewed()) << "the third renewal went through";
   ASSERT_TRUE(lock.release());
+  ASSERT_GE(refusing->tries(), 3u);
+  auto at = [&](std::size_t i) { return std::chrono::duration<double>(refusing->tried_at[i] - started).count(); };
+  EXPECT_GE(at(0), 4.9);
+  EXPECT_LT(at(1) - at(0), 2.0) << "the second try about 1 s after the first";
+  EXPECT_LT(at(2), 12.0) << "the third about 2 s after the second, not a period";
 }
 
 TEST_F(LockTest, TheRenewingThreadTakesNoSignalFromItsProcess) {

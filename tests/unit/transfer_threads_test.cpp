@@ -109,8 +109,13 @@ TEST_P(TransferThreadsTest, AResultWhoseLockLapsedLeavesTheFirstResultStanding) 
     locks.push_back(std::move(std::get<storage::Lock>(*got)));
     ASSERT_TRUE(shared.fetch_graph(keys.back()).value());
   }
-  std::this_thread::sleep_for(2100ms);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(locks[0].lease_lapsed(std::chrono::system_clock::now()) &&
+           locks[1].lease_lapsed(std::chrono::system_clock::now())) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
   ASSERT_TRUE(locks[0].lease_lapsed(std::chrono::system_clock::now()));
+  ASSERT_TRUE(locks[1].lease_lapsed(std::chrono::system_clock::now()));
   // Another host takes the first graph's lock over and publishes its result.
   auto taken_over = storage::Lock::try_acquire(shared_storage(), lock_key(keys[0]), host("successor"),
                                                {60s, std::chrono::hours(6)}, std::chrono::system_clock::now());
