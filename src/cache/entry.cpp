@@ -239,7 +239,9 @@ std::optional<Entry::Holder> Entry::holder() const {
     std::string lock = "the lock " + storage_->describe(key_of(kFrameworkLockFile)) + ", " +
                        util::format_seconds(facts.age_seconds) +
                        " old";
-    if (facts.owner) return Holder{facts.owner->describe(), facts.owner->describe() + " (" + lock + ")"};
+    // Another host's holder says until when its lease runs: then it lapses
+    // unless renewed, and the graph is compiled here.
+    if (facts.owner) return Holder{facts.owner->describe(), facts.holder() + " (" + lock + ")"};
     return Holder{std::nullopt, "whoever made " + lock + " (it names no owner)"};
   }
   std::optional<util::LockHolder> owner;
