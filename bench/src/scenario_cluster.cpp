@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include <npc/storage/lock.hpp>
+
 #include "fixtures.hpp"
 #include "rgw.hpp"
 #include "scenarios.hpp"
@@ -67,30 +69,53 @@ void require_namespaces(const Context& context) {
                              "root): it failed with " + t.status.describe() + ", see " + log.string());
 }
 
+// Hosts that lose power mid-run: `after_seconds` after the start, each
+// one's PID namespace loses its pid 1 (SIGKILL), which takes every process
+// of the host with it, its launcher and its compiles.
+struct Doom {
+  std::vector<int> hosts;
+  double after_seconds = 0;
+  [[nodiscard]] bool dooms(int host) const { return std::find(hosts.begin(), hosts.end(), host) != hosts.end(); }
+};
+
 // Starts one process per host at once, all in a shell that waits for every
 // one; each host's output goes to <run>/<host>/output.log and its exit
-// status to <run>/<host>/exit. Returns the wall time from before the first
-// start to after the last exit.
+// status to <run>/<host>/exit ("killed" for a doomed host). Returns the wall
+// time from before the first start to after the last exit; every host but
+// the doomed must exit 0.
 json run_hosts(const Environment& env, const fs::path& run_dir, int hosts,
-               const std::function<std::vector<std::string>(int host)>& argv_of) {
-  std::string script;
+               const std::function<std::vector<std::string>(int host)>& argv_of, const Doom& doom = {}) {
+  std::string script, pid_files;
   for (int h = 0; h < hosts; ++h) {
     fs::path host_dir = run_dir / host_name(h);
     make_dirs(host_dir);
     std::vector<std::string> argv = as_host(host_name(h));
     for (auto& word : argv_of(h)) argv.push_back(std::move(word));
-    std::string line = "(";
-    for (const auto& word : argv) line += shell_quote(word) + " ";
-    line += "> " + shell_quote((host_dir / "output.log").string()) + " 2>&1; echo $? > " +
-            shell_quote((host_dir / "exit").string()) + ") &\n";
-    script += line;
+    std::string command;
+    for (const auto& word : argv) command += shell_quote(word) + " ";
+    command += "> " + shell_quote((host_dir / "output.log").string()) + " 2>&1";
+    if (doom.dooms(h)) {
+      // $! is the unshare process; its child is the namespace's pid 1.
+      const std::string pid_file = shell_quote((host_dir / "unshare.pid").string());
+      script += command + " &\necho $! > " + pid_file + "\n";
+      pid_files += pid_file + " ";
+    } else {
+      script += "(" + command + "; echo $? > " + shell_quote((host_dir / "exit").string()) + ") &\n";
+    }
   }
+  if (!pid_files.empty())
+    script += "(sleep " + num(doom.after_seconds, 3) + "; for f in " + pid_files +
+              "; do p=$(cat \"$f\"); kill -9 $(cat /proc/$p/task/$p/children) 2>/dev/null; done) &\n";
   script += "wait\n";
   write_text(run_dir / "hosts.sh", script);
   Timed t = run_timed({{"/bin/sh", (run_dir / "hosts.sh").string()}, env, run_dir / "hosts.log", std::nullopt});
   json exits = json::array();
-  bool all_zero = t.status.success();
+  bool all_zero = true;
   for (int h = 0; h < hosts; ++h) {
+    if (doom.dooms(h)) {
+      exits.push_back("killed");
+      continue;
+    }
     std::string code = read_text(run_dir / host_name(h) / "exit");
     while (!code.empty() && (code.back() == '\n' || code.back() == ' ')) code.pop_back();
     exits.push_back(code);
@@ -100,11 +125,15 @@ json run_hosts(const Environment& env, const fs::path& run_dir, int hosts,
 }
 
 // The launcher's report of one host, summed into `record`: graphs compiled
-// by each host, and in all.
-void add_reports(json& record, const fs::path& run_dir, int hosts) {
+// by each host, and in all; a doomed host has none.
+void add_reports(json& record, const fs::path& run_dir, int hosts, const Doom& doom = {}) {
   int compiled = 0, failed = 0, busy_hosts = 0;
   json per_host = json::array();
   for (int h = 0; h < hosts; ++h) {
+    if (doom.dooms(h)) {
+      per_host.push_back(nullptr);
+      continue;
+    }
     json doc = json::parse(read_text(run_dir / host_name(h) / "report.json"), nullptr, false);
     int c = -1, f = -1;
     if (!doc.is_discarded() && doc.contains("compilation_summary")) {
@@ -274,6 +303,53 @@ Scenario run_cluster(const Context& context) {
   std::vector<json>& ours_directory_records = ours_records[0];
   std::vector<json>& ours_s3_records = ours_records[1];
 
+  // Two hosts lose power a third of the way into the bound: the survivors
+  // compile what the dead held once its locks' leases lapse, and what they
+  // owned. Judged against the survivors' bound plus the lease.
+  const Doom doom{{shape.hosts / 4, (3 * shape.hosts) / 4}, bound / 3};
+  const int survivors = shape.hosts - static_cast<int>(doom.hosts.size());
+  const double survivors_bound = std::max(sum / (survivors * shape.workers), longest);
+  const double lease = static_cast<double>(npc::storage::kLockTtl.count());
+  auto check_doomed = [&](json& r, const Environment& env) {
+    add_reports(r, run, shape.hosts, doom);
+    r["done"] = done_entries(context, env, run / "stats.log");
+    r["complete"] = r.value("all_hosts_exit_0", false) && r.value("done", 0) == static_cast<int>(total) &&
+                    r.value("compiled", 0) <= static_cast<int>(total);
+    const double wall = r["wall_seconds"].get<double>();
+    r["beyond_lease_to_survivors_bound"] = (wall - lease) / survivors_bound;
+    log(context, s.id + ": with " + std::to_string(doom.hosts.size()) + " hosts killed at " +
+                     num(doom.after_seconds) + " s: makespan " + num(wall) + " s, " +
+                     num(r["beyond_lease_to_survivors_bound"].get<double>(), 3) +
+                     "x the survivors' bound beyond the lease, " + std::to_string(r.value("done", 0)) + " done" +
+                     (r.value("all_hosts_exit_0", false) ? "" : ", a survivor failed"));
+  };
+  std::vector<Contender> doomed = {
+      {"ours-directory-2-killed", ours[0].prepare,
+       [&](int) {
+         Environment env = env_for((run / "cache").string());
+         json r = run_hosts(env, run, shape.hosts, [&](int h) { return launcher_argv(run, h); }, doom);
+         check_doomed(r, env);
+         return r;
+       }},
+      {"ours-s3-2-killed", ours[1].prepare, [&](int) {
+         Environment env = s3_env_for(url);
+         json r = run_hosts(
+             env, run, shape.hosts,
+             [&](int h) {
+               std::vector<std::string> argv = {"env", "NEURON_COMPILE_CACHE_MIRROR=" +
+                                                           (run / host_name(h) / "mirror").string()};
+               for (auto& word : launcher_argv(run, h)) argv.push_back(std::move(word));
+               return argv;
+             },
+             doom);
+         env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "stats-mirror").string());
+         check_doomed(r, env);
+         return r;
+       }}};
+  auto doomed_records = alternate(context, s.id + " two hosts killed", doomed, 0, Settle::no);
+  std::vector<json>& doomed_directory_records = doomed_records[0];
+  std::vector<json>& doomed_s3_records = doomed_records[1];
+
   // The baselines run once: they take about K times longer than ours, and a
   // ratio of that size needs no spread to be read.
   log(context, s.id + ": per-node caches (one host alone, every graph)");
@@ -304,8 +380,11 @@ Scenario run_cluster(const Context& context) {
                          neffs == total * static_cast<std::size_t>(shape.hosts);
   lockstep["run"] = 0;
 
-  std::vector<std::pair<std::string, std::vector<json>*>> all = {{"ours on a directory", &ours_directory_records},
-                                                                 {"ours on S3", &ours_s3_records}};
+  std::vector<std::pair<std::string, std::vector<json>*>> all = {
+      {"ours on a directory", &ours_directory_records},
+      {"ours on S3", &ours_s3_records},
+      {"ours on a directory, two hosts killed", &doomed_directory_records},
+      {"ours on S3, two hosts killed", &doomed_s3_records}};
   std::vector<json> per_node_records = {per_node}, lockstep_records = {lockstep};
   all.push_back({"per-node caches", &per_node_records});
   all.push_back({"lockstep", &lockstep_records});
@@ -329,6 +408,24 @@ Scenario run_cluster(const Context& context) {
                     ratios(ours_directory_records), "≤ 1.10", directory_met, "", 3});
   s.rows.push_back({"ours, " + cluster + ", one s3:// cache (RADOS Gateway)", "makespan / cluster bound", "x",
                     ratios(ours_s3_records), "≤ 1.10", s3_met, "", 3});
+  {
+    const std::string killed = ", 2 of " + std::to_string(shape.hosts) + " hosts killed at a third of the bound";
+    auto beyond = [](const std::vector<json>& records) { return column(records, "beyond_lease_to_survivors_bound"); };
+    s.rows.push_back({"ours, one directory cache" + killed, "(makespan − lease) / survivors' bound", "x",
+                      beyond(doomed_directory_records), "≤ 1.15",
+                      spread(beyond(doomed_directory_records)).median <= 1.15, "", 3});
+    s.rows.push_back({"ours, one s3:// cache" + killed, "(makespan − lease) / survivors' bound", "x",
+                      beyond(doomed_s3_records), "≤ 1.15", spread(beyond(doomed_s3_records)).median <= 1.15, "",
+                      3});
+    s.notes.push_back(
+        "With hosts killed: hosts " + host_name(doom.hosts[0]) + " and " + host_name(doom.hosts[1]) +
+        " lose power (SIGKILL of their PID namespace's pid 1, which takes their launcher and compiles with it) " +
+        num(doom.after_seconds, 1) + " s in, a third of the cluster bound. The survivors' bound is max(sum / (" +
+        std::to_string(survivors) + " × " + std::to_string(shape.workers) + "), longest) = " +
+        num(survivors_bound, 2) + " s, and the lease " + num(lease, 0) +
+        " s: a graph the dead held is free to the survivors once its lock's lease lapses, up to 60 s after its "
+        "last renewal. Every survivor exits 0 and every graph is done in the cache in each run.");
+  }
   s.rows.push_back({"per-node caches (every host compiles every graph)", "makespan / cluster bound", "x",
                     ratios(per_node_records), "", std::nullopt, "one host timed alone; the others do the same", 2,
                     true});
@@ -373,6 +470,10 @@ Scenario run_cluster(const Context& context) {
   }
   s.rows.push_back({"ours, one directory cache", "makespan", "s", walls(ours_directory_records), "", std::nullopt, "", 2});
   s.rows.push_back({"ours, one s3:// cache", "makespan", "s", walls(ours_s3_records), "", std::nullopt, "", 2});
+  s.rows.push_back({"ours, one directory cache, 2 hosts killed", "makespan", "s", walls(doomed_directory_records), "",
+                    std::nullopt, "", 2});
+  s.rows.push_back({"ours, one s3:// cache, 2 hosts killed", "makespan", "s", walls(doomed_s3_records), "",
+                    std::nullopt, "", 2});
   s.rows.push_back({"per-node caches", "makespan", "s", walls(per_node_records), "", std::nullopt, "", 1});
   s.rows.push_back({"original's lockstep order", "makespan", "s", walls(lockstep_records), "", std::nullopt, "", 1});
 
@@ -383,8 +484,13 @@ Scenario run_cluster(const Context& context) {
   s.workload["bound"] = "max(sum of compiler costs / (hosts × workers), longest compiler cost); a compiler cost is "
                         "the configured cost plus the stand-in's own time, measured solo";
   s.workload["one_node_bound_seconds"] = node_bound;
+  s.workload["killed_hosts"] = doom.hosts.size();
+  s.workload["killed_after_seconds"] = doom.after_seconds;
+  s.workload["survivors_bound_seconds"] = survivors_bound;
   s.raw = {{"ours_directory", ours_directory_records},
            {"ours_s3", ours_s3_records},
+           {"ours_directory_2_killed", doomed_directory_records},
+           {"ours_s3_2_killed", doomed_s3_records},
            {"per_node", per_node_records},
            {"lockstep", lockstep_records}};
 
