@@ -227,6 +227,12 @@ Scenario run_cluster(const Context& context) {
                                     std::to_string(shape.workers), "--parallel_compile_workdir",
                                     (host_dir / "work").string(), "--report", (host_dir / "report.json").string()};
   };
+  // On S3 each host has a mirror of its own.
+  auto s3_launcher_argv = [&](int h) {
+    std::vector<std::string> argv = {"env", "NEURON_COMPILE_CACHE_MIRROR=" + (run / host_name(h) / "mirror").string()};
+    for (auto& word : launcher_argv(run, h)) argv.push_back(std::move(word));
+    return argv;
+  };
   auto fresh = [&] {
     wipe(run);
     make_dirs(run);
@@ -286,12 +292,7 @@ Scenario run_cluster(const Context& context) {
          Environment env = s3_env_for(url);
          const std::size_t requests_before = gateway.requests_served();
          const double cpu_before = gateway.cpu_seconds();
-         json r = run_hosts(env, run, shape.hosts, [&](int h) {
-           std::vector<std::string> argv = {"env",
-                                            "NEURON_COMPILE_CACHE_MIRROR=" + (run / host_name(h) / "mirror").string()};
-           for (auto& word : launcher_argv(run, h)) argv.push_back(std::move(word));
-           return argv;
-         });
+         json r = run_hosts(env, run, shape.hosts, s3_launcher_argv);
          // What the gateway, on the same cores as the hosts, did meanwhile.
          r["gateway_requests"] = gateway.requests_served() - requests_before;
          r["gateway_cpu_seconds"] = gateway.cpu_seconds() - cpu_before;
@@ -333,15 +334,7 @@ Scenario run_cluster(const Context& context) {
        }},
       {"ours-s3-2-killed", ours[1].prepare, [&](int) {
          Environment env = s3_env_for(url);
-         json r = run_hosts(
-             env, run, shape.hosts,
-             [&](int h) {
-               std::vector<std::string> argv = {"env", "NEURON_COMPILE_CACHE_MIRROR=" +
-                                                           (run / host_name(h) / "mirror").string()};
-               for (auto& word : launcher_argv(run, h)) argv.push_back(std::move(word));
-               return argv;
-             },
-             doom);
+         json r = run_hosts(env, run, shape.hosts, s3_launcher_argv, doom);
          env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "stats-mirror").string());
          check_doomed(r, env);
          return r;
