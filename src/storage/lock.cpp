@@ -221,6 +221,15 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
     auto found = *text ? LockRecord::parse(**text) : std::nullopt;
     return found && found->token == mine.token;
   };
+  // Where exclusive create (or replacement) is not exact, a racer whose look
+  // came before our write was visible sends its own within about the time
+  // ours took, and the last one stays: ours only if still there after that.
+  auto still_ours_after = [&](std::chrono::steady_clock::time_point started) -> Result<bool> {
+    auto settle = std::clamp<std::chrono::steady_clock::duration>(2 * (std::chrono::steady_clock::now() - started),
+                                                                  kLockSettleMin, kLockSettleMax);
+    std::this_thread::sleep_for(settle);
+    return ours_now();
+  };
   LockFacts facts;
   // Two rounds: the second follows the breaking of a stale lock.
   for (int round = 0; round < 2; ++round) {
@@ -238,13 +247,7 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
       ours = judged->record && judged->record->token == mine.token;
     }
     if (ours) {
-      // Where exclusive create is not exact, a racer whose look came before
-      // our create was visible sends its create within about the time ours
-      // took, and the last one stays: ours only if still there after that.
-      auto settle = std::clamp<std::chrono::steady_clock::duration>(2 * (std::chrono::steady_clock::now() - started),
-                                                                    kLockSettleMin, kLockSettleMax);
-      std::this_thread::sleep_for(settle);
-      auto still = ours_now();
+      auto still = still_ours_after(started);
       if (!still) return fail(still.error());
       if (*still) return taken();
       judged.reset();
@@ -257,6 +260,26 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
     facts = std::move(*judged);
     if (facts.state == LockState::absent) continue; // released meanwhile
     if (facts.blocks()) return TakenOrHeld(Held{std::move(facts)});
+    if (facts.record && !facts.record->token.empty()) {
+      // A record of ours names its taking: replaced by this one while it
+      // is still that record (on S3 a PUT If-Match its ETag), of several
+      // launchers that judged it stale at once one takes it over. Removed
+      // and created again instead, a taker slow between its look and its
+      // removal could remove the lock another had just created, and both
+      // would compile the graph.
+      spdlog::info("taking over the stale lock {} ({}; {})", storage->describe(key), facts.describe(),
+                   to_string(facts.state));
+      const auto started = std::chrono::steady_clock::now();
+      auto replaced = storage->replace_if_unchanged(key, facts.bytes, bytes);
+      if (!replaced) return fail(replaced.error());
+      if (!*replaced) continue; // another took it over, or let it go: judged again
+      if (storage->exclusive_create_is_exact()) return taken();
+      auto still = still_ours_after(started);
+      if (!still) return fail(still.error());
+      if (*still) return taken();
+      continue;
+    }
+    // The framework's lock, or an older release's: no record to replace by.
     spdlog::info("removing the stale lock {} ({}; {})", storage->describe(key), facts.describe(),
                  to_string(facts.state));
     if (auto broken = break_lock(*storage, key, facts); !broken) return fail(broken.error());

@@ -266,10 +266,10 @@ Result<bool> object_holds(S3Client& client, const std::string& bucket, const std
 
 } // namespace
 
-// S3 has no delete- or write-if-unchanged that every server honours: these
-// compare, then change. What changes within that window can be removed or
-// replaced; a lock on S3 is read back after it is taken (lock.hpp), which
-// catches it.
+// S3 has no delete-if-unchanged that every server honours (the RADOS
+// Gateway ignores If-Match on a DELETE): this compares, then removes, and
+// what changes within that window can be removed. A lock taken on S3 where
+// exclusive create is not exact is read back (lock.hpp), which catches it.
 Result<bool> S3Storage::remove_if_unchanged(std::string_view key, std::string_view bytes,
                                             std::optional<Time> modified) {
   std::lock_guard lock(mutex_);
@@ -285,14 +285,61 @@ Result<bool> S3Storage::remove_if_unchanged(std::string_view key, std::string_vi
   return true;
 }
 
+// The replacement is sent If-Match the ETag of the object compared, where
+// the server honours it (AWS S3, the RADOS Gateway, MinIO): of two writers
+// that compared the same object, one replaces it and the other finds it
+// changed, which is what lets one of several launchers take a stale lock
+// over (storage/lock.hpp).
 Result<bool> S3Storage::replace_if_unchanged(std::string_view key, std::string_view bytes,
                                              std::string_view replacement) {
   std::lock_guard lock(mutex_);
   const std::string object = object_key(key);
+  auto head = client_->head_object(location_.bucket, object);
+  if (!head) return fail(head.error());
+  if (!*head || (*head)->size != bytes.size()) return false;
   auto same = object_holds(*client_, location_.bucket, object, bytes);
   if (!same || !*same) return same;
-  if (auto s = client_->put_object(location_.bucket, object, replacement); !s) return fail(s.error());
-  return true;
+  auto put = put_if_match(object, replacement, (*head)->etag);
+  if (!put) return fail(put.error());
+  return *put == PutOutcome::written;
+}
+
+Result<PutOutcome> S3Storage::put_if_match(const std::string& object, std::string_view bytes, const std::string& etag) {
+  std::string bare = etag;
+  if (bare.size() >= 2 && bare.front() == '"' && bare.back() == '"') bare = bare.substr(1, bare.size() - 2);
+  const std::string quoted = "\"" + bare + "\"";
+  auto put_with = [&](IfMatchForm form) {
+    S3PutOptions options;
+    if (form == IfMatchForm::quoted || form == IfMatchForm::unknown) options.if_match = quoted;
+    if (form == IfMatchForm::bare) options.if_match = bare;
+    return client_->put_object(location_.bucket, object, bytes, options);
+  };
+  if (bare.empty()) return put_with(IfMatchForm::unsupported); // no ETag to match
+  auto put = put_with(if_match_form_);
+  if (!put) return put;
+  if (if_match_form_ != IfMatchForm::unknown) return put;
+  if (*put == PutOutcome::written) {
+    if_match_form_ = IfMatchForm::quoted;
+    return put;
+  }
+  // Refused: another object is there now, or the server does not take the
+  // quoted form. Only the object's ETag tells which.
+  for (IfMatchForm next : {IfMatchForm::bare, IfMatchForm::unsupported}) {
+    auto head = client_->head_object(location_.bucket, object);
+    if (!head) return fail(head.error());
+    if (!*head || (*head)->etag != etag) return PutOutcome::not_matched;
+    put = put_with(next);
+    if (!put) return put;
+    if (*put == PutOutcome::written) {
+      if_match_form_ = next;
+      if (next == IfMatchForm::unsupported)
+        spdlog::warn("the S3 server of s3://{} refuses If-Match in either form: a stale lock there is replaced "
+                     "without it, and two launchers taking it over at once may both compile its graph",
+                     location_.bucket);
+      return put;
+    }
+  }
+  return put;
 }
 
 Result<bool> S3Storage::remove_tree(std::string_view dir, std::string_view first_file) {

@@ -477,6 +477,7 @@ std::vector<std::string> put_headers(const S3PutOptions& options) {
   std::vector<std::string> headers{"Content-Type: application/octet-stream"};
   for (const auto& [name, value] : options.metadata) headers.push_back("x-amz-meta-" + name + ": " + value);
   if (options.if_exists == IfExists::keep) headers.emplace_back("If-None-Match: *");
+  if (!options.if_match.empty()) headers.push_back("If-Match: " + options.if_match);
   return headers;
 }
 
@@ -497,6 +498,15 @@ Result<PutOutcome> S3Client::put_object(std::string_view bucket, std::string_vie
   auto response = perform(request);
   if (!response) return fail(response.error());
   if (response->status == 412 && options.if_exists == IfExists::keep) return PutOutcome::already_exists;
+  if (!options.if_match.empty()) {
+    // 412: another object; 404: none (AWS); 409: a write of it meanwhile.
+    if (response->status == 412 || response->status == 404 || response->status == 409) return PutOutcome::not_matched;
+    if (response->status == 501) {
+      S3PutOptions plain = options;
+      plain.if_match.clear();
+      return put_object(bucket, key, bytes, plain);
+    }
+  }
   if (response->status != 200) return NPC_S3_FAIL(request, *response);
   return PutOutcome::written;
 }

@@ -357,7 +357,7 @@ protected:
     ASSERT_EQ(next.exit_code, 0) << next.describe();
     // It took the dead wrapper's lock over: at once on this host (its holder
     // is gone), past its expiry from another.
-    EXPECT_NE(next.err.find("removing the stale lock s3://test-bucket/" + full_key("/model.hlo_module.pb") +
+    EXPECT_NE(next.err.find("taking over the stale lock s3://test-bucket/" + full_key("/model.hlo_module.pb") +
                             ".lock (held by pid " + std::to_string(killed) + " on "),
               std::string::npos)
         << next.err;

@@ -396,6 +396,14 @@ RaceEnd race(const std::vector<std::shared_ptr<Storage>>& storages, const std::s
   return end;
 }
 
+// One Lock::try_acquire: the lock taken, or nullopt when held by another.
+Result<std::optional<Lock>> acquire_once(std::shared_ptr<Storage> storage, const std::string& key) {
+  auto got = Lock::try_acquire(std::move(storage), key, holder("racer"), kTimes, Clock::now());
+  if (!got) return fail(got.error());
+  if (auto* lock = std::get_if<Lock>(&*got)) return std::optional<Lock>(std::move(*lock));
+  return std::optional<Lock>{};
+}
+
 // Racers for one lock, six threads at once, three rounds, each with a
 // storage of its own: one takes it.
 void OneOfTheRacersTakesIt(LockPlace& place) {
@@ -404,18 +412,47 @@ void OneOfTheRacersTakesIt(LockPlace& place) {
     std::vector<std::shared_ptr<Storage>> storages;
     for (int i = 0; i < kRacers; ++i) storages.push_back(place.open());
     auto end = race(storages, "race-" + std::to_string(round) + "/model.hlo_module.pb.lock",
-                    [](std::shared_ptr<Storage> storage, const std::string& key) -> Result<std::optional<Lock>> {
-                      auto got = Lock::try_acquire(std::move(storage), key, holder("racer"), kTimes, Clock::now());
-                      if (!got) return fail(got.error());
-                      if (auto* lock = std::get_if<Lock>(&*got)) return std::optional<Lock>(std::move(*lock));
-                      return std::optional<Lock>{};
-                    });
+                    acquire_once);
     EXPECT_EQ(end.errors, 0);
     EXPECT_EQ(end.taken, 1) << "round " << round;
     EXPECT_EQ(end.held, kRacers - 1) << "round " << round;
   }
 }
 ON_BOTH_BACKENDS(OneOfTheRacersTakesIt)
+
+// Racers for a lock another host left stale (its lease lapsed), six threads
+// at once, three rounds: one takes it over, the others find it held by that
+// one, never two takers (which would each compile the graph).
+void OneOfTheRacersTakesOverAStaleLock(LockPlace& place) {
+  constexpr int kRacers = 6;
+  for (int round = 0; round < 3; ++round) {
+    const std::string key = "stale-" + std::to_string(round) + "/model.hlo_module.pb.lock";
+    util::LockHolder elsewhere = holder("neuron_cc_wrapper");
+    elsewhere.host = "a-dead-host";
+    const auto lapsed = std::chrono::duration_cast<std::chrono::seconds>((Clock::now() - 5s).time_since_epoch());
+    ASSERT_TRUE(place.storage().write_atomic(key, LockRecord{elsewhere.serialize(), "dead", lapsed.count()}.serialize()));
+    std::vector<std::shared_ptr<Storage>> storages;
+    for (int i = 0; i < kRacers; ++i) {
+      storages.push_back(place.open());
+      // Rounds 1 and 2 as a launcher takes locks, knowing what the storage
+      // promises; round 0 without.
+      if (round > 0) {
+        ASSERT_TRUE(storages.back()->learn_exclusive_create());
+      }
+    }
+    auto end = race(storages, key,
+                    acquire_once);
+    EXPECT_EQ(end.errors, 0);
+    EXPECT_EQ(end.taken, 1) << "round " << round;
+    EXPECT_EQ(end.held, kRacers - 1) << "round " << round;
+    for (auto& lock : end.locks) {
+      if (lock) {
+        EXPECT_TRUE(lock->release());
+      }
+    }
+  }
+}
+ON_BOTH_BACKENDS(OneOfTheRacersTakesOverAStaleLock)
 
 // s3rver ignores If-None-Match: racers all pass the HEAD and all PUT. The
 // read-back after the settle time leaves one holder.

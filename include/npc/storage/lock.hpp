@@ -23,8 +23,14 @@
 //    ours wrote owner facts only, or garbage) holds until it is older than
 //    the stale-lock age: a framework compile killed with -9 leaves one that
 //    would otherwise block for ever.
-// A stale lock is broken only if it is still the object judged (same bytes,
-// same modification time), so two breakers never remove a fresh lock.
+// A stale record of ours is taken over by replacing it while it is still
+// the record judged (its token names one taking; on S3 a PUT If-Match its
+// ETag), so of several launchers that judge it stale at once exactly one
+// takes it. A stale lock without a record is removed only if it is still
+// the object judged (same bytes, same modification time), then created
+// anew: on S3, where a DELETE is not conditional, a remover slow between
+// its look and its removal can remove a fresh lock, and that graph is
+// compiled twice (the results are the same; the first stands).
 // Releasing and renewing look first that the token is still ours, so a
 // holder that stalled past its expiry never removes its successor's lock.
 //
@@ -133,7 +139,7 @@ public:
   };
   using TakenOrHeld = std::variant<Lock, Held>;
 
-  // One attempt at the lock `key`; a stale lock is broken on the way.
+  // One attempt at the lock `key`; a stale lock is taken over on the way.
   [[nodiscard]] static Result<TakenOrHeld> try_acquire(std::shared_ptr<Storage> storage, std::string key,
                                                        const util::LockHolder& me, LockTimes times, Time now);
   // Where exclusive create is exact, one create: the lock, or nullopt when

@@ -96,12 +96,23 @@ private:
   // of a storage without a prefix.
   [[nodiscard]] std::string folder_prefix(std::string_view dir) const;
   [[nodiscard]] Result<S3ListPage> list_under(std::string_view dir, std::string delimiter) const;
+  // A PUT of `object` If-Match `etag` (as a HEAD gave it), in the form the
+  // server takes; with mutex_ held.
+  [[nodiscard]] Result<PutOutcome> put_if_match(const std::string& object, std::string_view bytes,
+                                                const std::string& etag);
 
   std::unique_ptr<S3Client> client_;
   S3Location location_;
   // The client holds one connection and is not thread-safe.
   mutable std::mutex mutex_;
   std::atomic<bool> exact_create_{false};
+  // How the server takes If-Match, found out at the first replacement:
+  // quoted as RFC 9110 has it (AWS S3), bare (the RADOS Gateway of Ceph 16
+  // refuses the quoted form), or not at all (a refusal of both while the
+  // object keeps that ETag: then replaced without it, as before conditional
+  // writes). With mutex_ held.
+  enum class IfMatchForm { unknown, quoted, bare, unsupported };
+  IfMatchForm if_match_form_ = IfMatchForm::unknown;
 };
 
 } // namespace npc::storage

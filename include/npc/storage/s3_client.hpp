@@ -54,11 +54,16 @@ struct S3ClientOptions {
 using S3Metadata = std::map<std::string, std::string>; // user metadata, names lower-case without x-amz-meta-
 
 enum class IfExists { overwrite, keep }; // keep: If-None-Match: * (create only)
-enum class PutOutcome { written, already_exists };
+// not_matched: an If-Match PUT found another object there, or none.
+enum class PutOutcome { written, already_exists, not_matched };
 
 struct S3PutOptions {
   S3Metadata metadata{};
   IfExists if_exists = IfExists::overwrite;
+  // Not empty: If-Match, written only over the object of this ETag (AWS S3,
+  // the RADOS Gateway, MinIO). A server that answers it 501 Not
+  // Implemented is sent the PUT again without it.
+  std::string if_match{};
 };
 
 struct S3ObjectHead {
