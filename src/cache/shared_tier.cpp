@@ -247,17 +247,24 @@ SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::
     case FetchOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
-  if (!listed.has_lock || !lock) return SharedLook::pending;
   const std::string lock_key = key_of(key, kFrameworkLockFile);
+  if (!listed.has_lock || !lock) {
+    memo.forget(lock_key);
+    return SharedLook::pending;
+  }
   const auto now = std::chrono::system_clock::now();
   std::optional<storage::LockFacts> facts;
   if (auto judged = memo.find(lock_key, lock->size, lock->modified))
     facts = storage::judge_lock_read(judged->bytes, judged->modified, mirror_.stale_lock_age(), now);
-  else if (memo.presumed_held(lock->modified, now)) {
-    spdlog::debug("{} is still held in {}: the lock was written {} ago (presumed held, not read)", key.module_name(),
-                  shared_->describe(),
-                  util::format_seconds(std::max(0.0, std::chrono::duration<double>(now - lock->modified).count())));
-    return SharedLook::held;
+  else {
+    // Another object than the one read, if any, is there now.
+    memo.forget(lock_key);
+    if (memo.presumed_held(lock->modified, now)) {
+      spdlog::debug("{} is still held in {}: the lock was written {} ago (presumed held, not read)", key.module_name(),
+                    shared_->describe(),
+                    util::format_seconds(std::max(0.0, std::chrono::duration<double>(now - lock->modified).count())));
+      return SharedLook::held;
+    }
   }
   if (!facts) {
     auto read = storage::judge_listed_lock(*shared_, lock_key, lock->size, lock->modified, mirror_.stale_lock_age(), now);
@@ -299,6 +306,14 @@ void LockMemo::remember(const std::string& lock_key, const storage::LockFacts& f
     return;
   }
   judged_[lock_key] = facts;
+}
+
+void LockMemo::forget(const std::string& lock_key) { judged_.erase(lock_key); }
+
+std::optional<storage::Time> LockMemo::lease_ends(const std::string& lock_key) const {
+  auto it = judged_.find(lock_key);
+  if (it == judged_.end() || !it->second.record || it->second.record->expires_unix <= 0) return std::nullopt;
+  return storage::Time(std::chrono::seconds(it->second.record->expires_unix));
 }
 
 void SharedTier::record_use(const CacheKey& key) const {

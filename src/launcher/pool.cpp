@@ -466,6 +466,15 @@ void Pool::revisit(std::size_t i, Found found, double now, const fs::path& log_p
   }
 }
 
+void Pool::look_again_when_lease_ends(std::size_t i, double lease_ends, double now) {
+  auto& p = progress_[i];
+  if (p.state != ItemState::deferred) return;
+  // Never sooner than the floor of any look: a lease judged ended by a
+  // clock a little behind this one is not looked at in a loop.
+  const double at = std::max(lease_ends + kLookPastLeaseEndSeconds, now + kOutOfWorkMinPollSeconds);
+  p.eligible_at = std::min(p.eligible_at, at);
+}
+
 void Pool::leave_to_lock_holder(std::size_t i) {
   progress_[i].last_exit = "locked by another process";
   settle(i, ItemState::locked_elsewhere);

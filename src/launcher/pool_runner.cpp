@@ -12,6 +12,7 @@
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/worker_report.hpp>
 #include <npc/launcher/held_summary.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/process.hpp>
 #include <npc/util/shell_words.hpp>
@@ -133,10 +134,15 @@ bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
 // With a shared tier (config.held_look), an entry missing from the mirror
 // is pending: its graph, left there until its compile, is the shared tier's
 // to have or not (a worker that finds none reports the graph removed).
+// `lease_ends`: when the lock found ends unless renewed, when its record
+// says (ours; not the framework's).
 Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const fs::path& entry_dir,
-                    bool* lock_blocks = nullptr) {
+                    bool* lock_blocks = nullptr, std::optional<storage::Time>* lease_ends = nullptr) {
   auto info = cache.entry(entry_dir).inspect();
   if (lock_blocks) *lock_blocks = info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
+  if (lease_ends && info && info->state == cache::EntryState::locked && info->framework_lock.record &&
+      info->framework_lock.record->expires_unix > 0)
+    *lease_ends = storage::Time(std::chrono::seconds(info->framework_lock.record->expires_unix));
   if (!info) return Pool::Found::failed;
   switch (info->state) {
   case cache::EntryState::done: return Pool::Found::done;
@@ -418,15 +424,24 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
     // Pending here: the lock that deferred it may be another host's, which
     // only the cache they share shows. Those are looked at together.
+    // A lock whose lease's end a look read is looked at again then, when
+    // that comes sooner than its backoff (pool.hpp).
+    auto look_when_lease_ends = [&](std::size_t i, const std::optional<storage::Time>& lease_ends) {
+      if (!lease_ends) return;
+      const double in = std::chrono::duration<double>(*lease_ends - std::chrono::system_clock::now()).count();
+      pool.look_again_when_lease_ends(i, now + in, now);
+    };
     std::vector<std::size_t> shared_due;
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
-      Pool::Found found = look_at(cache, config, item.entry_dir);
+      std::optional<storage::Time> lease_ends;
+      Pool::Found found = look_at(cache, config, item.entry_dir, nullptr, &lease_ends);
       if (found == Pool::Found::pending && config.held_look) {
         shared_due.push_back(i);
         continue;
       }
       revisit_here(i, found, now);
+      if (found == Pool::Found::locked) look_when_lease_ends(i, lease_ends);
     }
     if (!shared_due.empty()) {
       std::vector<fs::path> dirs;
@@ -441,6 +456,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
                            cache.entry(item.entry_dir).log_path().string());
         pool.revisit(i, *looked[k], now, cache.entry(item.entry_dir).log_path());
+        if (*looked[k] == Pool::Found::held_elsewhere) look_when_lease_ends(i, config.held_look->lease_ends(item.entry_dir));
       }
     }
     if (pool.only_deferred_left()) {

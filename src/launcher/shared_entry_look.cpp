@@ -52,6 +52,12 @@ public:
         return from(shared_.look_in_walk({*key}, *walk, retry_failed_, download_, memo_).front());
     return *look_all({entry_dir}, [] { return false; }).front();
   }
+  [[nodiscard]] std::optional<std::chrono::system_clock::time_point>
+  lease_ends(const fs::path& entry_dir) const override {
+    auto key = cache::parse_key(entry_dir.string());
+    if (!key) return std::nullopt;
+    return memo_.lease_ends(shared_.lock_key(*key));
+  }
   [[nodiscard]] std::vector<std::optional<Pool::Found>> look_all(const std::vector<fs::path>& entry_dirs,
                                                                  const std::function<bool()>& out_of_time) override {
     std::vector<std::optional<Pool::Found>> found(entry_dirs.size());

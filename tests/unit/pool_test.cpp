@@ -356,6 +356,44 @@ TEST(Pool, LockedElsewhereIsDeferredAndRevisited) {
   EXPECT_FALSE(pool.finished());
 }
 
+// A lock whose lease's end a look read: looked at again just after it when
+// that is sooner than the backoff (a holder that died is found gone then),
+// never when the backoff comes first (a holder alive renews well before),
+// and never sooner than the floor of any look.
+TEST(Pool, AHeldGraphIsLookedAtAgainWhenItsLeaseEnds) {
+  Pool pool({item("a", 10), item("b", 10)}, {2, 0, 0});
+  for (std::size_t i = 0; i < 2; ++i) {
+    pool.start(i, 0);
+    pool.finish(i, AttemptEnd::locked_elsewhere, ended(""), 0);
+  }
+  // Held for 200 s: the backoff is at its ceiling, 10 s.
+  pool.revisit(0, Pool::Found::held_elsewhere, 1);
+  pool.revisit(0, Pool::Found::held_elsewhere, 201);
+  ASSERT_DOUBLE_EQ(pool.progress()[0].eligible_at, 201 + kHeldElsewhereMaxPollSeconds);
+  pool.look_again_when_lease_ends(0, 203, 201);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 203 + kLookPastLeaseEndSeconds);
+  // (b, deferred at 0 and not looked at since, is due all along.)
+  EXPECT_EQ(pool.due_revisits(203), std::vector<std::size_t>{1});
+  EXPECT_EQ(pool.due_revisits(203 + kLookPastLeaseEndSeconds), (std::vector<std::size_t>{1, 0}));
+  // A lease that ends after the backoff's look changes nothing.
+  pool.revisit(0, Pool::Found::held_elsewhere, 204);
+  const double backoff = pool.progress()[0].eligible_at;
+  pool.look_again_when_lease_ends(0, 204 + 45, 204);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, backoff);
+  // A lease already over by this clock (another clock judged it held): the
+  // floor, not a look every tick.
+  pool.look_again_when_lease_ends(0, 150, 204);
+  EXPECT_DOUBLE_EQ(pool.progress()[0].eligible_at, 204 + kOutOfWorkMinPollSeconds);
+  // A graph of this host's own processes' locks, the same.
+  pool.revisit(1, Pool::Found::locked, 1);
+  pool.look_again_when_lease_ends(1, 1.3, 1);
+  EXPECT_DOUBLE_EQ(pool.progress()[1].eligible_at, 1.3 + kLookPastLeaseEndSeconds);
+  // Nothing changes for a graph no longer deferred.
+  pool.revisit(1, Pool::Found::done, 2);
+  pool.look_again_when_lease_ends(1, 2.5, 2);
+  EXPECT_EQ(pool.progress()[1].state, ItemState::compiled_elsewhere);
+}
+
 // A graph another node holds (a remote cache's lock): looked at again
 // after a tenth of how long it has been seen held, at least 0.2 s (the
 // launcher has nothing else to do) and at most 10 s later; anything else the

@@ -449,6 +449,24 @@ TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenO
   EXPECT_EQ(look(), SharedLook::pending);
 }
 
+// The memo tells when the lease of a lock it read ends, the expiry its
+// record names; nothing for a lock never read, nor one let go since.
+TEST_P(SharedTierLockMemoTest, TheLeaseOfALockReadEndsAtItsRecordsExpiry) {
+  ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
+  LockMemo memo;
+  EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), std::nullopt);
+  const std::string record = record_of_another_host(45s);
+  write_shared(kFrameworkLockFile, record);
+  ASSERT_EQ(remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(), SharedLook::held);
+  auto parsed = storage::LockRecord::parse(record);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), storage::Time(std::chrono::seconds(parsed->expires_unix)));
+  fs::remove(lock_file());
+  ASSERT_EQ(remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(),
+            SharedLook::pending);
+  EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), std::nullopt) << "let go: no lease";
+}
+
 // A lock object written after the watcher started and less than ten seconds
 // ago is presumed held without reading; older ones, and any when the watcher
 // presumes nothing, are read.

@@ -89,6 +89,13 @@ public:
   [[nodiscard]] std::optional<storage::LockFacts> find(const std::string& lock_key, std::uint64_t size,
                                                        storage::Time modified) const;
   void remember(const std::string& lock_key, const storage::LockFacts& facts);
+  // What was read of the lock at `lock_key` no longer stands: the lock is
+  // gone, or another object is there now.
+  void forget(const std::string& lock_key);
+  // When the lease of the lock at `lock_key`, as last read, ends unless
+  // renewed; nullopt when the object there now was not read, or names no
+  // expiry.
+  [[nodiscard]] std::optional<storage::Time> lease_ends(const std::string& lock_key) const;
   void presume_held_since(storage::Time started) { presume_since_ = started; }
   // As presume_held_since(now), less kPresumeClockMargin: what a watcher
   // starting now calls.

@@ -152,6 +152,11 @@ inline constexpr double kHeldElsewhereMinPollSeconds = 0.5;
 inline constexpr double kOutOfWorkMinPollSeconds = 0.2;
 inline constexpr double kHeldElsewhereMaxPollSeconds = 10.0;
 inline constexpr double kHeldElsewherePollShare = 0.1;
+// A lock's lease whose end is known is looked at again this long after it,
+// when that comes before the look its backoff sets: a lock is stale from
+// the second of its expiry (storage/lock.hpp), so a holder that died is
+// found gone at once, not up to kHeldElsewhereMaxPollSeconds later.
+inline constexpr double kLookPastLeaseEndSeconds = 0.2;
 // A plan replaces longest first only when it ends at least this share of
 // the time sooner: smaller gains are within any prediction's error.
 inline constexpr double kMinPlanGain = 0.005;
@@ -259,6 +264,12 @@ public:
   // Found::failed: `how` says who failed it and how, when known (another
   // launcher of this run: cache::describe_run_failure).
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {}, const std::string& how = {});
+  // After a look that found item i held: its holder's lease ends at
+  // `lease_ends` (this pool's clock) unless renewed, and the graph is looked
+  // at again then when that is sooner than its next look. A holder alive
+  // renews its lease well before (storage::kLockTtl, renewed every third),
+  // so its graphs are looked at no more often than before.
+  void look_again_when_lease_ends(std::size_t i, double lease_ends, double now);
 
   // Stops waiting for a deferred item: it stays with its lock holder.
   void leave_to_lock_holder(std::size_t i);

@@ -45,6 +45,14 @@ public:
   }
   // Whether a result found done was downloaded into this host's directory.
   [[nodiscard]] virtual bool downloads() const { return true; }
+  // When the lease of the lock a look found on the graph of `entry_dir`
+  // ends unless its holder renews it, as last read; nullopt when not known
+  // (a lock not read, presumed held for being new).
+  [[nodiscard]] virtual std::optional<std::chrono::system_clock::time_point>
+  lease_ends(const fs::path& entry_dir) const {
+    (void)entry_dir;
+    return std::nullopt;
+  }
 
   // The shared lock of a graph about to be compiled, taken by the launcher
   // itself just before its worker starts (and renewed meanwhile), with the
