@@ -405,9 +405,12 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         pool.share_among(*members, config.roll->self());
         std::size_t own = 0;
         for (const auto& item : pool.items()) own += item.own_share ? 1 : 0;
-        auto say = roll_said ? spdlog::level::debug : spdlog::level::info;
-        roll_said = true;
-        spdlog::log(say, "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
+        // Said once the graphs are split; alone on the roll (one host's
+        // run), there is nothing to say.
+        const bool first_split = !roll_said && members->size() > 1;
+        roll_said = roll_said || first_split;
+        spdlog::log(first_split ? spdlog::level::info : spdlog::level::debug,
+                    "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
                     members->size(), own, pool.items().size());
       }
     // A wait that may last hours says what it waits for, once the graphs

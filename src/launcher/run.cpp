@@ -437,19 +437,23 @@ std::optional<StepMeeting> join_step(const Options& options, const GraphSource& 
   return std::nullopt;
 }
 
-// Launchers on one shared cache that were not told how many they are split
-// its graphs by a roll they keep there (launcher_roll.hpp). Without the roll
-// they still share the cache, only with more races for the same graphs.
+// Launchers on one cache that were not told how many they are split its
+// graphs by a roll they keep there (launcher_roll.hpp): an s3:// cache, or a
+// directory that hosts share (a network file system). Alone on the roll, a
+// launcher's share is every graph. Without the roll they still share the
+// cache, only with more races for the same graphs, each lost race a
+// worker's start on a directory.
 std::shared_ptr<LauncherRoll> join_roll(const Options& options, const config::Settings& settings,
                                         const GraphSource& source) {
-  if (!settings.shared_cache_url || options.world_size > 1 || options.mode == Mode::collect || options.dry_run)
-    return nullptr;
+  if (options.world_size > 1 || options.mode == Mode::collect || options.dry_run) return nullptr;
+  // A directory no other launcher can write to has no one to split with.
+  const auto say = settings.shared_cache_url ? spdlog::level::warn : spdlog::level::debug;
   try {
     auto joined = LauncherRoll::join(source.open_common_storage());
     if (joined) return std::move(*joined);
-    spdlog::warn("the graphs are not split with the other launchers of this cache: {}", joined.error());
+    spdlog::log(say, "the graphs are not split with the other launchers of this cache: {}", joined.error());
   } catch (const std::exception& e) {
-    spdlog::warn("the graphs are not split with the other launchers of this cache: {}", e.what());
+    spdlog::log(say, "the graphs are not split with the other launchers of this cache: {}", e.what());
   }
   return nullptr;
 }
