@@ -4,13 +4,11 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/store.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/random.hpp>
-#include <npc/util/signals.hpp>
 
 namespace npc::launcher {
 
@@ -26,76 +24,47 @@ std::string safe_name(std::string_view text) {
   return name.empty() ? "host" : name;
 }
 
-std::string roll_record_key(const std::string& name) {
+} // namespace
+
+std::string LauncherRoll::record_key(const std::string& name) {
   return std::string(kRollFolder) + "/" + name + std::string(kRecordSuffix);
 }
 
-std::string roll_record_of(const std::string& name) {
-  nlohmann::json record = {{"launcher", name},
-                           {"owner", util::LockHolder::self(cache::lock_tool_name()).serialize()},
-                           {"renewed_unix", std::chrono::duration_cast<std::chrono::seconds>(
-                                                std::chrono::system_clock::now().time_since_epoch())
-                                                .count()}};
-  return record.dump();
-}
+LauncherRoll::LauncherRoll(std::shared_ptr<storage::Storage> storage, std::string self, storage::Lock lease)
+    : storage_(std::move(storage)), self_(std::move(self)), lease_(std::move(lease)) {}
 
-} // namespace
-
-LauncherRoll::LauncherRoll(std::shared_ptr<storage::Storage> storage, std::string self)
-    : storage_(std::move(storage)), self_(std::move(self)) {}
-
-Result<std::unique_ptr<LauncherRoll>> LauncherRoll::join(std::shared_ptr<storage::Storage> storage) {
-  char word[9];
-  std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(util::random_u64()));
-  const std::string name = safe_name(util::this_host()) + "." + std::to_string(::getpid()) + "." + word;
-  std::unique_ptr<LauncherRoll> roll(new LauncherRoll(std::move(storage), name));
+Result<std::unique_ptr<LauncherRoll>> LauncherRoll::join(std::shared_ptr<storage::Storage> storage,
+                                                         std::shared_ptr<storage::Storage> lease_connection,
+                                                         std::optional<std::string> name, std::string_view who) {
+  if (!name) {
+    char word[9];
+    std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(util::random_u64()));
+    name = safe_name(util::this_host()) + "." + std::to_string(::getpid()) + "." + word;
+  }
   const auto now = std::chrono::system_clock::now();
-  auto listed = roll->storage_->list_tree(kRollFolder);
-  if (!listed) return fail("the launchers' roll at " + roll->storage_->describe(kRollFolder) + ": " + listed.error());
+  auto listed = storage->list_tree(kRollFolder);
+  if (!listed) return fail("the launchers' roll at " + storage->describe(kRollFolder) + ": " + listed.error());
   // Dead launchers' records (killed, or their host lost): no one renews them.
   for (const auto& file : *listed)
     if (now - file.modified > kRollRecordLeftover)
-      if (auto s = roll->storage_->remove(std::string(kRollFolder) + "/" + file.key); !s)
+      if (auto s = storage->remove(std::string(kRollFolder) + "/" + file.key); !s)
         spdlog::debug("a dead launcher's record stays on the roll: {}", s.error());
-  if (auto s = roll->storage_->write_atomic(roll_record_key(name), roll_record_of(name)); !s)
-    return fail("joining the launchers' roll: " + s.error());
-  roll->renewer_ = util::thread_without_signals([r = roll.get()] { r->keep_renewed(); });
-  return roll;
-}
-
-void LauncherRoll::keep_renewed() {
-  const auto period = std::chrono::duration_cast<std::chrono::milliseconds>(kRollRecordLife) / 3;
-  std::unique_lock lock(mutex_);
-  while (!leaving_) {
-    if (stop_.wait_for(lock, period, [this] { return leaving_; })) break;
-    lock.unlock();
-    {
-      std::lock_guard io(io_);
-      if (auto s = storage_->write_atomic(roll_record_key(self_), roll_record_of(self_)); !s)
-        spdlog::warn("renewing this launcher's place on the roll: {} (tried again in {} s)", s.error(),
-                     std::chrono::duration_cast<std::chrono::seconds>(period).count());
-    }
-    lock.lock();
-  }
-}
-
-LauncherRoll::~LauncherRoll() {
-  {
-    std::lock_guard lock(mutex_);
-    leaving_ = true;
-  }
-  stop_.notify_all();
-  if (renewer_.joinable()) renewer_.join();
-  std::lock_guard io(io_);
-  if (auto s = storage_->remove(roll_record_key(self_)); !s)
-    spdlog::debug("leaving the launchers' roll: {} (it drops off once unrenewed)", s.error());
+  auto taken = storage::Lock::try_acquire(std::move(lease_connection), record_key(*name),
+                                          util::LockHolder::self(cache::lock_tool_name()),
+                                          storage::LockTimes{kRollRecordLife, storage::kDefaultStaleLockAge}, now);
+  if (!taken) return fail("joining the launchers' roll: " + taken.error());
+  if (auto* held = std::get_if<storage::Lock::Held>(&*taken))
+    return fail((who.empty() ? *name : std::string(who)) + " is already running: " + held->facts.describe());
+  storage::Lock lease = std::move(std::get<storage::Lock>(*taken));
+  lease.keep_renewed();
+  return std::unique_ptr<LauncherRoll>(new LauncherRoll(std::move(storage), std::move(*name), std::move(lease)));
 }
 
 Result<std::vector<std::string>> LauncherRoll::members(storage::Time now) const {
-  std::lock_guard io(io_); // one connection, two threads
   auto listed = storage_->list_tree(kRollFolder);
   if (!listed) return fail(listed.error());
   std::vector<std::string> names{self_};
+  const std::string this_host_prefix = safe_name(util::this_host()) + ".";
   for (const auto& file : *listed) {
     const std::string_view key = file.key;
     if (key.size() <= kRecordSuffix.size() || key.find('/') != std::string_view::npos ||
@@ -105,7 +74,17 @@ Result<std::vector<std::string>> LauncherRoll::members(storage::Time now) const 
     const auto age = now - file.modified;
     if (age > kRollRecordLife || age < -kRollRecordLife) continue;
     std::string name(key.substr(0, key.size() - kRecordSuffix.size()));
-    if (name != self_) names.push_back(std::move(name));
+    if (name == self_) continue;
+    // A launcher of this host that was killed is known gone at once: its
+    // record names a pid that runs no more, and goes. Only those are read.
+    if (name.starts_with(this_host_prefix))
+      if (auto judged = storage::judge_lock(*storage_, record_key(name), storage::kDefaultStaleLockAge, now);
+          judged && !judged->blocks()) {
+        if (auto removed = storage::break_lock(*storage_, record_key(name), *judged); !removed)
+          spdlog::debug("a dead launcher's record stays on the roll: {}", removed.error());
+        continue;
+      }
+    names.push_back(std::move(name));
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -131,12 +131,13 @@ bool locked_in_mirror(const cache::Cache& cache, const fs::path& entry_dir) {
   return info && info->state == cache::EntryState::locked;
 }
 
-// With a shared tier (config.held_look), an entry missing from the mirror
-// is pending: its graph, left there until its compile, is the shared tier's
-// to have or not (a worker that finds none reports the graph removed).
+// With entries beyond this host's directory (Cluster::entries_elsewhere: a
+// shared tier), an entry missing from the mirror is pending: its graph, left
+// there until its compile, is the shared tier's to have or not (a worker
+// that finds none reports the graph removed).
 // `lease_ends`: when the lock found ends unless renewed, when its record
 // says (ours; not the framework's).
-Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const fs::path& entry_dir,
+Pool::Found look_at(const cache::Cache& cache, const Cluster& cluster, const fs::path& entry_dir,
                     bool* lock_blocks = nullptr, std::optional<storage::Time>* lease_ends = nullptr) {
   auto info = cache.entry(entry_dir).inspect();
   if (lock_blocks) *lock_blocks = info && info->state == cache::EntryState::locked && info->framework_lock.blocks();
@@ -148,7 +149,7 @@ Pool::Found look_at(const cache::Cache& cache, const RunnerConfig& config, const
   case cache::EntryState::done: return Pool::Found::done;
   case cache::EntryState::locked: return Pool::Found::locked;
   case cache::EntryState::failed: return Pool::Found::failed;
-  case cache::EntryState::absent: return config.held_look ? Pool::Found::pending : Pool::Found::removed;
+  case cache::EntryState::absent: return cluster.entries_elsewhere() ? Pool::Found::pending : Pool::Found::removed;
   default: return Pool::Found::pending;
   }
 }
@@ -162,10 +163,6 @@ std::string failed_in_run(const cache::Cache& cache, const RunnerConfig& config,
   if (!meta) return {};
   const cache::AttemptRecord* failed = meta->failed_for_good_in(config.run);
   return failed ? cache::describe_run_failure(*failed) : std::string();
-}
-
-std::string done_elsewhere_event(const HeldEntryLook& look) {
-  return look.downloads() ? "compiled by another node, downloaded: " : "compiled by another node: ";
 }
 
 ProgressSnapshot snapshot(const Pool& pool, double elapsed, double now) {
@@ -221,10 +218,10 @@ public:
 
   Events wait(std::chrono::milliseconds timeout) override {
     Events events;
-    // A take of a shared lock that ends (HeldEntryLook::wake_fd) ends the
-    // wait too: its worker is to start.
+    // A take of a shared lock that ends (Cluster::wake_fd) ends the wait
+    // too: its worker is to start.
     std::vector<int> fds;
-    if (config_.held_look && config_.held_look->wake_fd() >= 0) fds.push_back(config_.held_look->wake_fd());
+    if (config_.cluster && config_.cluster->wake_fd() >= 0) fds.push_back(config_.cluster->wake_fd());
     for (int sig : signals_.wait(static_cast<int>(timeout.count()), fds))
       if (sig != SIGCHLD && events.interrupt == 0) events.interrupt = sig;
     if (events.interrupt != 0) return events;
@@ -325,10 +322,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
   double start = runner.now();
   std::set<std::size_t> waits_said; // each graph held elsewhere is named once
   std::set<std::size_t> locks_held; // shared locks this launcher holds for its running workers
-  // The launcher takes the shared lock itself (HeldEntryLook::begin_take),
-  // beside this loop, before a worker starts.
-  const bool takes_locks = config.held_look && config.shared_cache_url;
-  bool others_seen = false;
+  Cluster alone;
+  Cluster& cluster = config.cluster ? *config.cluster : alone;
 
   // The worker of item i, which the pool has started.
   auto start_worker = [&](std::size_t i, bool lock_taken) {
@@ -344,7 +339,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     pool.begin(i, started_at);
     if (config.trace) config.trace->attempt_started(i, started_at);
     if (auto started = runner.start(attempt); !started) {
-      if (lock_taken) config.held_look->attempt_ended(item.entry_dir);
+      if (lock_taken) cluster.attempt_ended(item.entry_dir);
       AttemptInfo info{0, "could not start: " + started.error(), 0, attempt.log, Blame::surroundings};
       pool.finish(i, AttemptEnd::failed, info, started_at);
       if (config.trace) config.trace->attempt_ended(pool, i, AttemptEnd::failed, info, started_at);
@@ -355,22 +350,20 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
   // Starts the workers of the takes ended; whether one gave its slot back.
   auto settle_takes = [&] {
     bool slot_freed = false;
-    for (const auto& ended : config.held_look->takes_ended()) {
+    for (const auto& ended : cluster.takes_ended()) {
       const std::size_t i = ended.item;
       const double at = runner.now();
       switch (ended.take) {
       case HeldEntryLook::Take::held:
-        others_seen = true;
         slot_freed = true;
         pool.withdraw(i, at);
         pool.mark_held_elsewhere(i, at);
         break;
       case HeldEntryLook::Take::done:
-        others_seen = true;
         slot_freed = true;
         pool.withdraw(i, at);
         pool.revisit(i, Pool::Found::done, at);
-        progress.event(done_elsewhere_event(*config.held_look) + short_name(pool.items()[i]));
+        progress.event(cluster.done_elsewhere_event() + short_name(pool.items()[i]));
         break;
       case HeldEntryLook::Take::failed:
         slot_freed = true;
@@ -393,26 +386,25 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     if (!how.empty()) progress.failure("FAILED " + short_name(pool.items()[i]) + " (" + how + ")");
     pool.revisit(i, found, at, cache.entry(dir).log_path(), how);
   };
-  if (config.held_look && !config.run.empty()) config.held_look->set_run(config.run);
+  cluster.set_run(config.run);
 
   bool roll_said = false;
   while (!pool.finished()) {
     double now = runner.now();
     // Launchers that joined or left the roll since its last look move the
     // shares: each launcher's own come first.
-    if (config.roll)
-      if (auto members = config.roll->changed(now)) {
-        pool.share_among(*members, config.roll->self());
-        std::size_t own = 0;
-        for (const auto& item : pool.items()) own += item.own_share ? 1 : 0;
-        // Said once the graphs are split; alone on the roll (one host's
-        // run), there is nothing to say.
-        const bool first_split = !roll_said && members->size() > 1;
-        roll_said = roll_said || first_split;
-        spdlog::log(first_split ? spdlog::level::info : spdlog::level::debug,
-                    "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
-                    members->size(), own, pool.items().size());
-      }
+    if (auto members = cluster.members_changed(now)) {
+      pool.share_among(*members, cluster.self());
+      std::size_t own = 0;
+      for (const auto& item : pool.items()) own += item.own_share ? 1 : 0;
+      // Said once the graphs are split; alone on the roll (one host's run),
+      // there is nothing to say.
+      const bool first_split = !roll_said && members->size() > 1;
+      roll_said = roll_said || first_split;
+      spdlog::log(first_split ? spdlog::level::info : spdlog::level::debug,
+                  "{} launcher(s) on this cache's roll: {} of the {} graph(s) are this one's to start first",
+                  members->size(), own, pool.items().size());
+    }
     // A wait that may last hours says what it waits for, once the graphs
     // others hold are all that is left: in one line (held_summary.hpp).
     if (pool.only_deferred_left()) {
@@ -426,7 +418,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     }
     const double looks_until = now + std::chrono::duration<double>(kHeldLookBudgetPerTick).count();
     // Pending here: the lock that deferred it may be another host's, which
-    // only the cache they share shows. Those are looked at together.
+    // only the cache they share shows (alone: still pending). Those are
+    // looked at together.
     // A lock whose lease's end a look read is looked at again then, when
     // that comes sooner than its backoff (pool.hpp).
     auto look_when_lease_ends = [&](std::size_t i, const std::optional<storage::Time>& lease_ends) {
@@ -438,8 +431,8 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     for (std::size_t i : pool.due_revisits(now)) {
       const WorkItem& item = pool.items()[i];
       std::optional<storage::Time> lease_ends;
-      Pool::Found found = look_at(cache, config, item.entry_dir, nullptr, &lease_ends);
-      if (found == Pool::Found::pending && config.held_look) {
+      Pool::Found found = look_at(cache, cluster, item.entry_dir, nullptr, &lease_ends);
+      if (found == Pool::Found::pending) {
         shared_due.push_back(i);
         continue;
       }
@@ -449,17 +442,17 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     if (!shared_due.empty()) {
       std::vector<fs::path> dirs;
       for (std::size_t i : shared_due) dirs.push_back(pool.items()[i].entry_dir);
-      auto looked = config.held_look->look_all(dirs, [&] { return runner.now() >= looks_until; });
+      auto looked = cluster.look_all(dirs, [&] { return runner.now() >= looks_until; });
       for (std::size_t k = 0; k < shared_due.size(); ++k) {
         if (!looked[k]) continue; // still due: looked at next tick
         const std::size_t i = shared_due[k];
         const WorkItem& item = pool.items()[i];
-        if (*looked[k] == Pool::Found::done) progress.event(done_elsewhere_event(*config.held_look) + short_name(item));
+        if (*looked[k] == Pool::Found::done) progress.event(cluster.done_elsewhere_event() + short_name(item));
         else if (*looked[k] == Pool::Found::failed)
           progress.failure("FAILED " + short_name(item) + " (failed on another node); log " +
                            cache.entry(item.entry_dir).log_path().string());
         pool.revisit(i, *looked[k], now, cache.entry(item.entry_dir).log_path());
-        if (*looked[k] == Pool::Found::held_elsewhere) look_when_lease_ends(i, config.held_look->lease_ends(item.entry_dir));
+        if (*looked[k] == Pool::Found::held_elsewhere) look_when_lease_ends(i, cluster.lease_ends(item.entry_dir));
       }
     }
     if (pool.only_deferred_left()) {
@@ -468,7 +461,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         const ItemProgress& p = pool.progress()[i];
         if (p.state != ItemState::deferred) continue;
         const fs::path& dir = pool.items()[i].entry_dir;
-        if (config.held_look && !locked_in_mirror(cache, dir)) {
+        if (cluster.entries_elsewhere() && !locked_in_mirror(cache, dir)) {
           // Another host's lock in a shared cache, unlike the framework's
           // local one, says who holds it and until when, and its holder
           // renews it while it compiles: waiting for its result (brought
@@ -495,7 +488,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         }
         // Let go meanwhile (done, failed, or pending again): looked at as
         // any revisit does, never left to a holder that is gone.
-        if (Pool::Found found = look_at(cache, config, dir); found != Pool::Found::locked) {
+        if (Pool::Found found = look_at(cache, cluster, dir); found != Pool::Found::locked) {
           revisit_here(i, found, now);
           continue;
         }
@@ -512,9 +505,6 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
                 "locked by other processes, left to them: ");
       if (pool.finished()) break;
     }
-    // Counted once a tick (the picks below are the loop's hot path), and
-    // set by what their looks find.
-    others_seen = pool.count(ItemState::compiled_elsewhere) > 0 || pool.count(ItemState::deferred) > 0;
     // The picks' looks have a budget of their own: late in a run most
     // graphs left in the order are done or held elsewhere, and passing them
     // (a look each, sometimes a lock's read) must not keep the loop from
@@ -524,7 +514,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     bool picks_cut = false;
     for (;;) {
       while (auto next = pool.pick(now)) {
-        if (takes_locks && runner.now() >= picks_until) {
+        if (runner.now() >= picks_until) {
           picks_cut = true;
           break;
         }
@@ -535,34 +525,27 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
         // order, so by the time one reaches a graph another has often
         // compiled it or holds it: a look settles that without a worker's
         // start (a process, the key, the lock; on S3 the same listing and
-        // download as here). The look is a stat of the entry; in a shared
-        // tier, its listing (shared_entry_look.hpp) and the result's download
-        // when it is done. Without the shared tier's URL (a test's look) only
-        // while the tick's budget for looks lasts and once another launcher
-        // has shown itself. Anything else is the worker's to handle (a stale
-        // lock to break, a cached failure to report).
+        // download as here). The look is a stat of the entry; beyond this
+        // host's directory, the cluster's (on S3 the entry's listing,
+        // shared_entry_look.hpp, and the result's download when it is done:
+        // a LIST, not a lock taken and released around a worker that finds
+        // it done). Anything else is the worker's to handle (a stale lock to
+        // break, a cached failure to report).
         // A graph of this launcher's own share, once the shares are split,
-        // is rarely another's: its lock is taken at once, and the take's
-        // listing finds it done if it is.
-        const bool own_to_take = takes_locks && pool.shares_split() && item.own_share;
-        if (p.attempts == 0 && !own_to_take) {
+        // is rarely another's: the cluster's look is spared, and on S3 the
+        // take's listing finds it done if it is.
+        const bool own = pool.shares_split() && item.own_share;
+        if (p.attempts == 0) {
           bool blocks = false; // another process holds its lock now (not stale)
-          Pool::Found found = look_at(cache, config, item.entry_dir, &blocks);
+          Pool::Found found = look_at(cache, cluster, item.entry_dir, &blocks);
           bool downloaded = false;
-          // A launcher that takes the shared lock itself (take_lock below)
-          // looks first in any case, whatever the tick's looks took: a graph
-          // found done costs a LIST, not a lock taken and released around a
-          // worker that finds it done.
-          if (found == Pool::Found::pending && config.held_look &&
-              (takes_locks || (others_seen && runner.now() < looks_until))) {
-            found = config.held_look->look(item.entry_dir);
+          if (found == Pool::Found::pending && !own) {
+            found = cluster.look(item.entry_dir);
             downloaded = found == Pool::Found::done;
           }
-          others_seen = others_seen || found == Pool::Found::done || found == Pool::Found::locked ||
-                        found == Pool::Found::held_elsewhere;
           if (found == Pool::Found::done) {
             pool.revisit(i, Pool::Found::done, now);
-            progress.event((downloaded ? done_elsewhere_event(*config.held_look) : "compiled by another process: ") +
+            progress.event((downloaded ? cluster.done_elsewhere_event() : "compiled by another process: ") +
                            short_name(item));
             continue;
           }
@@ -576,16 +559,13 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
           }
         }
         pool.start(i, now);
-        if (takes_locks) {
-          // The slot is the take's until it ends (settle_takes).
-          config.held_look->begin_take(i, item.entry_dir);
-          continue;
-        }
-        start_worker(i, false);
+        // The slot is the take's until it ends (settle_takes); alone, the
+        // take ends at once, left to the worker.
+        cluster.begin_take(i, item.entry_dir);
       }
       // Takes ended: their workers start, and slots a take gave back are
       // picked for again.
-      if (!takes_locks || !settle_takes()) break;
+      if (!settle_takes()) break;
     }
     if (config.trace) {
       config.trace->load(pool, now);
@@ -604,7 +584,7 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     }
     for (const auto& ended : events.ended) {
       // The worker has ended: its result goes up, then the lock goes.
-      if (locks_held.erase(ended.item) > 0) config.held_look->attempt_ended(pool.items()[ended.item].entry_dir);
+      if (locks_held.erase(ended.item) > 0) cluster.attempt_ended(pool.items()[ended.item].entry_dir);
       const double at = runner.now();
       pool.finish(ended.item, ended.end, ended.info, at);
       if (config.trace) config.trace->attempt_ended(pool, ended.item, ended.end, ended.info, at);
@@ -622,14 +602,14 @@ PoolRunResult run_pool(Pool& pool, const cache::Cache& cache, const RunnerConfig
     progress.finish();
     spdlog::warn("received {}; stopping {} compile(s)", util::signal_name(result.interrupted_by), runner.running());
     runner.stop_all(result.interrupted_by);
-    for (std::size_t i : locks_held) config.held_look->attempt_ended(pool.items()[i].entry_dir);
+    for (std::size_t i : locks_held) cluster.attempt_ended(pool.items()[i].entry_dir);
   } else {
     double t = runner.now();
     progress.update(snapshot(pool, t - start, t));
     progress.finish();
   }
   // The last results go up before the run is over.
-  if (config.held_look) config.held_look->finish();
+  cluster.finish();
   result.wall_seconds = runner.now() - start;
   if (config.trace) config.trace->close(pool, runner.now());
   return result;

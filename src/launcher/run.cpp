@@ -17,13 +17,11 @@
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/cost_model.hpp>
 #include <npc/launcher/graph_source.hpp>
-#include <npc/launcher/launcher_roll.hpp>
 #include <npc/launcher/launcher.hpp>
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/launcher/report.hpp>
 #include <npc/launcher/run_trace.hpp>
-#include <npc/launcher/step_meeting.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
 #include <npc/util/clock.hpp>
@@ -33,7 +31,6 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/process.hpp>
-#include <npc/util/random.hpp>
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
@@ -422,58 +419,6 @@ void count_run_usage(const Pool& pool, const cache::Cache& cache) {
     spdlog::debug("the run is not counted in the cache's statistics: {}", s.error());
 }
 
-// A task of a Slurm step that compiles meets the step's other tasks in the
-// cache they share, for one line of the step's totals at the end. Without
-// it (the storage refuses) the task still compiles; the step has no totals.
-std::optional<StepMeeting> join_step(const Options& options, const GraphSource& source) {
-  if (!options.step || options.mode == Mode::collect || options.dry_run) return std::nullopt;
-  try {
-    auto joined = StepMeeting::join(source.open_common_storage(), *options.step);
-    if (joined) return std::move(*joined);
-    spdlog::warn("the step's totals will not be printed: {}", joined.error());
-  } catch (const std::exception& e) {
-    spdlog::warn("the step's totals will not be printed: {}", e.what());
-  }
-  return std::nullopt;
-}
-
-// Launchers on one cache that were not told how many they are split its
-// graphs by a roll they keep there (launcher_roll.hpp): an s3:// cache, or a
-// directory that hosts share (a network file system). Alone on the roll, a
-// launcher's share is every graph. Without the roll they still share the
-// cache, only with more races for the same graphs, each lost race a
-// worker's start on a directory.
-std::shared_ptr<LauncherRoll> join_roll(const Options& options, const config::Settings& settings,
-                                        const GraphSource& source) {
-  if (options.world_size > 1 || options.mode == Mode::collect || options.dry_run) return nullptr;
-  // A directory no other launcher can write to has no one to split with.
-  const auto say = settings.shared_cache_url ? spdlog::level::warn : spdlog::level::debug;
-  try {
-    auto joined = LauncherRoll::join(source.open_common_storage());
-    if (joined) return std::move(*joined);
-    spdlog::log(say, "the graphs are not split with the other launchers of this cache: {}", joined.error());
-  } catch (const std::exception& e) {
-    spdlog::log(say, "the graphs are not split with the other launchers of this cache: {}", e.what());
-  }
-  return nullptr;
-}
-
-// This task's record for the step; task 0 then waits for the others and
-// prints the step's totals.
-void finish_step(StepMeeting& meeting, const Pool& pool, const Options& options) {
-  if (auto s = meeting.report(task_totals(pool)); !s) {
-    spdlog::warn("this task's totals are not in the step's: {}", s.error());
-    return;
-  }
-  if (options.step->index != 0) return;
-  auto totals = meeting.gather(std::chrono::seconds(1));
-  if (!totals) {
-    spdlog::warn("no totals for the step: {}", totals.error());
-    return;
-  }
-  util::log_always(totals->line());
-}
-
 } // namespace
 
 int run_pre_compile(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
@@ -508,10 +453,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
 
   Collector collector(cache.root(), version);
   GraphSource source(cache, settings, version);
-  std::optional<StepMeeting> step_meeting = join_step(options, source);
-  // Before the collect, so that launchers started together are on the roll
-  // by the time the first of them picks.
-  std::shared_ptr<LauncherRoll> roll = join_roll(options, settings, source);
+  auto cluster = std::make_shared<Cluster>(Cluster::join(options, source));
   const bool retry_failed = settings.cache.retry_failed_compilation;
   double collect_start = util::monotonic_seconds();
   if (mode_runs_trial(options.mode)) {
@@ -544,9 +486,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
-  // Other hosts walk the same graphs of a shared cache at once: each its own
-  // among those of about the same cost (a seed of its own, for every run).
-  if (settings.shared_cache_url) pool.spread_picks(util::random_u64(), kSpreadBand);
+  cluster->spread_picks(pool);
   if (options.world_size > 1) pool.split_by_world();
   mark_known(pool, cache, source, retry_failed);
   // --static_schedule keeps the original's shares as they are.
@@ -570,13 +510,14 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   // shared cache: on 16 hosts of 304 graphs, those downloads (a listing,
   // four GETs and a PUT each, on every host) were half of all requests.
   const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
+  cluster->attach_shared_tier(source.held_look(retry_failed, download));
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url,
-                      source.held_look(retry_failed, download), trace, roll};
+                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url, cluster, trace};
   if (options.step) {
     config.run = options.step->run_name();
     config.run_by = options.step->label();
   }
+  cluster->report_start(pool);
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();
@@ -600,7 +541,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
   if (settings.count_usage) count_run_usage(pool, cache);
-  if (step_meeting) finish_step(*step_meeting, pool, options);
+  cluster->report_end(pool);
   return exit_status_for_failed_graphs(count(pool).failed);
 }
 

@@ -10,7 +10,9 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/launcher/launcher_roll.hpp>
 #include <npc/launcher/pool.hpp>
+#include <npc/storage/lock.hpp>
 
 namespace npc::launcher {
 
@@ -22,27 +24,42 @@ constexpr std::uint64_t kMaxRecordBytes = 64ull << 20;
 std::string record_key(const std::string& folder, int task) {
   return folder + "/task-" + std::to_string(task) + ".json";
 }
-std::string lock_key(const std::string& folder, int task) {
-  return folder + "/task-" + std::to_string(task) + ".lock";
-}
 
 // A step's folder is left behind when its task 0 dies before it gathers (the
 // other tasks' records stay) or is cancelled: it is another step's to
 // remove once nothing in it has changed for this long and none of its
-// locks is held. A live step has a lock held (a task at work) or is
+// tasks is on the roll. A live step has a task on the roll (at work) or is
 // gathered within seconds of its last record; ten minutes is far beyond
 // that, and short enough that leftovers never pile up.
 constexpr auto kLeftStepAge = std::chrono::minutes(10);
 
 std::string steps_dir() { return std::string(cache::kPrivateDir) + "/steps"; }
 
-// A step id as a folder name: digits, '.', and anything else as '_'.
-std::string folder_of(const StepTask& task) {
-  std::string name = task.step;
+// A step id as a name: digits, letters, '.', and anything else as '_'.
+std::string safe_step(const std::string& step) {
+  std::string name = step;
   for (char& c : name)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '_'))
       c = '_';
-  return steps_dir() + "/" + name;
+  return name;
+}
+std::string folder_of(const StepTask& task) { return steps_dir() + "/" + safe_step(task.step); }
+// Every task of the step named `step` (safe_step) is on the roll under this.
+std::string member_prefix(const std::string& step) { return "slurm-" + step + ".task-"; }
+
+// Whether a task of the step named `step` is on the roll, alive, as far as
+// `roll` (its listing) and the records read tell. A look that fails counts
+// as alive: this is cleanup, and a live step must not lose its records.
+bool step_on_roll(storage::Storage& storage, const std::vector<storage::TreeFile>& roll, const std::string& step,
+                  storage::Time now) {
+  const std::string prefix = member_prefix(step);
+  for (const auto& file : roll) {
+    if (!file.key.starts_with(prefix)) continue;
+    auto judged = storage::judge_lock(storage, std::string(kRollFolder) + "/" + file.key,
+                                      storage::kDefaultStaleLockAge, now);
+    if (!judged || judged->blocks()) return true;
+  }
+  return false;
 }
 
 // Removes the folders of steps other than `own` that were left behind
@@ -54,28 +71,23 @@ void remove_left_steps(storage::Storage& storage, const std::string& own, storag
     spdlog::debug("cannot look for steps left behind in {}: {}", storage.describe(steps_dir()), files.error());
     return;
   }
-  struct Step {
-    storage::Time newest{};
-    std::vector<std::string> locks;
-  };
-  std::map<std::string, Step> steps;
+  auto roll = storage.list_tree(kRollFolder);
+  if (!roll) {
+    spdlog::debug("cannot look for steps left behind: the roll at {}: {}", storage.describe(kRollFolder),
+                  roll.error());
+    return;
+  }
+  std::map<std::string, storage::Time> steps; // folder name: its newest file
   for (const auto& file : *files) {
     const auto slash = file.key.find('/');
     if (slash == std::string::npos) continue;
-    const std::string folder = steps_dir() + "/" + file.key.substr(0, slash);
-    if (folder == own) continue;
-    Step& step = steps[folder];
-    step.newest = std::max(step.newest, file.modified);
-    if (file.key.ends_with(".lock")) step.locks.push_back(steps_dir() + "/" + file.key);
+    const std::string name = file.key.substr(0, slash);
+    if (steps_dir() + "/" + name == own) continue;
+    steps[name] = std::max(steps[name], file.modified);
   }
-  for (const auto& [folder, step] : steps) {
-    if (now - step.newest < kLeftStepAge) continue;
-    bool held = false;
-    for (const auto& lock : step.locks) {
-      auto judged = storage::judge_lock(storage, lock, storage::kDefaultStaleLockAge, now);
-      held = held || !judged || judged->blocks();
-    }
-    if (held) continue;
+  for (const auto& [name, newest] : steps) {
+    if (now - newest < kLeftStepAge || step_on_roll(storage, *roll, name, now)) continue;
+    const std::string folder = steps_dir() + "/" + name;
     if (auto removed = storage.remove_tree(folder, ""); !removed)
       spdlog::debug("cannot remove {}, left by a step: {}", storage.describe(folder), removed.error());
     else if (*removed)
@@ -83,7 +95,18 @@ void remove_left_steps(storage::Storage& storage, const std::string& own, storag
   }
 }
 
+// Whether a task's record is the one it writes at its end (an older
+// release wrote no other: a record without "ended" is one).
+bool ended(const nlohmann::json& record) {
+  auto it = record.find("ended");
+  return it == record.end() || !it->is_boolean() || it->get<bool>();
+}
+
 } // namespace
+
+std::string step_member_name(const StepTask& task, int index) {
+  return member_prefix(safe_step(task.step)) + std::to_string(index);
+}
 
 TaskTotals task_totals(const Pool& pool) {
   TaskTotals totals;
@@ -112,30 +135,30 @@ std::string StepTotals::line() const {
 StepMeeting::StepMeeting(std::shared_ptr<storage::Storage> storage, StepTask task, std::string folder)
     : storage_(std::move(storage)), task_(std::move(task)), folder_(std::move(folder)) {}
 
-Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage, const StepTask& task) {
+Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage,
+                                      std::shared_ptr<storage::Storage> lease_connection, const StepTask& task) {
   StepMeeting meeting(std::move(storage), task, folder_of(task));
+  auto member = LauncherRoll::join(meeting.storage_, std::move(lease_connection), step_member_name(task, task.index),
+                                   "task " + std::to_string(task.index) + " of Slurm step " + task.step);
+  if (!member) return fail(member.error());
+  meeting.member_ = std::move(*member);
   // A requeued job keeps its id: what its earlier run left is not this run's.
   if (auto s = meeting.storage_->remove(record_key(meeting.folder_, task.index)); !s) return fail(s.error());
-  auto taken = storage::Lock::try_acquire(meeting.storage_, lock_key(meeting.folder_, task.index),
-                                          util::LockHolder::self(cache::lock_tool_name()), storage::LockTimes{},
-                                          std::chrono::system_clock::now());
-  if (!taken) return fail(taken.error());
-  if (auto* held = std::get_if<storage::Lock::Held>(&*taken))
-    return fail("task " + std::to_string(task.index) + " of Slurm step " + task.step + " is already running: " +
-                held->facts.describe());
-  meeting.lock_ = std::move(std::get<storage::Lock>(*taken));
-  meeting.lock_.keep_renewed();
   remove_left_steps(*meeting.storage_, meeting.folder_, std::chrono::system_clock::now());
   return meeting;
+}
+
+Status StepMeeting::found(const std::vector<std::string>& graphs) {
+  nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
+                           {"graphs", graphs},    {"ended", false}};
+  return storage_->write_atomic(record_key(folder_, task_.index), record.dump());
 }
 
 Status StepMeeting::report(const TaskTotals& mine) {
   nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
                            {"graphs", mine.graphs}, {"compiled", mine.compiled},
-                           {"done", mine.done},     {"failed", mine.failed}};
-  auto written = storage_->write_atomic(record_key(folder_, task_.index), record.dump());
-  std::ignore = lock_.release();
-  return written;
+                           {"done", mine.done},     {"failed", mine.failed}, {"ended", true}};
+  return storage_->write_atomic(record_key(folder_, task_.index), record.dump());
 }
 
 Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std::function<storage::Time()>& now) {
@@ -153,30 +176,36 @@ Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std
       auto text = storage_->read(record_key(folder_, t), kMaxRecordBytes);
       if (text) {
         auto parsed = nlohmann::json::parse(*text, nullptr, false);
-        if (!parsed.is_discarded() && parsed.is_object()) {
-          records[i] = std::move(parsed);
-          totals.reported.push_back(t);
-        } else {
+        if (parsed.is_discarded() || !parsed.is_object()) {
           spdlog::warn("the record of task {} of Slurm step {} ({}) is not JSON; its graphs are not counted", t,
                        task_.step, storage_->describe(record_key(folder_, t)));
+          settled[i] = true;
+          continue;
         }
-        settled[i] = true;
-        continue;
+        records[i] = std::move(parsed);
+        if (ended(records[i])) {
+          totals.reported.push_back(t);
+          settled[i] = true;
+          continue;
+        }
       }
-      // No record (yet): is the task still at work?
-      auto lock = storage::judge_lock(*storage_, lock_key(folder_, t), storage::kDefaultStaleLockAge, now());
+      // No record of its end (yet): is the task still at work, its lease on
+      // the roll?
+      auto lock = storage::judge_lock(*storage_, LauncherRoll::record_key(step_member_name(task_, t)),
+                                      storage::kDefaultStaleLockAge, now());
       if (!lock) return fail(lock.error());
       if (lock->blocks()) {
         waiting_for.push_back(t);
         continue;
       }
-      // Gone without a word: its lock let go or stale. A last look at the
-      // record, which a task writes before it lets its lock go.
+      // Gone: off the roll, or its lease stale. A last look at the record,
+      // which a task writes before it leaves the roll; else the graphs it
+      // found, if it said, are counted without it.
       if (auto late = storage_->read(record_key(folder_, t), kMaxRecordBytes)) {
         auto parsed = nlohmann::json::parse(*late, nullptr, false);
         if (!parsed.is_discarded() && parsed.is_object()) {
           records[i] = std::move(parsed);
-          totals.reported.push_back(t);
+          if (ended(records[i])) totals.reported.push_back(t);
         }
       }
       settled[i] = true;

@@ -6,6 +6,7 @@
 #include <npc/launcher/launcher_roll.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/storage/lock.hpp>
 #include <npc/util/file_lock.hpp>
 
 #include "two_tiers.hpp"
@@ -28,7 +30,7 @@ using namespace std::chrono_literals;
 class LauncherRollTest : public test::MirrorAndSharedTest {
 protected:
   std::unique_ptr<LauncherRoll> join() {
-    auto joined = LauncherRoll::join(shared_storage());
+    auto joined = LauncherRoll::join(shared_storage(), shared_storage());
     EXPECT_TRUE(joined) << joined.error();
     return joined ? std::move(*joined) : nullptr;
   }
@@ -125,7 +127,7 @@ TEST_P(LauncherRollTest, LaunchersJoiningAtOnceAllSeeEachOther) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kLaunchers; ++i)
     threads.emplace_back([&, i] {
-      auto joined = LauncherRoll::join(connections[static_cast<std::size_t>(i)]);
+      auto joined = LauncherRoll::join(connections[static_cast<std::size_t>(i)], shared_storage());
       if (joined) rolls[static_cast<std::size_t>(i)] = std::move(*joined);
     });
   for (auto& t : threads) t.join();
@@ -154,13 +156,53 @@ TEST_F(LauncherRollLeftoverTest, ADeadLaunchersRecordGoesAtTheNextJoin) {
   fs::last_write_time(folder / "dead.1.00000000.json",
                       fs::file_time_type::clock::now() - kRollRecordLeftover - 1min);
   fs::last_write_time(folder / "quiet.1.00000000.json", fs::file_time_type::clock::now() - 3min);
-  auto joined = LauncherRoll::join(storage);
+  auto joined = LauncherRoll::join(storage, remote_storage());
   ASSERT_TRUE(joined) << joined.error();
   EXPECT_FALSE(fs::exists(folder / "dead.1.00000000.json"));
   EXPECT_TRUE(fs::exists(folder / "quiet.1.00000000.json"));
   auto names = (*joined)->members(std::chrono::system_clock::now());
   ASSERT_TRUE(names) << names.error();
   EXPECT_EQ(*names, std::vector<std::string>{(*joined)->self()});
+}
+
+// Membership is a lease: a launcher of this host that was killed is off the
+// roll at once (its record names a pid that runs no more), not a lifetime
+// later; one of another host is judged by its record's renewals; a name
+// held by a live launcher is refused, saying who.
+TEST_F(LauncherRollLeftoverTest, ALauncherOfThisHostThatDiedIsOffTheRollAtOnce) {
+  auto storage = remote_storage();
+  auto record = [](pid_t pid, const std::string& host) {
+    util::LockHolder holder = util::LockHolder::self("neuron_parallel_compile");
+    holder.pid = pid;
+    holder.host = host;
+    if (host != util::this_host()) holder.boot_id = "another-boot";
+    const auto expires = std::chrono::system_clock::now() + kRollRecordLife;
+    return storage::LockRecord{holder.serialize(), "token",
+                               std::chrono::duration_cast<std::chrono::seconds>(expires.time_since_epoch()).count()}
+        .serialize();
+  };
+  std::string here;
+  for (char c : util::this_host()) here += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
+  const std::string dead_here = here + ".999999.0badf00d";
+  const std::string elsewhere = "other-host.999999.0badf00d";
+  ASSERT_TRUE(storage->write_atomic(LauncherRoll::record_key(dead_here), record(999999, util::this_host())).ok());
+  ASSERT_TRUE(storage->write_atomic(LauncherRoll::record_key(elsewhere), record(999999, "other-host")).ok());
+  auto joined = LauncherRoll::join(storage, remote_storage());
+  ASSERT_TRUE(joined) << joined.error();
+  auto names = (*joined)->members(std::chrono::system_clock::now());
+  ASSERT_TRUE(names) << names.error();
+  std::vector<std::string> expected = {(*joined)->self(), elsewhere};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(*names, expected);
+  auto listed = storage->list_tree(kRollFolder);
+  ASSERT_TRUE(listed) << listed.error();
+  EXPECT_EQ(listed->size(), 2u) << "the dead launcher's record is gone";
+
+  auto again = LauncherRoll::join(remote_storage(), remote_storage(), (*joined)->self(), "the first launcher");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().rfind("the first launcher is already running: held by pid " + std::to_string(::getpid()), 0),
+            0u)
+      << again.error();
 }
 
 } // namespace

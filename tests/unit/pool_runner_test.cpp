@@ -247,7 +247,7 @@ TEST_F(PoolRunnerTest, AGraphHeldElsewhereIsLookedAtWithABackoffUntilItsResultLa
   Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
   auto look = std::make_shared<FakeLook>(runner, 3, Pool::Found::done);
-  config.held_look = look;
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   auto ran = run(pool);
   EXPECT_EQ(ran.interrupted_by, 0);
   EXPECT_TRUE(runner.starts.empty());
@@ -266,7 +266,7 @@ TEST_F(PoolRunnerTest, TheLooksAtAGraphHeldElsewhereSpreadOutAsItStaysHeld) {
   Pool pool({pending_item(kModuleA, 600)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
   auto look = std::make_shared<FakeLook>(runner, 60, Pool::Found::done);
-  config.held_look = look;
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   std::ignore = run(pool);
   ASSERT_EQ(look->times.size(), 61u);
   EXPECT_NEAR(look->times[0], kHeldElsewhereMinPollSeconds, 0.01) << "the first look after the take's";
@@ -319,8 +319,7 @@ TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesIt
   Pool pool({pending_item(kModuleA, 30), pending_item(kModuleB, 20), pending_item(kModuleC, 10)}, {4, 0, 0});
   auto look = std::make_shared<LockingLook>(runner);
   look->script[kModuleA] = {HeldEntryLook::Take::held};
-  config.held_look = look;
-  config.shared_cache_url = "s3://bucket/cache";
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   runner.script[0] = {{4, AttemptEnd::compiled}};
   runner.script[1] = {{3, AttemptEnd::compiled}};
   // Nothing scripted for C: its worker cannot start.
@@ -359,8 +358,7 @@ TEST_F(PoolRunnerTest, AGraphFoundDoneOnceItsLockIsTakenStartsNoWorker) {
   Pool pool({pending_item(kModuleA, 30)}, {4, 0, 0});
   auto look = std::make_shared<LockingLook>(runner);
   look->script[kModuleA] = {HeldEntryLook::Take::done};
-  config.held_look = look;
-  config.shared_cache_url = "s3://bucket/cache";
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   std::ignore = run(pool);
   EXPECT_TRUE(runner.starts.empty());
   EXPECT_TRUE(look->released.empty());
@@ -439,8 +437,7 @@ TEST_F(PoolRunnerTest, TakesOfSharedLocksRunTogetherBesideTheLoop) {
             {3, 0, 0});
   auto look = std::make_shared<SlowTakeLook>(runner, 0.2);
   look->script[kModuleA] = {HeldEntryLook::Take::held};
-  config.held_look = look;
-  config.shared_cache_url = "s3://bucket/cache";
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   runner.script[1] = {{3, AttemptEnd::compiled}};
   runner.script[2] = {{2, AttemptEnd::compiled}};
   runner.script[3] = {{1, AttemptEnd::compiled}};
@@ -511,9 +508,7 @@ TEST_F(PoolRunnerTest, ItsOwnShareIsTakenFirstAndWithoutALook) {
   ASSERT_FALSE(others.empty());
   Pool pool(std::move(items), {1, 0, 0});
   auto look = std::make_shared<SlowTakeLook>(runner, 0.1);
-  config.held_look = look;
-  config.shared_cache_url = "s3://bucket/cache";
-  config.roll = std::make_shared<FixedRoll>("me", roll);
+  config.cluster = std::make_shared<Cluster>(std::make_shared<FixedRoll>("me", roll), look);
   for (std::size_t i = 0; i < modules.size(); ++i) runner.script[i] = {{1, AttemptEnd::compiled}};
   auto ran = run(pool);
   EXPECT_EQ(ran.interrupted_by, 0);
@@ -550,8 +545,7 @@ TEST_F(PoolRunnerTest, ThePicksLooksStopForTheTickOnceTheirBudgetIsSpent) {
   for (int i = 0; i < 9; ++i)
     items.push_back(pending_item("MODULE_e" + std::to_string(i) + "+abcdef01", 10.0 - i));
   Pool pool(std::move(items), {2, 0, 0});
-  config.held_look = std::make_shared<SlowHeldLook>(runner);
-  config.shared_cache_url = "s3://bucket/cache";
+  config.cluster = std::make_shared<Cluster>(nullptr, std::make_shared<SlowHeldLook>(runner));
   runner.script[0] = {{0.1, AttemptEnd::compiled}};
   runner.interrupt_at = 0.65; // the rest is not this test's
   runner.interrupt_signal = SIGTERM;
@@ -565,18 +559,22 @@ TEST_F(PoolRunnerTest, ThePicksLooksStopForTheTickOnceTheirBudgetIsSpent) {
   EXPECT_EQ(pool.count(ItemState::deferred), 8u) << "B to I looked at by the interrupt (G to I in a third tick)";
 }
 
-// Without a shared tier's URL the workers take their locks themselves, as
-// before: the launcher takes none.
-TEST_F(PoolRunnerTest, WithoutASharedTierTheLauncherTakesNoLock) {
-  Pool pool({pending_item(kModuleA, 30)}, {4, 0, 0});
-  auto look = std::make_shared<LockingLook>(runner);
-  config.held_look = look;
+// Alone (no cluster, or one without a shared tier), the launcher takes no
+// lock: each worker takes its own in the directory.
+TEST_F(PoolRunnerTest, AloneTheLauncherTakesNoLockAndEveryWorkerTakesItsOwn) {
+  Pool pool({pending_item(kModuleA, 30), pending_item(kModuleB, 20)}, {4, 0, 0});
+  config.cluster = std::make_shared<Cluster>();
   runner.script[0] = {{4, AttemptEnd::compiled}};
-  std::ignore = run(pool);
-  ASSERT_EQ(runner.starts.size(), 1u);
-  EXPECT_FALSE(runner.starts[0].second.shared_lock_held);
-  EXPECT_TRUE(look->taken.empty());
-  EXPECT_TRUE(look->released.empty());
+  runner.script[1] = {{3, AttemptEnd::compiled}};
+  auto ran = run(pool);
+  EXPECT_EQ(ran.interrupted_by, 0);
+  ASSERT_EQ(runner.starts.size(), 2u);
+  for (const auto& [at, spec] : runner.starts) {
+    EXPECT_EQ(at, 0) << "both start at once";
+    EXPECT_FALSE(spec.shared_lock_held);
+  }
+  EXPECT_EQ(pool.count(ItemState::compiled), 2u);
+  EXPECT_NEAR(ran.wall_seconds, 4, 1e-9);
 }
 
 // Launchers sharing a cache walk the graphs in the same order: a graph
@@ -596,13 +594,13 @@ TEST_F(PoolRunnerTest, AGraphAnotherProcessFinishedBeforeItsTurnGetsNoWorker) {
                                                 "neuron_parallel_compile: compiled by another process: " + kModuleB}));
 }
 
-// On a shared tier, once another launcher has shown itself (here a graph it
-// holds), a graph is looked at there before a worker starts for it.
-TEST_F(PoolRunnerTest, WithAnotherLauncherSeenAGraphIsLookedAtInTheSharedTierBeforeAWorkerStarts) {
+// On a shared tier, a graph is looked at there before its lock is taken:
+// one found done or held elsewhere gets no take and no worker.
+TEST_F(PoolRunnerTest, AGraphIsLookedAtInTheSharedTierBeforeItsLockIsTaken) {
   Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 5), pending_item(kModuleC, 5)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
   auto look = std::make_shared<FakeLook>(runner, 1, Pool::Found::done);
-  config.held_look = look;
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   auto ran = run(pool);
   EXPECT_EQ(ran.interrupted_by, 0);
   // B: held at its look, then found done; C: found done at once, no worker either.
@@ -611,27 +609,13 @@ TEST_F(PoolRunnerTest, WithAnotherLauncherSeenAGraphIsLookedAtInTheSharedTierBef
   for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(pool.progress()[i].state, ItemState::compiled_elsewhere) << i;
 }
 
-// Alone on a shared tier, a look before each worker would only repeat the
-// worker's own: none is made.
-TEST_F(PoolRunnerTest, AloneOnASharedTierEveryGraphGoesStraightToAWorker) {
-  Pool pool({pending_item(kModuleA, 10), pending_item(kModuleB, 5)}, {4, 0, 0});
-  auto look = std::make_shared<FakeLook>(runner, 0, Pool::Found::done);
-  config.held_look = look;
-  runner.script[0] = {{10, AttemptEnd::compiled}};
-  runner.script[1] = {{5, AttemptEnd::compiled}};
-  std::ignore = run(pool);
-  EXPECT_TRUE(look->times.empty());
-  EXPECT_EQ(runner.starts.size(), 2u);
-  EXPECT_EQ(pool.count(ItemState::compiled), 2u);
-}
-
 // A holder that keeps its lock past --lock-timeout is left to itself, as a
 // waiting wrapper gives up then; the run ends instead of waiting for ever.
 TEST_F(PoolRunnerTest, AHolderKeepingItsLockPastTheLockTimeoutIsLeftToIt) {
   Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
   config.stale_lock_age = std::chrono::seconds(30);
-  config.held_look = std::make_shared<FakeLook>(runner, 1000, Pool::Found::done);
+  config.cluster = std::make_shared<Cluster>(nullptr, std::make_shared<FakeLook>(runner, 1000, Pool::Found::done));
   auto ran = run(pool);
   EXPECT_EQ(pool.progress()[0].state, ItemState::locked_elsewhere);
   EXPECT_GE(ran.wall_seconds, 30);
@@ -648,7 +632,7 @@ TEST_F(PoolRunnerTest, LooksStopForATickOnceTheyTookItsBudget) {
   for (std::size_t i = 0; i < 3; ++i) pool.mark_held_elsewhere(i, 0);
   const double cost = std::chrono::duration<double>(kHeldLookBudgetPerTick).count() * 0.6;
   auto look = std::make_shared<FakeLook>(runner, 0, Pool::Found::done, cost);
-  config.held_look = look;
+  config.cluster = std::make_shared<Cluster>(nullptr, look);
   auto ran = run(pool);
   EXPECT_EQ(ran.interrupted_by, 0);
   ASSERT_EQ(look->times.size(), 3u);
@@ -667,7 +651,7 @@ TEST_F(PoolRunnerTest, LooksStopForATickOnceTheyTookItsBudget) {
 TEST_F(PoolRunnerTest, AGraphLetGoElsewhereIsCompiledHere) {
   Pool pool({pending_item(kModuleA, 5)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
-  config.held_look = std::make_shared<FakeLook>(runner, 1, Pool::Found::pending);
+  config.cluster = std::make_shared<Cluster>(nullptr, std::make_shared<FakeLook>(runner, 1, Pool::Found::pending));
   runner.script[0] = {{5, AttemptEnd::compiled}};
   auto ran = run(pool);
   ASSERT_EQ(runner.starts.size(), 1u);
@@ -793,7 +777,7 @@ TEST_F(PoolRunnerTest, TheTraceHasEachAttemptOnTheSlotItRanInWithItsOutcome) {
 TEST_F(PoolRunnerTest, TheTraceShowsTheWaitForAGraphHeldElsewhere) {
   Pool pool({pending_item(kModuleA, 60)}, {4, 0, 0});
   pool.mark_held_elsewhere(0, 0);
-  config.held_look = std::make_shared<FakeLook>(runner, 3, Pool::Found::done);
+  config.cluster = std::make_shared<Cluster>(nullptr, std::make_shared<FakeLook>(runner, 3, Pool::Found::done));
   RunTrace trace("launcher", 0, kTraceZeroUs);
   config.trace = &trace;
   std::ignore = run(pool);

@@ -62,6 +62,8 @@ public:
   // elsewhere in a way the directory does not show. `download`: whether a
   // result another host compiled comes into the directory when found.
   [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed, cache::DownloadResult download) const;
+  // Whether the cache is named by URL (S3): every host that uses it sees it.
+  [[nodiscard]] bool named_by_url() const { return url_.has_value(); }
   // A connection of its own to the storage every host of the cache sees
   // (the shared tier, else the directory), for what the launchers of a
   // cluster leave for each other there.

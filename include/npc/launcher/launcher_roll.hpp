@@ -1,13 +1,19 @@
 #pragma once
-// The launchers at work on one shared cache at once, so that they split its
-// graphs among themselves without being told how many they are (no
-// --world_size, no Slurm step): each keeps a record of its own under
-// .npc/launchers/ of the storage every host sees (its name unique to the
-// launcher, rewritten from a thread every third of kRollRecordLife while it
-// runs, removed at its end), and the roll is the records listed there that
-// were rewritten lately: one listing of a few small objects, no reads. A
-// launcher that dies drops off the roll within a lifetime, as its locks lapse
-// (storage::kLockTtl); one that joins late is seen at the next look.
+// The launchers at work on one shared cache at once, each on a lease of its
+// own: the one registry of who is alive, for splitting the graphs among
+// them without being told how many they are (no --world_size, no Slurm
+// step), and for a Slurm step's task 0 to know which tasks are still at
+// work (step_meeting.hpp). Each holds a record under .npc/launchers/ of the
+// storage every host sees, a storage::Lock (owner facts and an expiry,
+// renewed from a thread every third of its life, kRollRecordLife, and
+// removed at its end): a launcher's own name is its host, pid and a random
+// word; a task of a Slurm step's is the step's and the task's
+// ("slurm-4711.0.task-2"), so that the same task cannot run twice. The roll
+// is the records listed there that were rewritten lately: one listing of a
+// few small objects, no reads. A launcher that dies drops off the roll
+// within a lifetime, as its locks lapse (storage::kLockTtl); one on this
+// host is known gone at once by whoever reads its record (judge_lock); one
+// that joins late is seen at the next look.
 //
 // The split is rendezvous hashing over the roll (share_owner.hpp). Two
 // launchers that see different rolls (one joined between their looks) may both
@@ -15,16 +21,14 @@
 // its own share first, costliest first, then helps with the others'.
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
-#include <npc/launcher/pool_runner.hpp>
+#include <npc/launcher/cluster.hpp>
+#include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/result.hpp>
 
@@ -47,12 +51,21 @@ inline constexpr std::string_view kRollFolder = ".npc/launchers";
 
 class LauncherRoll final : public RollLook {
 public:
-  // Puts this launcher on the roll (a record named after its host and pid,
-  // and a random word), removing what dead launchers left there.
-  [[nodiscard]] static Result<std::unique_ptr<LauncherRoll>> join(std::shared_ptr<storage::Storage> storage);
-  ~LauncherRoll() override; // off the roll
+  // Puts this launcher on the roll, removing what dead launchers left
+  // there: under `name`, or a name of its own (its host and pid, and a
+  // random word). A name another live launcher holds is refused: "<who,
+  // else the name> is already running: <its holder>". The lease is renewed over `lease_connection`, from a thread of its
+  // own; the roll is listed over `storage`, by the caller's thread.
+  [[nodiscard]] static Result<std::unique_ptr<LauncherRoll>> join(std::shared_ptr<storage::Storage> storage,
+                                                                  std::shared_ptr<storage::Storage> lease_connection,
+                                                                  std::optional<std::string> name = std::nullopt,
+                                                                  std::string_view who = {});
+  ~LauncherRoll() override = default; // off the roll: its lease released
   LauncherRoll(const LauncherRoll&) = delete;
   LauncherRoll& operator=(const LauncherRoll&) = delete;
+
+  // The key of the record of the launcher named `name`.
+  [[nodiscard]] static std::string record_key(const std::string& name);
 
   [[nodiscard]] const std::string& self() const override { return self_; }
   // The names on the roll now, this launcher's among them, sorted.
@@ -62,15 +75,10 @@ public:
   [[nodiscard]] std::optional<std::vector<std::string>> changed(double now) override;
 
 private:
-  LauncherRoll(std::shared_ptr<storage::Storage> storage, std::string self);
-  void keep_renewed(); // the renewer's loop, until the destructor
+  LauncherRoll(std::shared_ptr<storage::Storage> storage, std::string self, storage::Lock lease);
   std::shared_ptr<storage::Storage> storage_;
   std::string self_;
-  mutable std::mutex io_; // the connection's, shared with the renewer
-  std::mutex mutex_;      // leaving_'s
-  std::condition_variable stop_;
-  bool leaving_ = false;
-  std::thread renewer_;
+  storage::Lock lease_;
   std::optional<double> first_look_;
   double next_look_ = 0;
   std::vector<std::string> last_;

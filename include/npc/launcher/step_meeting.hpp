@@ -2,12 +2,14 @@
 // Where the tasks of one Slurm step meet to add up what they did, so that
 // one line of the step's merged log says it: a folder of the cache every
 // task sees (the shared tier of a cache behind a mirror, else the cache
-// itself), .npc/steps/<job>.<step>/. Each task holds task-<i>.lock there
-// from its start (a storage::Lock: owner facts and an expiry it renews
-// while it runs) and writes task-<i>.json at its end. Task 0, after its own
-// run, waits until every other task has written its record or is gone (its
-// lock absent, or stale by the one rule of storage/lock.hpp: a dead pid on
-// this host at once, another host's once it stops renewing), then adds the
+// itself), .npc/steps/<job>.<step>/. Each task is on the launchers' roll
+// under the step's and its own name from its start (launcher_roll.hpp:
+// "slurm-4711.0.task-2", a lease it renews while it runs; one registry of
+// who is alive for the roll's split and the step alike) and writes
+// task-<i>.json in the folder at its end. Task 0, after its own run, waits
+// until every other task has written its record or is gone (its lease
+// absent, or stale by the one rule of storage/lock.hpp: a dead pid on this
+// host at once, another host's once it stops renewing), then adds the
 // records up and removes the folder.
 
 #include <chrono>
@@ -17,13 +19,16 @@
 #include <vector>
 
 #include <npc/launcher/slurm_step.hpp>
-#include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/result.hpp>
 
 namespace npc::launcher {
 
 class Pool;
+class LauncherRoll;
+
+// A task's name on the launchers' roll: "slurm-4711.0.task-2".
+[[nodiscard]] std::string step_member_name(const StepTask& task, int index);
 
 // What one task did, by graph (cache keys).
 struct TaskTotals {
@@ -43,7 +48,7 @@ struct StepTotals {
   std::size_t compiling_tasks = 0; // how many tasks compiled at least one
   std::size_t already_done = 0;    // done without the step: cached before, or by another process
   std::size_t failed = 0;
-  std::size_t left = 0;            // none of those: pending or held at the end
+  std::size_t left = 0;            // none of those: pending or held at the end, or found only by a task gone
   // "Slurm step 4711.0: 21 graphs: 21 compiled by 4 tasks, 0 already done,
   //  0 failed, 0 left (4 of 4 tasks reported)"
   [[nodiscard]] std::string line() const;
@@ -51,30 +56,40 @@ struct StepTotals {
 
 class StepMeeting {
 public:
-  // Takes this task's lock (renewed from a thread until report() or the
-  // end) after removing a record an earlier run of the same job step left.
-  static Result<StepMeeting> join(std::shared_ptr<storage::Storage> storage, const StepTask& task);
+  // Puts this task on the roll under its name in the step (its lease
+  // renewed over `lease_connection`), after removing a record an earlier
+  // run of the same job step left. A task of the step that is already on
+  // the roll, alive, is refused, saying who.
+  static Result<StepMeeting> join(std::shared_ptr<storage::Storage> storage,
+                                  std::shared_ptr<storage::Storage> lease_connection, const StepTask& task);
 
   StepMeeting(StepMeeting&&) noexcept = default;
   StepMeeting& operator=(StepMeeting&&) noexcept = default;
 
-  // Writes this task's record and lets its lock go.
+  // Writes the graphs this task found, before it compiles: a task that
+  // dies before it reports still has them counted (left, unless another
+  // task did them).
+  Status found(const std::vector<std::string>& graphs);
+  // Writes this task's record. Its lease stays until the meeting ends.
   Status report(const TaskTotals& mine);
 
   // Task 0, after report(): waits (looking every `poll`) until every other
   // task has reported or is gone, adds the records up and removes the
-  // folder. `now` is the clock the locks are judged by.
+  // folder. `now` is the clock the leases are judged by.
   Result<StepTotals> gather(std::chrono::milliseconds poll,
                             const std::function<storage::Time()>& now = [] { return std::chrono::system_clock::now(); });
 
   [[nodiscard]] const std::string& folder() const { return folder_; }
+  [[nodiscard]] const StepTask& task() const { return task_; }
+  // This task on the launchers' roll.
+  [[nodiscard]] const std::shared_ptr<LauncherRoll>& member() const { return member_; }
 
 private:
   StepMeeting(std::shared_ptr<storage::Storage> storage, StepTask task, std::string folder);
   std::shared_ptr<storage::Storage> storage_;
   StepTask task_;
   std::string folder_; // ".npc/steps/<job>.<step>"
-  storage::Lock lock_;
+  std::shared_ptr<LauncherRoll> member_;
 };
 
 } // namespace npc::launcher
