@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <string>
@@ -38,7 +39,8 @@ public:
         flags_by_hash_(std::move(flags_by_hash)),
         wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), transfers_(std::move(transfer_connections), mirror) {
     if (!wake_.valid())
-      spdlog::warn("cannot make an eventfd ({}): the launcher takes each shared lock itself, one at a time",
+      spdlog::warn("cannot make an eventfd ({}): the launcher waits for the shared locks it takes together "
+                   "before it goes on",
                    std::strerror(errno));
     memo_.presume_held_from_now();
   }
@@ -101,18 +103,18 @@ public:
     // host, whose fresh lock needs no reading: one create says so. Found
     // free again later, its lock is judged (and broken when stale).
     const bool create_only = !created_over_.contains(entry_dir.string());
-    if (!wake_.valid()) {
-      // No eventfd (out of descriptors): a take ended on a thread could go
-      // unseen for a whole tick, so it runs here, as one did before.
-      Ended ended = take(shared_, item, *key, entry_dir.string(), create_only);
+    {
       std::lock_guard guard(ended_mutex_);
-      ended_.push_back(std::move(ended));
-      return;
+      ++takes_running_;
     }
     transfers_.add_first([this, item, key = *key, dir = entry_dir.string(), create_only](const cache::SharedTier& tier) {
       Ended ended = take(tier, item, key, dir, create_only);
-      std::lock_guard guard(ended_mutex_);
-      ended_.push_back(std::move(ended));
+      {
+        std::lock_guard guard(ended_mutex_);
+        ended_.push_back(std::move(ended));
+        --takes_running_;
+      }
+      take_ended_.notify_all();
       wake();
     });
   }
@@ -122,7 +124,11 @@ public:
     if (wake_.valid()) std::ignore = ::read(wake_.get(), &count, sizeof count);
     std::vector<Ended> ended;
     {
-      std::lock_guard guard(ended_mutex_);
+      std::unique_lock guard(ended_mutex_);
+      // No eventfd (out of descriptors): a take that ends on a thread could
+      // go unseen for a whole tick, so the takes begun are waited for here
+      // (together, as they run).
+      if (!wake_.valid()) take_ended_.wait(guard, [this] { return takes_running_ == 0; });
       ended.swap(ended_);
     }
     std::vector<TakeEnded> takes;
@@ -357,7 +363,9 @@ private:
   mutable std::mutex flags_mutex_;
   mutable std::map<std::string, std::string> flags_by_hash_; // known_flags: compile_flags.json by flags hash
   std::mutex ended_mutex_;
-  std::vector<Ended> ended_; // takes ended, not yet passed on
+  std::condition_variable take_ended_;
+  std::vector<Ended> ended_;      // takes ended, not yet passed on
+  std::size_t takes_running_ = 0; // begun and not ended
   util::UniqueFd wake_;      // an eventfd: a take ended
   // Last: its threads, which use the members above, end first.
   TransferThreads transfers_;
