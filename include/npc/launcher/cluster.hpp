@@ -7,12 +7,14 @@
 // graph's lock taken before its worker starts and let go after it (take,
 // attempt_ended), and the Slurm step's totals at the end (step_meeting.hpp).
 //
-// Alone (Cluster{}: a launcher on its own, a dry run, --world_size shares)
-// it does nothing: a look finds nothing beyond the directory, a take is
-// left to the worker, the roll never changes, and there are no totals. A
-// cache that hosts share as a directory (a network file system) adds the
-// roll; one named by URL (S3) adds its shared tier's looks and takes
-// (shared_entry_look.hpp). The loop asks the same questions of all three.
+// Alone (Cluster{}: a dry run, a collect, a test's launcher) it does
+// nothing: a look finds nothing beyond the directory, a take is left to the
+// worker, the roll never changes, and there are no totals. A launcher not
+// told its share (no --world_size) adds the roll, in the cache whether a
+// directory or S3; a cache named by URL (S3) adds its shared tier's looks
+// and takes (shared_entry_look.hpp); a task of a Slurm step adds its
+// meeting, and is on the roll through it. The loop asks the same questions
+// of every combination.
 
 #include <chrono>
 #include <cstddef>
