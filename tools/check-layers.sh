@@ -14,7 +14,8 @@ declare -A allowed=(
   [cache]="util config storage cache"
   [bundle]="util config storage cache bundle"
   [compile]="util config storage cache compile"
-  [launcher]="util config storage cache compile launcher"
+  [cluster]="util config storage cache cluster"
+  [launcher]="util config storage cache compile cluster launcher"
   [cli]="util config storage cache compile launcher bundle cli"
 )
 

@@ -28,7 +28,7 @@ GROUPS = [
     "tools/standin/cc", "tools/standin/train", "tools/standin/common",
     "bench/src",
     "src/util", "src/config", "src/storage", "src/cache", "src/compile",
-    "src/launcher", "src/bundle", "src/cli",
+    "src/cluster", "src/launcher", "src/bundle", "src/cli",
 ]
 
 # GoogleTest finds a value's printer by this name: overloads of it, one per

@@ -144,12 +144,12 @@ Result<Brought> SharedTier::bring(const CacheKey& key, const std::vector<std::st
   return brought;
 }
 
-SharedLook SharedTier::look(const CacheKey& key, bool retry_failed, DownloadResult download) const {
+Found SharedTier::look(const CacheKey& key, bool retry_failed, DownloadResult download) const {
   LockMemo memo;
   return look_all({key}, retry_failed, download, memo, LookListing::each_entry).front();
 }
 
-std::vector<SharedLook> SharedTier::look_all(const std::vector<CacheKey>& keys, bool retry_failed,
+std::vector<Found> SharedTier::look_all(const std::vector<CacheKey>& keys, bool retry_failed,
                                              DownloadResult download, LockMemo& memo, LookListing listing) const {
   // What a listing shows of each entry: its files' names and its lock object.
   struct Listed {
@@ -172,7 +172,7 @@ std::vector<SharedLook> SharedTier::look_all(const std::vector<CacheKey>& keys, 
     if (!tree) {
       spdlog::warn("cannot look at {}: {}; starting their compiles, which report it if it persists",
                    shared_->describe() + "/" + version_dir, tree.error());
-      return std::vector<SharedLook>(keys.size(), SharedLook::pending);
+      return std::vector<Found>(keys.size(), Found::pending);
     }
     return look_in_walk(keys, *tree, retry_failed, download, memo);
   }
@@ -188,16 +188,16 @@ std::vector<SharedLook> SharedTier::look_all(const std::vector<CacheKey>& keys, 
     for (const auto& file : *tree)
       if (file.key.find('/') == std::string::npos) note(folder, file, file.key);
   }
-  std::vector<SharedLook> found;
+  std::vector<Found> found;
   for (const auto& key : keys) {
     const Listed& entry = entries[key.relative_path().generic_string()];
     found.push_back(entry.looked ? judge_listed(key, entry.names, entry.lock, retry_failed, download, memo)
-                                 : SharedLook::pending);
+                                 : Found::pending);
   }
   return found;
 }
 
-std::vector<SharedLook> SharedTier::look_in_walk(const std::vector<CacheKey>& keys,
+std::vector<Found> SharedTier::look_in_walk(const std::vector<CacheKey>& keys,
                                                  const std::vector<storage::TreeFile>& walk, bool retry_failed,
                                                  DownloadResult download, LockMemo& memo) const {
   struct Listed {
@@ -215,7 +215,7 @@ std::vector<SharedLook> SharedTier::look_in_walk(const std::vector<CacheKey>& ke
     if (name == kFrameworkLockFile) it->second.lock = file;
     it->second.names.push_back(std::move(name));
   }
-  std::vector<SharedLook> found;
+  std::vector<Found> found;
   for (const auto& key : keys) {
     const Listed& entry = entries[key.relative_path().filename().generic_string()];
     found.push_back(judge_listed(key, entry.names, entry.lock, retry_failed, download, memo));
@@ -223,34 +223,34 @@ std::vector<SharedLook> SharedTier::look_in_walk(const std::vector<CacheKey>& ke
   return found;
 }
 
-SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::string>& names,
+Found SharedTier::judge_listed(const CacheKey& key, const std::vector<std::string>& names,
                                     const std::optional<storage::TreeFile>& lock, bool retry_failed,
                                     DownloadResult download, LockMemo& memo) const {
   const ListedEntry listed = read_listing(names);
-  if (listed.done && download == DownloadResult::no) return SharedLook::done;
+  if (listed.done && download == DownloadResult::no) return Found::done;
   if (listed.done || (listed.failed && !retry_failed)) {
     auto fetched = fetch_result(key, std::chrono::milliseconds(0));
     if (!fetched) {
       spdlog::warn("cannot download {}: {}; starting its compile, which reports it if it persists", describe(key),
                    fetched.error());
-      return SharedLook::pending;
+      return Found::pending;
     }
     switch (fetched->outcome) {
     case FetchOutcome::copied:
-    case FetchOutcome::already_done: return SharedLook::done;
-    case FetchOutcome::failure_copied: return SharedLook::failed;
-    case FetchOutcome::busy: return SharedLook::busy;
+    case FetchOutcome::already_done: return Found::done;
+    case FetchOutcome::failure_copied: return Found::failed;
+    case FetchOutcome::busy: return Found::locked;
     case FetchOutcome::rejected:
       // As a wrapper's lookup: an unusable result is compiled again.
       spdlog::warn("not using {}: {}", describe(key), fetched->detail);
-      return SharedLook::pending;
+      return Found::pending;
     case FetchOutcome::miss: break; // removed since the listing: the lock decides
     }
   }
   const std::string lock_key = key_of(key, kFrameworkLockFile);
   if (!listed.has_lock || !lock) {
     memo.forget(lock_key);
-    return SharedLook::pending;
+    return Found::pending;
   }
   const auto now = std::chrono::system_clock::now();
   std::optional<storage::LockFacts> facts;
@@ -263,21 +263,21 @@ SharedLook SharedTier::judge_listed(const CacheKey& key, const std::vector<std::
       spdlog::debug("{} is still held in {}: the lock was written {} ago (presumed held, not read)", key.module_name(),
                     shared_->describe(),
                     util::format_seconds(std::max(0.0, std::chrono::duration<double>(now - lock->modified).count())));
-      return SharedLook::held;
+      return Found::held_elsewhere;
     }
   }
   if (!facts) {
     auto read = storage::judge_listed_lock(*shared_, lock_key, lock->size, lock->modified, mirror_.stale_lock_age(), now);
     if (!read) {
       spdlog::warn("cannot read the lock of {}: {}; starting its compile", describe(key), read.error());
-      return SharedLook::pending;
+      return Found::pending;
     }
     facts = std::move(*read);
     memo.remember(lock_key, *facts);
   }
-  if (!facts->blocks()) return SharedLook::pending;
+  if (!facts->blocks()) return Found::pending;
   spdlog::debug("{} is still held in {}: the lock {}", key.module_name(), shared_->describe(), facts->describe());
-  return SharedLook::held;
+  return Found::held_elsewhere;
 }
 
 std::optional<storage::LockFacts> LockMemo::find(const std::string& lock_key, std::uint64_t size,
@@ -395,7 +395,7 @@ Result<bool> SharedTier::push_with(const CacheKey& key, bool keep_theirs, const 
   if (!snapshot) return fail(snapshot.error());
   // Pending: nothing to push, but for the record of a graph a launcher of a
   // run failed for good without caching a failure (a timeout): the run's
-  // other launchers read it under the lock (launcher/shared_entry_look) and
+  // other launchers read it under the lock (cluster/shared_entry_look) and
   // do not compile the graph again.
   const bool run_failure_only = !snapshot->done && !snapshot->failed && failed_for_good_in_a_run(*snapshot);
   if (!snapshot->done && !snapshot->failed && !run_failure_only) return false;

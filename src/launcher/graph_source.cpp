@@ -3,11 +3,14 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/key.hpp>
-#include <npc/launcher/shared_entry_look.hpp>
+#include <npc/cluster/shared_entry_look.hpp>
 #include <npc/storage/open.hpp>
 #include <npc/util/error.hpp>
 
 namespace npc::launcher {
+
+using cluster::HeldEntryLook;
+using cluster::SharedGraphs;
 
 namespace {
 
@@ -41,7 +44,7 @@ GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& sett
                          const std::string& compiler_version)
     : cache_(cache), url_(settings.shared_cache_url) {
   if (!url_) return;
-  auto connections = storage::open(*url_, kSharedTierConnections);
+  auto connections = storage::open(*url_, cluster::kSharedTierConnections);
   check_usable(*connections.front(), *url_);
   shared_.emplace(std::move(connections), cache, *url_, compiler_version);
 }
@@ -99,7 +102,7 @@ std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir
 std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed, cache::DownloadResult download) const {
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
-  return make_shared_entry_look(shared_->connection(), storage::open(*url_, kTransferConnections), cache_, retry_failed,
+  return cluster::make_shared_entry_look(shared_->connection(), storage::open(*url_, cluster::kTransferConnections), cache_, retry_failed,
                                 download, shared_->version_objects(), shared_->flags_by_hash());
 }
 

@@ -12,7 +12,7 @@
 #include <npc/launcher/launcher.hpp>
 #include <npc/launcher/report.hpp>
 #include <npc/launcher/run_trace.hpp>
-#include <npc/launcher/shared_graphs.hpp>
+#include <npc/cluster/shared_graphs.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
@@ -90,7 +90,7 @@ int run_maintenance(const Options& options, const config::Settings& settings, Ru
   // theirs to clean.
   std::optional<cache::Cache> shared_tier;
   if (settings.shared_cache_url)
-    shared_tier.emplace(storage::open(*settings.shared_cache_url, kSharedTierConnections));
+    shared_tier.emplace(storage::open(*settings.shared_cache_url, cluster::kSharedTierConnections));
   std::vector<const cache::Cache*> targets;
   if (shared_tier) targets.push_back(&*shared_tier);
   targets.push_back(&cache);

@@ -194,7 +194,7 @@ Options parse_options(int argc, char** argv) {
   // Under srun, the step says which launcher of how many this is, unless
   // the command line does.
   std::string not_a_task;
-  options.step = current_step_task(&not_a_task);
+  options.step = cluster::current_step_task(&not_a_task);
   if (!not_a_task.empty())
     spdlog::warn("{}; this launcher does not tell itself apart from the step's other tasks", not_a_task);
   if (options.step && app.count("--node_id") == 0 && app.count("--world_size") == 0) {

@@ -5,7 +5,7 @@
 #include <functional>
 
 #include <npc/launcher/lane_plan.hpp>
-#include <npc/launcher/share_owner.hpp>
+#include <npc/cluster/share_owner.hpp>
 #include <npc/util/random.hpp>
 
 namespace npc::launcher {
@@ -172,7 +172,7 @@ void Pool::spread_picks(std::uint64_t seed, double band) {
 }
 
 void Pool::share_among(const std::vector<std::string>& members, const std::string& self) {
-  for (auto& item : items_) item.own_share = members.empty() || members[share_owner(item.key, members)] == self;
+  for (auto& item : items_) item.own_share = members.empty() || members[cluster::share_owner(item.key, members)] == self;
   share_the_critical(members.size());
   shares_split_ = true;
   sort_longest_first();

@@ -21,6 +21,9 @@
 
 namespace npc::launcher {
 
+using cluster::Cluster;
+using cluster::HeldEntryLook;
+
 namespace {
 
 struct Worker {

@@ -21,6 +21,7 @@
 #include <npc/launcher/old_runs.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/launcher/report.hpp>
+#include <npc/launcher/run_cluster.hpp>
 #include <npc/launcher/run_trace.hpp>
 #include <npc/launcher/system.hpp>
 #include <npc/launcher/trial.hpp>
@@ -31,6 +32,7 @@
 #include <npc/util/fs.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/process.hpp>
+#include <npc/util/random.hpp>
 #include <npc/util/log.hpp>
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
@@ -453,7 +455,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
 
   Collector collector(cache.root(), version);
   GraphSource source(cache, settings, version);
-  auto cluster = std::make_shared<Cluster>(Cluster::join(options, source));
+  auto cluster = std::make_shared<npc::cluster::Cluster>(join_cluster(options, source));
   const bool retry_failed = settings.cache.retry_failed_compilation;
   double collect_start = util::monotonic_seconds();
   if (mode_runs_trial(options.mode)) {
@@ -486,7 +488,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   std::uint64_t budget = options.memory_budget.value_or(available_memory());
   int parallel = choose_parallelism(options, items, budget);
   Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
-  cluster->spread_picks(pool);
+  if (cluster->spreads_picks()) pool.spread_picks(util::random_u64(), kSpreadBand);
   if (options.world_size > 1) pool.split_by_world();
   mark_known(pool, cache, source, retry_failed);
   // --static_schedule keeps the original's shares as they are.
@@ -517,7 +519,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
     config.run = options.step->run_name();
     config.run_by = options.step->label();
   }
-  cluster->report_start(pool);
+  cluster->report_start(task_totals(pool));
   auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();
@@ -541,7 +543,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
   if (settings.count_usage) count_run_usage(pool, cache);
-  cluster->report_end(pool);
+  cluster->report_end(task_totals(pool));
   return exit_status_for_failed_graphs(count(pool).failed);
 }
 

@@ -1,9 +1,9 @@
-// launcher/launcher_roll: launchers on one shared cache keep a roll there,
+// cluster/launcher_roll: launchers on one shared cache keep a roll there,
 // on a directory and on the run's S3 server: each sees the others that
 // joined, none that left or stopped renewing, and what dead launchers left
 // goes at the next join.
 
-#include <npc/launcher/launcher_roll.hpp>
+#include <npc/cluster/launcher_roll.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -22,7 +22,7 @@
 
 #include "two_tiers.hpp"
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -206,4 +206,4 @@ TEST_F(LauncherRollLeftoverTest, ALauncherOfThisHostThatDiedIsOffTheRollAtOnce) 
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -4,7 +4,7 @@
 // test waits: the clock moves only when the loop waits.
 
 #include <npc/launcher/pool_runner.hpp>
-#include <npc/launcher/share_owner.hpp>
+#include <npc/cluster/share_owner.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -25,6 +25,11 @@
 #include "two_tiers.hpp"
 
 namespace npc::launcher {
+
+using cluster::Cluster;
+using cluster::HeldEntryLook;
+using cluster::RollLook;
+
 namespace {
 
 // How one attempt of an item goes: its length, and how it ends.
@@ -502,7 +507,7 @@ TEST_F(PoolRunnerTest, ItsOwnShareIsTakenFirstAndWithoutALook) {
   std::vector<std::string> own, others; // costliest first
   for (std::size_t i = 0; i < modules.size(); ++i) {
     items.push_back(pending_item(modules[i], 60 - 10 * static_cast<double>(i)));
-    (roll[share_owner(items.back().key, roll)] == "me" ? own : others).push_back(modules[i]);
+    (roll[cluster::share_owner(items.back().key, roll)] == "me" ? own : others).push_back(modules[i]);
   }
   ASSERT_FALSE(own.empty());
   ASSERT_FALSE(others.empty());

@@ -10,7 +10,7 @@
 
 #include <npc/launcher/lane_plan.hpp>
 #include <npc/launcher/pool.hpp>
-#include <npc/launcher/share_owner.hpp>
+#include <npc/cluster/share_owner.hpp>
 
 namespace npc::launcher {
 namespace {
@@ -491,7 +491,7 @@ TEST(Pool, SharedAmongARollItsOwnComeFirst) {
   EXPECT_TRUE(pool.shares_split());
   std::vector<std::size_t> own, others;
   for (std::size_t i = 0; i < 8; ++i) {
-    const bool mine = roll[share_owner(pool.items()[i].key, roll)] == "b.2.y";
+    const bool mine = roll[cluster::share_owner(pool.items()[i].key, roll)] == "b.2.y";
     EXPECT_EQ(pool.items()[i].own_share, mine) << i;
     (mine ? own : others).push_back(i);
   }
@@ -520,8 +520,8 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   // A launcher that owns none of the three big ones by the hash.
   std::string self;
   for (const auto& member : roll)
-    if (roll[share_owner("big1", roll)] != member && roll[share_owner("big2", roll)] != member &&
-        roll[share_owner("big3", roll)] != member)
+    if (roll[cluster::share_owner("big1", roll)] != member && roll[cluster::share_owner("big2", roll)] != member &&
+        roll[cluster::share_owner("big3", roll)] != member)
       self = member;
   ASSERT_FALSE(self.empty()) << "every launcher owns one of the big graphs";
   pool.share_among(roll, self);
@@ -530,7 +530,7 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   EXPECT_TRUE(pool.items()[0].own_share);
   EXPECT_TRUE(pool.items()[1].own_share);
   EXPECT_FALSE(pool.items()[2].own_share) << "beyond this launcher's slots";
-  EXPECT_EQ(pool.items()[3].own_share, roll[share_owner("mid", roll)] == self) << "cheaper than a slot's share";
+  EXPECT_EQ(pool.items()[3].own_share, roll[cluster::share_owner("mid", roll)] == self) << "cheaper than a slot's share";
   ASSERT_GE(pool.order().size(), 2u);
   EXPECT_EQ(pool.order()[0], 0u);
   EXPECT_EQ(pool.order()[1], 1u);
@@ -550,7 +550,7 @@ TEST(Pool, TheGraphsThatWouldEndTheRunLateAreEveryLaunchersOwn) {
   pool.finish(2, AttemptEnd::compiled, ended("exit code 0", 27), 0);
   std::vector<std::size_t> own_by_hash, others_by_hash;
   for (std::size_t i = 3; i < 24; ++i)
-    (roll[share_owner(pool.items()[i].key, roll)] == self ? own_by_hash : others_by_hash).push_back(i);
+    (roll[cluster::share_owner(pool.items()[i].key, roll)] == self ? own_by_hash : others_by_hash).push_back(i);
   ASSERT_FALSE(own_by_hash.empty());
   ASSERT_FALSE(others_by_hash.empty());
   for (std::size_t n = 0; n < own_by_hash.size(); ++n) {

@@ -1,8 +1,8 @@
-// launcher/share_owner: which launcher of a roll owns a graph, the same in
+// cluster/share_owner: which launcher of a roll owns a graph, the same in
 // every launcher that sees the same roll, spread evenly, and moved only
 // from a launcher that leaves.
 
-#include <npc/launcher/share_owner.hpp>
+#include <npc/cluster/share_owner.hpp>
 
 #include <algorithm>
 #include <map>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 std::vector<std::string> launchers(int n) {
@@ -78,4 +78,4 @@ TEST(ShareOwner, OneLauncherOwnsEverything) {
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

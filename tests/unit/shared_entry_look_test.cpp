@@ -1,10 +1,10 @@
-// launcher/shared_entry_look: the launcher's hand in a shared tier, on a
+// cluster/shared_entry_look: the launcher's hand in a shared tier, on a
 // directory and on the run's S3 server. The takes of graphs' locks run on
 // transfer threads beside the loop and say so through wake_fd; a graph
 // another host holds is not taken; a taken graph is brought into the
 // mirror, and its lock let go once its worker has ended.
 
-#include <npc/launcher/shared_entry_look.hpp>
+#include <npc/cluster/shared_entry_look.hpp>
 
 #include <poll.h>
 
@@ -20,7 +20,7 @@
 
 #include "two_tiers.hpp"
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -85,4 +85,4 @@ TEST_P(SharedEntryLookTest, TakesRunBesideTheLoopAndAGraphHeldElsewhereIsNotTake
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,9 +1,9 @@
-// launcher/shared_graphs: the graphs a trial names by URL, brought into the
+// cluster/shared_graphs: the graphs a trial names by URL, brought into the
 // local mirror. Each test runs with a directory and with a real S3 server as
 // the shared tier (two_tiers.hpp); tests/e2e/s3_launcher_test.cpp runs the
 // launcher itself over S3.
 
-#include <npc/launcher/shared_graphs.hpp>
+#include <npc/cluster/shared_graphs.hpp>
 
 #include <map>
 #include <memory>
@@ -24,7 +24,7 @@
 #include "two_tiers.hpp"
 #include "test_support.hpp"
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -296,4 +296,4 @@ TEST_P(SharedGraphsTest, TakePendingReadsTheFlagsOfEachHashOnce) {
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

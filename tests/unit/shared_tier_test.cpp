@@ -183,24 +183,24 @@ TEST_P(SharedTierTest, ABusyMirrorEntryIsReportedNotWaitedFor) {
 TEST_P(SharedTierTest, TheLauncherLookFetchesAResultAndJudgesALock) {
   // Pending there, no lock: a compile here takes it.
   ASSERT_TRUE(origin->entry(key).store_graph(kRemoteGraph, kRemoteFlags).ok());
-  EXPECT_EQ(remote->look(key, false), SharedLook::pending);
+  EXPECT_EQ(remote->look(key, false), Found::pending);
   // Its lock held by a live process (this one): another host compiles it.
   {
     auto held = origin->entry(key).lock(0ms);
     ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
-    EXPECT_EQ(remote->look(key, false), SharedLook::held);
+    EXPECT_EQ(remote->look(key, false), Found::held_elsewhere);
   }
-  EXPECT_EQ(remote->look(key, false), SharedLook::pending) << "the lock was let go";
+  EXPECT_EQ(remote->look(key, false), Found::pending) << "the lock was let go";
   // Done there: its result comes into the mirror.
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
-  EXPECT_EQ(remote->look(key, false), SharedLook::done);
+  EXPECT_EQ(remote->look(key, false), Found::done);
   EXPECT_EQ(test::read_text(mirror_dir() / "model.neff"), kRemoteNeff);
 }
 
 // --command compile's look: a result there is done, and stays there.
 TEST_P(SharedTierTest, TheLauncherLookWithoutDownloadLeavesAResultThere) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
-  EXPECT_EQ(remote->look(key, false, DownloadResult::no), SharedLook::done);
+  EXPECT_EQ(remote->look(key, false, DownloadResult::no), Found::done);
   EXPECT_FALSE(fs::exists(mirror_dir()));
   EXPECT_EQ(shared_names(), kDoneFiles) << "no use recorded, nothing written";
 }
@@ -217,16 +217,16 @@ TEST_P(SharedTierTest, TheLauncherLooksAtManyInOneWalk) {
   ASSERT_TRUE(lock && std::holds_alternative<storage::Lock>(*lock));
   LockMemo memo;
   EXPECT_EQ(remote->look_all({key, held, free}, false, DownloadResult::no, memo, LookListing::whole_version_folder),
-            (std::vector<SharedLook>{SharedLook::done, SharedLook::held, SharedLook::pending}));
+            (std::vector<Found>{Found::done, Found::held_elsewhere, Found::pending}));
   EXPECT_EQ(remote->look_all({key, held, free}, false, DownloadResult::no, memo, LookListing::each_entry),
-            (std::vector<SharedLook>{SharedLook::done, SharedLook::held, SharedLook::pending}));
+            (std::vector<Found>{Found::done, Found::held_elsewhere, Found::pending}));
 }
 
 TEST_P(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {
   ASSERT_NO_FATAL_FAILURE(publish_failed(*origin));
-  EXPECT_EQ(remote->look(key, true), SharedLook::pending);
+  EXPECT_EQ(remote->look(key, true), Found::pending);
   EXPECT_FALSE(fs::exists(mirror_dir() / "model.log")) << "nothing is copied when failures are retried";
-  EXPECT_EQ(remote->look(key, false), SharedLook::failed);
+  EXPECT_EQ(remote->look(key, false), Found::failed);
   EXPECT_TRUE(mirror->entry(key).looks_failed());
 }
 
@@ -234,7 +234,7 @@ TEST_P(SharedTierTest, TheLauncherLookReportsABusyMirrorEntry) {
   ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
   auto held = mirror->entry(key).lock(0ms);
   ASSERT_TRUE(held && std::holds_alternative<storage::Lock>(*held));
-  EXPECT_EQ(remote->look(key, false), SharedLook::busy);
+  EXPECT_EQ(remote->look(key, false), Found::locked);
 }
 
 TEST_P(SharedTierTest, PushOfADoneEntryWritesEveryFileWithTheMarkerLast) {
@@ -434,7 +434,7 @@ TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenO
   write_shared(kFrameworkLockFile, record_of_another_host(600s));
   LockMemo memo;
   auto look = [&] { return remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(); };
-  EXPECT_EQ(look(), SharedLook::held);
+  EXPECT_EQ(look(), Found::held_elsewhere);
   // Bytes no holder would write in place (the same size, the same time,
   // expired): the memo's judgement stands, which only a read would change.
   const auto written = fs::last_write_time(lock_file());
@@ -442,11 +442,11 @@ TEST_P(SharedTierLockMemoTest, AnUnchangedLockIsJudgedFromWhatWasReadARewrittenO
   ASSERT_EQ(expired.size(), fs::file_size(lock_file()));
   test::write_text(lock_file(), expired);
   fs::last_write_time(lock_file(), written);
-  EXPECT_EQ(look(), SharedLook::held);
-  EXPECT_EQ(remote->look(key, false), SharedLook::pending) << "a look without the memo reads the expired record";
+  EXPECT_EQ(look(), Found::held_elsewhere);
+  EXPECT_EQ(remote->look(key, false), Found::pending) << "a look without the memo reads the expired record";
   // Written anew: read again.
   fs::last_write_time(lock_file(), written + 5s);
-  EXPECT_EQ(look(), SharedLook::pending);
+  EXPECT_EQ(look(), Found::pending);
 }
 
 // The memo tells when the lease of a lock it read ends, the expiry its
@@ -457,13 +457,13 @@ TEST_P(SharedTierLockMemoTest, TheLeaseOfALockReadEndsAtItsRecordsExpiry) {
   EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), std::nullopt);
   const std::string record = record_of_another_host(45s);
   write_shared(kFrameworkLockFile, record);
-  ASSERT_EQ(remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(), SharedLook::held);
+  ASSERT_EQ(remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(), Found::held_elsewhere);
   auto parsed = storage::LockRecord::parse(record);
   ASSERT_TRUE(parsed);
   EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), storage::Time(std::chrono::seconds(parsed->expires_unix)));
   fs::remove(lock_file());
   ASSERT_EQ(remote->look_all({key}, false, DownloadResult::no, memo, LookListing::each_entry).front(),
-            SharedLook::pending);
+            Found::pending);
   EXPECT_EQ(memo.lease_ends(remote->lock_key(key)), std::nullopt) << "let go: no lease";
 }
 

@@ -1,7 +1,7 @@
-// launcher/slurm_step: which task of a Slurm step a launcher is, from the
+// cluster/slurm_step: which task of a Slurm step a launcher is, from the
 // variables srun gives each task.
 
-#include <npc/launcher/slurm_step.hpp>
+#include <npc/cluster/slurm_step.hpp>
 
 #include <map>
 #include <string>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 using Vars = std::map<std::string, std::string>;
@@ -96,4 +96,4 @@ TEST(StepTask, AFileTagKeepsOnlyPlainCharacters) {
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,8 +1,8 @@
-// launcher/step_meeting: the tasks of a Slurm step add up what they did in
+// cluster/step_meeting: the tasks of a Slurm step add up what they did in
 // the cache they share; task 0 waits for the others, or finds them gone.
 // Over a directory storage; the Slurm tests run it across real tasks.
 
-#include <npc/launcher/step_meeting.hpp>
+#include <npc/cluster/step_meeting.hpp>
 
 #include <chrono>
 #include <memory>
@@ -17,7 +17,7 @@
 #include "files.hpp"
 #include "temp_dir.hpp"
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 using namespace std::chrono_literals;
@@ -188,4 +188,4 @@ TEST_F(StepMeetingTest, ATaskAlreadyRunningIsRefused) {
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,9 +1,9 @@
-// launcher/transfer_threads: jobs over a connection each, the urgent ones
+// cluster/transfer_threads: jobs over a connection each, the urgent ones
 // first; the results a launcher's workers compiled into the mirror go up to
 // the shared tier, each entry's lock released after its upload (on a
 // directory and on the run's S3 server).
 
-#include <npc/launcher/transfer_threads.hpp>
+#include <npc/cluster/transfer_threads.hpp>
 
 #include <chrono>
 #include <condition_variable>
@@ -25,7 +25,7 @@
 
 #include "two_tiers.hpp"
 
-namespace npc::launcher {
+namespace npc::cluster {
 namespace {
 
 class TransferThreadsTest : public test::MirrorAndSharedTest {};
@@ -222,4 +222,4 @@ TEST_P(TransferThreadsTest, JobsRunOnEveryConnectionAndUrgentOnesFirst) {
 }
 
 } // namespace
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include <npc/cache/found.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/tier_fetch.hpp>
@@ -52,16 +53,6 @@ enum class RecordUse { yes, no };
 
 // Whether a look that finds a result brings it into the mirror.
 enum class DownloadResult { yes, no };
-
-// What a look at a shared entry whose lock another host held found
-// (SharedTier::look).
-enum class SharedLook {
-  done,    // its result is in the mirror now (or, not downloaded, in the shared tier)
-  failed,  // its cached failure is in the mirror now
-  busy,    // a process of this host holds the mirror entry's lock
-  held,    // its lock in the shared tier is in force: another host compiles it
-  pending  // none of these: a compile here takes the lock
-};
 
 // What SharedTier::bring did with one entry.
 struct Brought {
@@ -199,18 +190,18 @@ public:
   // A shared tier that cannot be read reads as pending (with a warning): the
   // compile that follows meets the same error and reports it with its log.
   // The mirror entry's lock is not waited for.
-  [[nodiscard]] SharedLook look(const CacheKey& key, bool retry_failed,
+  [[nodiscard]] Found look(const CacheKey& key, bool retry_failed,
                                 DownloadResult download = DownloadResult::yes) const;
   // look, for many entries of one compiler version at once: listed as
   // `listing` says, a lock object judged from `memo` when it is the one read
   // before. Requests: 1 LIST per 1,000 objects of the version folder, or 1
   // LIST per entry; a GET per lock object not in the memo.
-  [[nodiscard]] std::vector<SharedLook> look_all(const std::vector<CacheKey>& keys, bool retry_failed,
+  [[nodiscard]] std::vector<Found> look_all(const std::vector<CacheKey>& keys, bool retry_failed,
                                                  DownloadResult download, LockMemo& memo, LookListing listing) const;
 
   // look_all's judgement of entries of one version folder from a walk of
   // that folder made before (its list_tree): no LIST of its own.
-  [[nodiscard]] std::vector<SharedLook> look_in_walk(const std::vector<CacheKey>& keys,
+  [[nodiscard]] std::vector<Found> look_in_walk(const std::vector<CacheKey>& keys,
                                                      const std::vector<storage::TreeFile>& walk, bool retry_failed,
                                                      DownloadResult download, LockMemo& memo) const;
 
@@ -227,7 +218,7 @@ public:
 private:
   [[nodiscard]] std::string key_of(const CacheKey& key, std::string_view file) const;
   // look's judgement of one entry from its listing.
-  [[nodiscard]] SharedLook judge_listed(const CacheKey& key, const std::vector<std::string>& names,
+  [[nodiscard]] Found judge_listed(const CacheKey& key, const std::vector<std::string>& names,
                                         const std::optional<storage::TreeFile>& lock, bool retry_failed,
                                         DownloadResult download, LockMemo& memo) const;
   // push (keep_theirs false) and push_unless_there (true); over `listed`

@@ -18,7 +18,7 @@
 #include <npc/config/settings.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/pool_runner.hpp>
-#include <npc/launcher/shared_graphs.hpp>
+#include <npc/cluster/shared_graphs.hpp>
 
 namespace npc::launcher {
 
@@ -61,7 +61,7 @@ public:
   // The pool's look at such a graph, or nullptr when no graph can be held
   // elsewhere in a way the directory does not show. `download`: whether a
   // result another host compiled comes into the directory when found.
-  [[nodiscard]] std::shared_ptr<HeldEntryLook> held_look(bool retry_failed, cache::DownloadResult download) const;
+  [[nodiscard]] std::shared_ptr<cluster::HeldEntryLook> held_look(bool retry_failed, cache::DownloadResult download) const;
   // Whether the cache is named by URL (S3): every host that uses it sees it.
   [[nodiscard]] bool named_by_url() const { return url_.has_value(); }
   // A connection of its own to the storage every host of the cache sees
@@ -72,7 +72,7 @@ public:
 private:
   const cache::Cache& cache_;
   std::optional<std::string> url_;
-  std::optional<SharedGraphs> shared_;
+  std::optional<cluster::SharedGraphs> shared_;
 };
 
 } // namespace npc::launcher

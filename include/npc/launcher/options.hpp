@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <npc/launcher/slurm_step.hpp>
+#include <npc/cluster/slurm_step.hpp>
 
 namespace npc::launcher {
 
@@ -49,7 +49,7 @@ struct Options {
   std::vector<std::string> command; // the user's command, untouched
   // The task of a Slurm step this launcher is (srun), if any; node_id and
   // world_size come from it when neither option is given (share_from_step).
-  std::optional<StepTask> step;
+  std::optional<cluster::StepTask> step;
   bool share_from_step = false;
 };
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include <npc/cache/found.hpp>
 #include <npc/launcher/cost_model.hpp>
 
 namespace npc::launcher {
@@ -195,7 +196,7 @@ public:
   void mark_cached_failure(std::size_t i, const fs::path& log_path);
   void mark_locked_elsewhere(std::size_t i, double now);
   // Its lock held by another host, as found when its graph was taken
-  // (launcher/shared_graphs.hpp): deferred and looked at in the shared cache
+  // (cluster/shared_graphs.hpp): deferred and looked at in the shared cache
   // as after a first look that found it so (Found::held_elsewhere), so no
   // worker starts only to meet the lock.
   void mark_held_elsewhere(std::size_t i, double now);
@@ -257,10 +258,9 @@ public:
   // host has no other work; then all such graphs due come at once, and one
   // walk of the shared tier settles them.
   [[nodiscard]] std::vector<std::size_t> due_revisits(double now) const;
-  // locked: a process of this host holds the entry (its local lock);
-  // held_elsewhere: another host holds its lock in the cache they share,
-  // alive (a lock this host's own look at the entry cannot see).
-  enum class Found { done, failed, pending, locked, held_elsewhere, removed };
+  // What a look at the entry found (cache/found.hpp), here or in the tier
+  // the hosts share.
+  using Found = cache::Found;
   // Found::failed: `how` says who failed it and how, when known (another
   // launcher of this run: cache::describe_run_failure).
   void revisit(std::size_t i, Found found, double now, const fs::path& log_path = {}, const std::string& how = {});

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include <npc/cache/store.hpp>
-#include <npc/launcher/cluster.hpp>
+#include <npc/cluster/cluster.hpp>
 #include <npc/launcher/pool.hpp>
 #include <npc/launcher/progress.hpp>
 #include <npc/launcher/run_trace.hpp>
@@ -41,7 +41,7 @@ struct RunnerConfig {
   std::optional<std::string> shared_cache_url;
   // The launchers this one shares its cache's graphs with (cluster.hpp).
   // Null: alone.
-  std::shared_ptr<Cluster> cluster;
+  std::shared_ptr<npc::cluster::Cluster> cluster;
   // Where the run's timeline goes (--trace); null: nowhere.
   RunTrace* trace = nullptr;
   // The run of launchers this one is part of (the tasks of a Slurm step:

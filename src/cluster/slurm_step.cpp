@@ -1,11 +1,11 @@
-#include <npc/launcher/slurm_step.hpp>
+#include <npc/cluster/slurm_step.hpp>
 
 #include <charconv>
 #include <unistd.h>
 
 #include <npc/util/strings.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -75,4 +75,4 @@ std::optional<StepTask> current_step_task(std::string* why_not) {
   return step_task_from([](const char* name) { return util::env(name); }, why_not);
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

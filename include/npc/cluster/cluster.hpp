@@ -26,15 +26,12 @@
 #include <utility>
 #include <vector>
 
-#include <npc/launcher/pool.hpp>
-#include <npc/launcher/step_meeting.hpp>
+#include <npc/cache/found.hpp>
+#include <npc/cluster/step_meeting.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace fs = std::filesystem;
-
-struct Options;
-class GraphSource;
 
 // A look at a deferred graph in the cache other hosts share, where a lock
 // this host cannot see may hold it (cache::SharedTier::look for a shared tier): what
@@ -43,12 +40,12 @@ class GraphSource;
 class HeldEntryLook {
 public:
   virtual ~HeldEntryLook() = default;
-  [[nodiscard]] virtual Pool::Found look(const fs::path& entry_dir) = 0;
+  [[nodiscard]] virtual cache::Found look(const fs::path& entry_dir) = 0;
   // Looks at each of `entry_dirs` until `out_of_time()`: nullopt for those not
   // looked at (looked at later). A shared tier lists many at once.
-  [[nodiscard]] virtual std::vector<std::optional<Pool::Found>> look_all(const std::vector<fs::path>& entry_dirs,
+  [[nodiscard]] virtual std::vector<std::optional<cache::Found>> look_all(const std::vector<fs::path>& entry_dirs,
                                                                          const std::function<bool()>& out_of_time) {
-    std::vector<std::optional<Pool::Found>> found(entry_dirs.size());
+    std::vector<std::optional<cache::Found>> found(entry_dirs.size());
     for (std::size_t i = 0; i < entry_dirs.size() && !out_of_time(); ++i) found[i] = look(entry_dirs[i]);
     return found;
   }
@@ -131,15 +128,12 @@ public:
   Cluster() = default;
   // Any part may be missing: `roll` without a roll, `shared_tier` without a
   // cache beyond this host's directory, `step` outside a Slurm step.
+  // `spreads`: other hosts walk the same graphs at once (a cache named by
+  // URL), so each picks its own among those of about the same cost.
+  // (launcher/run_cluster.hpp makes the cluster of a run's options.)
   Cluster(std::shared_ptr<RollLook> roll, std::shared_ptr<HeldEntryLook> shared_tier,
-          std::optional<StepMeeting> step = std::nullopt);
+          std::optional<StepMeeting> step = std::nullopt, bool spreads = false);
 
-  // The cluster `options` and the cache of `source` make: the step's
-  // meeting for a task of a Slurm step, the roll for launchers not told how
-  // they split the graphs (no --world_size). Joined before the trial, so
-  // that launchers started together are on the roll by the time the first
-  // of them picks. A part the storage refuses is a warning, and missing.
-  [[nodiscard]] static Cluster join(const Options& options, const GraphSource& source);
   // The shared tier's looks and takes, once its graphs are brought.
   void attach_shared_tier(std::shared_ptr<HeldEntryLook> shared_tier) { shared_ = std::move(shared_tier); }
 
@@ -156,19 +150,19 @@ public:
   void set_run(const std::string& run) {
     if (shared_) shared_->set_run(run);
   }
-  // Other hosts pick among the same graphs at once: each its own among
-  // those of about the same cost (Pool::spread_picks).
-  void spread_picks(Pool& pool) const;
+  // Other hosts pick among the same graphs at once: each should pick its
+  // own among those of about the same cost (Pool::spread_picks).
+  [[nodiscard]] bool spreads_picks() const { return spreads_; }
 
   // -- A graph beyond this host's directory --
   // Whether entries live beyond the directory: one absent there is pending
   // in the shared tier, and a lock the directory does not show may hold it.
   [[nodiscard]] bool entries_elsewhere() const { return shared_ != nullptr; }
   // What the cache the hosts share holds for a graph pending here.
-  [[nodiscard]] Pool::Found look(const fs::path& entry_dir) {
-    return shared_ ? shared_->look(entry_dir) : Pool::Found::pending;
+  [[nodiscard]] cache::Found look(const fs::path& entry_dir) {
+    return shared_ ? shared_->look(entry_dir) : cache::Found::pending;
   }
-  [[nodiscard]] std::vector<std::optional<Pool::Found>> look_all(const std::vector<fs::path>& entry_dirs,
+  [[nodiscard]] std::vector<std::optional<cache::Found>> look_all(const std::vector<fs::path>& entry_dirs,
                                                                  const std::function<bool()>& out_of_time);
   [[nodiscard]] std::optional<std::chrono::system_clock::time_point> lease_ends(const fs::path& entry_dir) const {
     return shared_ ? shared_->lease_ends(entry_dir) : std::nullopt;
@@ -194,10 +188,10 @@ public:
   // -- The step's totals --
   // The graphs this task found, before it compiles, so that the step counts
   // them should it die. Nothing outside a step.
-  void report_start(const Pool& pool);
+  void report_start(const TaskTotals& found);
   // This task's record for the step; task 0 then waits for the others and
   // logs the step's totals. Nothing outside a step.
-  void report_end(const Pool& pool);
+  void report_end(const TaskTotals& mine);
 
 private:
   std::shared_ptr<RollLook> roll_;
@@ -207,4 +201,4 @@ private:
   std::vector<HeldEntryLook::TakeEnded> left_to_workers_; // the takes when alone
 };
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -18,13 +18,12 @@
 #include <string>
 #include <vector>
 
-#include <npc/launcher/slurm_step.hpp>
+#include <npc/cluster/slurm_step.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/result.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
-class Pool;
 class LauncherRoll;
 
 // A task's name on the launchers' roll: "slurm-4711.0.task-2".
@@ -37,7 +36,6 @@ struct TaskTotals {
   std::vector<std::string> done;     // done without it: cached before, or finished by another process
   std::vector<std::string> failed;
 };
-[[nodiscard]] TaskTotals task_totals(const Pool& pool);
 
 struct StepTotals {
   std::string step;
@@ -92,4 +90,4 @@ private:
   std::shared_ptr<LauncherRoll> member_;
 };
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -61,7 +61,7 @@
 
 #include <npc/cache/shared_tier.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace fs = std::filesystem;
 
@@ -139,4 +139,4 @@ private:
   std::map<std::string, std::string> flags_by_hash_;
 };
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,4 +1,4 @@
-#include <npc/launcher/step_meeting.hpp>
+#include <npc/cluster/step_meeting.hpp>
 
 #include <algorithm>
 #include <map>
@@ -10,11 +10,10 @@
 
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
-#include <npc/launcher/launcher_roll.hpp>
-#include <npc/launcher/pool.hpp>
+#include <npc/cluster/launcher_roll.hpp>
 #include <npc/storage/lock.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -106,22 +105,6 @@ bool ended(const nlohmann::json& record) {
 
 std::string step_member_name(const StepTask& task, int index) {
   return member_prefix(safe_step(task.step)) + std::to_string(index);
-}
-
-TaskTotals task_totals(const Pool& pool) {
-  TaskTotals totals;
-  for (std::size_t i = 0; i < pool.items().size(); ++i) {
-    const std::string& key = pool.items()[i].key;
-    totals.graphs.push_back(key);
-    switch (pool.progress()[i].state) {
-    case ItemState::compiled: totals.compiled.push_back(key); break;
-    case ItemState::cached:
-    case ItemState::compiled_elsewhere: totals.done.push_back(key); break;
-    case ItemState::failed: totals.failed.push_back(key); break;
-    default: break; // left: pending, held elsewhere, removed
-    }
-  }
-  return totals;
 }
 
 std::string StepTotals::line() const {
@@ -253,4 +236,4 @@ Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std
   return totals;
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -27,12 +27,12 @@
 #include <string_view>
 #include <vector>
 
-#include <npc/launcher/cluster.hpp>
+#include <npc/cluster/cluster.hpp>
 #include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/result.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 // A roll record's lifetime, the lease of a launcher's place on the roll:
 // rewritten every third of it; listed unrenewed for longer (or from a clock
@@ -84,4 +84,4 @@ private:
   std::vector<std::string> last_;
 };
 
-} // namespace npc::launcher
+} // namespace npc::cluster

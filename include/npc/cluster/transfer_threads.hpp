@@ -26,7 +26,7 @@
 #include <npc/storage/lock.hpp>
 #include <npc/storage/storage.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 class TransferThreads {
 public:
@@ -70,4 +70,4 @@ private:
   std::vector<std::thread> threads_;
 };
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,4 +1,4 @@
-#include <npc/launcher/launcher_roll.hpp>
+#include <npc/cluster/launcher_roll.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include <npc/util/file_lock.hpp>
 #include <npc/util/random.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -104,4 +104,4 @@ std::optional<std::vector<std::string>> LauncherRoll::changed(double now) {
   return last_;
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

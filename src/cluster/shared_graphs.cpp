@@ -1,4 +1,4 @@
-#include <npc/launcher/shared_graphs.hpp>
+#include <npc/cluster/shared_graphs.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <npc/util/parallel.hpp>
 #include <npc/util/strings.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -201,4 +201,4 @@ std::vector<fs::path> SharedGraphs::take_pending(bool with_failed) {
   return pending;
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 struct StepTask {
   int index = 0;        // SLURM_PROCID: 0 .. count - 1
@@ -43,4 +43,4 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 // The same from this process's environment.
 [[nodiscard]] std::optional<StepTask> current_step_task(std::string* why_not = nullptr);
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,6 +1,6 @@
 #pragma once
 // The launcher's hand in a shared tier (an s3:// cache) while its pool runs
-// (pool_runner.hpp's HeldEntryLook): its looks over one connection, used
+// (cluster.hpp's HeldEntryLook): its looks over one connection, used
 // by the event loop's thread alone, its locks and transfers over others.
 //
 // Looks. Many graphs due a look at once are judged from one walk of their
@@ -38,9 +38,9 @@
 #include <vector>
 
 #include <npc/cache/shared_tier.hpp>
-#include <npc/launcher/pool_runner.hpp>
+#include <npc/cluster/cluster.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 // How old a walk of the version folder may be and still answer looks: a
 // graph it shows free may have been taken since (the lock taken next says
@@ -75,4 +75,4 @@ make_shared_entry_look(std::shared_ptr<storage::Storage> connection,
 // uploads of a NEFF each at most.
 inline constexpr std::size_t kTransferConnections = 8;
 
-} // namespace npc::launcher
+} // namespace npc::cluster

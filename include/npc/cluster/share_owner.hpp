@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 // The index in `members` of the owner of the graph `key` (0 when there are
 // none). The hash is the same in every process and build.
 [[nodiscard]] std::size_t share_owner(std::string_view key, const std::vector<std::string>& members);
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,10 +1,10 @@
-#include <npc/launcher/share_owner.hpp>
+#include <npc/cluster/share_owner.hpp>
 
 #include <cstdint>
 
 #include <npc/util/random.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -35,4 +35,4 @@ std::size_t share_owner(std::string_view key, const std::vector<std::string>& me
   return best;
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

@@ -1,10 +1,10 @@
-#include <npc/launcher/transfer_threads.hpp>
+#include <npc/cluster/transfer_threads.hpp>
 
 #include <spdlog/spdlog.h>
 
 #include <npc/util/signals.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 TransferThreads::TransferThreads(std::vector<std::shared_ptr<storage::Storage>> connections,
                                  const cache::Cache& mirror)
@@ -89,4 +89,4 @@ void TransferThreads::serve(const std::shared_ptr<storage::Storage>& connection)
   }
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster

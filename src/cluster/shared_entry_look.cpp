@@ -1,4 +1,4 @@
-#include <npc/launcher/shared_entry_look.hpp>
+#include <npc/cluster/shared_entry_look.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -20,11 +20,11 @@
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
 #include <npc/cache/listing.hpp>
-#include <npc/launcher/transfer_threads.hpp>
+#include <npc/cluster/transfer_threads.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/strings.hpp>
 
-namespace npc::launcher {
+namespace npc::cluster {
 
 namespace {
 
@@ -44,14 +44,14 @@ public:
                    std::strerror(errno));
     memo_.presume_held_from_now();
   }
-  [[nodiscard]] Pool::Found look(const fs::path& entry_dir) override {
+  [[nodiscard]] cache::Found look(const fs::path& entry_dir) override {
     // At a pick: the launcher looks at graph after graph, most of them
     // done or held by other hosts, until one is free. One walk answers for
     // all of them while it is recent; the lock taken next decides the rest.
     auto key = cache::parse_key(entry_dir.string());
     if (key && version_objects_ && listing_pages() <= kMaxPickWalkPages)
       if (const auto* walk = recent_walk(*key, kWalkReuse))
-        return from(shared_.look_in_walk({*key}, *walk, retry_failed_, download_, memo_).front());
+        return shared_.look_in_walk({*key}, *walk, retry_failed_, download_, memo_).front();
     return *look_all({entry_dir}, [] { return false; }).front();
   }
   [[nodiscard]] std::optional<std::chrono::system_clock::time_point>
@@ -60,15 +60,15 @@ public:
     if (!key) return std::nullopt;
     return memo_.lease_ends(shared_.lock_key(*key));
   }
-  [[nodiscard]] std::vector<std::optional<Pool::Found>> look_all(const std::vector<fs::path>& entry_dirs,
+  [[nodiscard]] std::vector<std::optional<cache::Found>> look_all(const std::vector<fs::path>& entry_dirs,
                                                                  const std::function<bool()>& out_of_time) override {
-    std::vector<std::optional<Pool::Found>> found(entry_dirs.size());
+    std::vector<std::optional<cache::Found>> found(entry_dirs.size());
     std::vector<cache::CacheKey> keys;
     std::vector<std::size_t> places;
     for (std::size_t i = 0; i < entry_dirs.size(); ++i) {
       auto key = cache::parse_key(entry_dirs[i].string());
       // Not an entry the shared tier names: the worker says what is wrong.
-      if (!key) found[i] = Pool::Found::pending;
+      if (!key) found[i] = cache::Found::pending;
       else {
         keys.push_back(*key);
         places.push_back(i);
@@ -78,13 +78,13 @@ public:
     if (version_objects_ && keys.size() > listing_pages() * kEntryListsPerWalkPage) {
       if (const auto* walk = recent_walk(keys.front(), kRevisitWalkReuse)) {
         auto looked = shared_.look_in_walk(keys, *walk, retry_failed_, download_, memo_);
-        for (std::size_t k = 0; k < keys.size(); ++k) found[places[k]] = from(looked[k]);
+        for (std::size_t k = 0; k < keys.size(); ++k) found[places[k]] = looked[k];
         return found;
       }
     }
     for (std::size_t k = 0; k < keys.size() && !out_of_time(); ++k)
       found[places[k]] =
-          from(shared_.look_all({keys[k]}, retry_failed_, download_, memo_, cache::LookListing::each_entry).front());
+          shared_.look_all({keys[k]}, retry_failed_, download_, memo_, cache::LookListing::each_entry).front();
     return found;
   }
   [[nodiscard]] bool downloads() const override { return download_ == cache::DownloadResult::yes; }
@@ -314,16 +314,6 @@ private:
     flags_by_hash_.emplace(key.flags_hash, std::move(*text));
   }
 
-  static Pool::Found from(cache::SharedLook look) {
-    switch (look) {
-    case cache::SharedLook::done: return Pool::Found::done;
-    case cache::SharedLook::failed: return Pool::Found::failed;
-    case cache::SharedLook::busy: return Pool::Found::locked;
-    case cache::SharedLook::held: return Pool::Found::held_elsewhere;
-    case cache::SharedLook::pending: break;
-    }
-    return Pool::Found::pending;
-  }
   // LISTs a walk of the version folder takes (1,000 objects a page).
   [[nodiscard]] std::size_t listing_pages() const { return (3 * *version_objects_) / 1000 + 1; }
 
@@ -383,4 +373,4 @@ std::shared_ptr<HeldEntryLook> make_shared_entry_look(std::shared_ptr<storage::S
                                            download, version_objects, std::move(flags_by_hash));
 }
 
-} // namespace npc::launcher
+} // namespace npc::cluster
