@@ -197,10 +197,16 @@ Options parse_options(int argc, char** argv) {
   options.step = cluster::current_step_task(&not_a_task);
   if (!not_a_task.empty())
     spdlog::warn("{}; this launcher does not tell itself apart from the step's other tasks", not_a_task);
+  // Unless told their shares, the step's tasks split the graphs among
+  // themselves by their leases (cluster/step_roll.hpp); --static_schedule
+  // keeps the original's contiguous shares, by task.
   if (options.step && app.count("--node_id") == 0 && app.count("--world_size") == 0) {
-    options.node_id = options.step->index;
-    options.world_size = options.step->count;
-    options.share_from_step = true;
+    if (options.static_schedule) {
+      options.node_id = options.step->index;
+      options.world_size = options.step->count;
+    } else {
+      options.share_from_step = true;
+    }
   }
   if (options.node_id >= options.world_size)
     throw UsageError("--node_id " + std::to_string(options.node_id) + " must be below --world_size " +

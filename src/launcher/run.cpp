@@ -447,9 +447,9 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   RunFiles files = prepare_workdir(options);
   if (options.step)
     spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
-                 options.share_from_step ? "; its share of the graphs comes first, as with --node_id " +
-                                               std::to_string(options.node_id) + " --world_size " +
-                                               std::to_string(options.world_size)
+                 options.share_from_step ? "; on the cache's roll as " +
+                                               cluster::step_member_name(*options.step, options.step->index) +
+                                               ", its share of the graphs comes first"
                                          : std::string());
   util::become_subreaper(); // so no process of the run outlives an interrupt
 

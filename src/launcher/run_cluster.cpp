@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cluster/launcher_roll.hpp>
+#include <npc/cluster/step_roll.hpp>
 #include <npc/launcher/graph_source.hpp>
 #include <npc/launcher/options.hpp>
 #include <npc/launcher/pool.hpp>
@@ -17,16 +18,19 @@ namespace npc::launcher {
 namespace {
 
 // A task of a Slurm step that compiles meets the step's other tasks in the
-// cache they share, for one line of the step's totals at the end. Without
-// it (the storage refuses) the task still compiles; the step has no totals.
+// cache they share: on the roll, where they split the graphs, and for one
+// line of the step's totals at the end. Without it (the storage refuses)
+// the task still compiles every graph it found that no other holds.
 std::optional<cluster::StepMeeting> join_step(const Options& options, const GraphSource& source) {
   if (!options.step || options.mode == Mode::collect || options.dry_run) return std::nullopt;
   try {
     auto joined = cluster::StepMeeting::join(source.open_common_storage(), source.open_common_storage(), *options.step);
     if (joined) return std::move(*joined);
-    spdlog::warn("the step's totals will not be printed: {}", joined.error());
+    spdlog::warn("this task neither splits the graphs with the step's other tasks nor adds to its totals: {}",
+                 joined.error());
   } catch (const std::exception& e) {
-    spdlog::warn("the step's totals will not be printed: {}", e.what());
+    spdlog::warn("this task neither splits the graphs with the step's other tasks nor adds to its totals: {}",
+                 e.what());
   }
   return std::nullopt;
 }
@@ -54,12 +58,14 @@ std::shared_ptr<cluster::RollLook> join_roll(const GraphSource& source) {
 
 cluster::Cluster join_cluster(const Options& options, const GraphSource& source) {
   if (options.mode == Mode::collect || options.dry_run) return {};
-  // A task of a Slurm step is on the roll as the step's meeting has it.
+  // A task of a Slurm step is on the roll as the step's meeting has it, and
+  // splits the graphs with the step's other tasks alone.
   std::optional<cluster::StepMeeting> step = join_step(options, source);
-  std::shared_ptr<cluster::RollLook> member = step ? step->member() : nullptr;
-  // --world_size shares (given, or a step's) split the graphs by rank: a
-  // roll the task is on does not split them again, and without a step
-  // there is no roll to be on.
+  std::shared_ptr<cluster::RollLook> member =
+      step ? std::make_shared<cluster::StepRoll>(step->member(), step->task()) : nullptr;
+  // --world_size shares split the graphs by rank: a roll the task is on
+  // does not split them again, and without a step there is no roll to be
+  // on.
   if (!step && options.world_size <= 1) member = join_roll(source);
   // Hosts on a cache named by URL walk its graphs at once.
   return {options.world_size > 1 ? nullptr : member, nullptr, std::move(step), source.named_by_url()};

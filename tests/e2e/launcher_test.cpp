@@ -422,8 +422,8 @@ TEST_F(Launcher, UnderSrunEveryLineNamesTheTaskAndTheResultsFileCarriesIt) {
   EXPECT_GE(ours, 3u) << r.describe();
   EXPECT_NE(r.err.find("neuron_parallel_compile: task 1/2 node-b: Total graphs: 4\n"), std::string::npos)
       << r.describe();
-  EXPECT_NE(r.err.find("a task of Slurm step 4711.0 (2 tasks); its share of the graphs comes first, as with "
-                       "--node_id 1 --world_size 2"),
+  EXPECT_NE(r.err.find("a task of Slurm step 4711.0 (2 tasks); on the cache's roll as slurm-4711.0.task-1, its "
+                       "share of the graphs comes first"),
             std::string::npos)
       << r.describe();
   std::vector<std::string> results;

@@ -47,8 +47,10 @@ struct Options {
   bool static_schedule = false; // contiguous shares of the sorted entries, stealing from 8 before
   std::optional<std::chrono::seconds> lock_timeout; // stale-lock age (storage::kDefaultStaleLockAge)
   std::vector<std::string> command; // the user's command, untouched
-  // The task of a Slurm step this launcher is (srun), if any; node_id and
-  // world_size come from it when neither option is given (share_from_step).
+  // The task of a Slurm step this launcher is (srun), if any. Without
+  // --node_id and --world_size, the step's tasks split the graphs by their
+  // leases on the roll (share_from_step; cluster/step_roll.hpp), or, with
+  // --static_schedule, node_id and world_size are the task's.
   std::optional<cluster::StepTask> step;
   bool share_from_step = false;
 };
