@@ -52,7 +52,7 @@ std::optional<StepTask> step_task_from(const EnvLookup& env, std::string* why_no
   if (!tasks_text || tasks_text->empty()) tasks_text = env("SLURM_NTASKS");
   auto index = whole_number(procid);
   auto count = whole_number(tasks_text);
-  if (!index || !count || *count < 1 || *index >= *count) {
+  if (!index || !count || *count < 1 || *count > kMaxStepTasks || *index >= *count) {
     if (why_not != nullptr)
       *why_not = "SLURM_PROCID='" + procid.value_or("") + "' and SLURM_STEP_NUM_TASKS='" + tasks_text.value_or("") +
                  "' name no task of the step";

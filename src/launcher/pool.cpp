@@ -5,8 +5,6 @@
 #include <functional>
 
 #include <npc/launcher/lane_plan.hpp>
-#include <npc/cluster/share_owner.hpp>
-#include <npc/util/random.hpp>
 
 namespace npc::launcher {
 
@@ -166,52 +164,6 @@ bool Pool::ready(std::size_t i, double now) const {
   return p.state == ItemState::queued || (p.state == ItemState::retry_wait && p.eligible_at <= now);
 }
 
-void Pool::spread_picks(std::uint64_t seed, double band) {
-  spread_seed_ = seed;
-  spread_band_ = band;
-}
-
-void Pool::share_among(const std::vector<std::string>& members, const std::string& self) {
-  for (auto& item : items_) item.own_share = members.empty() || members[cluster::share_owner(item.key, members)] == self;
-  share_the_critical(members.size());
-  shares_split_ = true;
-  sort_longest_first();
-  planned_ = false;
-  plan_due_ = true;
-}
-
-void Pool::share_the_critical(std::size_t launchers) {
-  // Those of an earlier look at the roll are the split's again.
-  for (auto& item : items_)
-    if (item.everyones) item.own_share = item.everyones = false;
-  everyones_part_ = 0;
-  launchers_ = std::max<std::size_t>(1, launchers);
-  if (launchers <= 1) return;
-  std::vector<std::size_t> left; // to compile, or compiling somewhere
-  double load = 0;
-  for (std::size_t i = 0; i < items_.size(); ++i) {
-    if (!still_left(i)) continue;
-    left.push_back(i);
-    load += items_[i].predicted.seconds;
-  }
-  const double per_slot = load / (static_cast<double>(launchers) * limits_.max_parallel);
-  std::sort(left.begin(), left.end(), [this](std::size_t a, std::size_t b) {
-    const auto& x = items_[a];
-    const auto& y = items_[b];
-    return x.predicted.seconds != y.predicted.seconds ? x.predicted.seconds > y.predicted.seconds : x.key < y.key;
-  });
-  const std::size_t most = std::min(left.size(), static_cast<std::size_t>(limits_.max_parallel));
-  std::size_t critical = 0;
-  for (; critical < most && items_[left[critical]].predicted.seconds > per_slot; ++critical) {
-    WorkItem& item = items_[left[critical]];
-    if (!item.own_share) item.own_share = item.everyones = true;
-  }
-  everyones_part_ = std::max<std::size_t>(1, (critical + launchers - 1) / launchers);
-  sort_longest_first();
-  planned_ = false;
-  plan_due_ = true;
-}
-
 std::optional<std::size_t> Pool::pick(double now) const {
   refresh_order(now);
   if (!out_of_space_.empty()) return std::nullopt;
@@ -237,52 +189,6 @@ std::optional<std::size_t> Pool::pick(double now) const {
     return spread_seed_ ? spread_from(i, now, part_running) : i;
   }
   return everyones;
-}
-
-std::optional<std::size_t> Pool::help_first(double now, bool everyones_part_running) const {
-  if (!shares_split_ || launchers_ <= 1) return std::nullopt;
-  std::optional<std::size_t> own;
-  std::optional<std::size_t> other;
-  double left = 0; // to start, as this launcher knows: more than is, never less
-  for (std::size_t i : order_) {
-    if (!ready(i, now)) continue;
-    left += items_[i].predicted.seconds;
-    if (!fits(i)) continue;
-    const bool counts_as_own = items_[i].own_share && !(everyones_part_running && items_[i].everyones);
-    if (counts_as_own && !own) own = i;
-    if (!items_[i].own_share && !other) other = i;
-  }
-  if (!other) return std::nullopt;
-  const double cost = items_[*other].predicted.seconds;
-  const double per_slot = left / (static_cast<double>(launchers_) * limits_.max_parallel);
-  if (cost <= per_slot || (own && cost <= kHelpFirstRatio * items_[*own].predicted.seconds)) return std::nullopt;
-  return spread_seed_ ? spread_from(*other, now, everyones_part_running) : *other;
-}
-
-bool Pool::everyones_part_running() const {
-  if (everyones_part_ == 0) return false;
-  std::size_t running = 0;
-  for (std::size_t i = 0; i < items_.size(); ++i)
-    if (items_[i].everyones && progress_[i].state == ItemState::running) ++running;
-  return running >= everyones_part_;
-}
-
-std::size_t Pool::spread_from(std::size_t first, double now, bool everyones_part_running) const {
-  const double floor = items_[first].predicted.seconds * (1.0 - spread_band_);
-  // The seed and the graph's key mixed into this launcher's rank of it.
-  auto rank = [&](std::size_t i) { return util::mix64(*spread_seed_ ^ std::hash<std::string>{}(items_[i].key)); };
-  std::size_t best = first;
-  std::uint64_t best_rank = rank(first);
-  for (std::size_t i : order_) {
-    if (i == first || !ready(i, now) || progress_[i].alone || items_[i].own_share != items_[first].own_share ||
-        items_[i].predicted.seconds < floor || !fits(i) || (items_[i].everyones && everyones_part_running))
-      continue;
-    if (std::uint64_t r = rank(i); r < best_rank) {
-      best = i;
-      best_rank = r;
-    }
-  }
-  return best;
 }
 
 void Pool::start(std::size_t i, double now) {

@@ -76,7 +76,8 @@ TEST(StepTask, WithoutANodeNameTheHostsNameIsUsed) {
 
 TEST(StepTask, ValuesThatNameNoTaskAreNoTaskAndSayWhy) {
   for (const auto& [procid, tasks] : std::map<std::string, std::string>{
-           {"4", "4"}, {"-1", "4"}, {"x", "4"}, {"1", "0"}, {"1", ""}, {"1 ", "4"}}) {
+           {"4", "4"}, {"-1", "4"}, {"x", "4"}, {"1", "0"}, {"1", ""}, {"1 ", "4"}, {"1", "100001"},
+           {"1", "2147483647"}}) {
     Vars vars = kTaskOfAStep;
     vars["SLURM_PROCID"] = procid;
     vars["SLURM_STEP_NUM_TASKS"] = tasks;

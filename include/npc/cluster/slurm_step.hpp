@@ -31,6 +31,12 @@ struct StepTask {
   [[nodiscard]] std::string file_tag() const;
 };
 
+// The most tasks a step is taken to have: each task keeps every task's name
+// on the roll (step_roll.hpp) and ranks each graph against all of them, so
+// a larger count (a variable set by hand) would cost memory and time for
+// nothing; far beyond the largest steps this tool is run in.
+inline constexpr int kMaxStepTasks = 100'000;
+
 // What the variable `name` holds, if set.
 using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 
