@@ -16,13 +16,18 @@ StepRoll::StepRoll(std::shared_ptr<RollLook> roll, const StepTask& task) : roll_
 
 std::optional<std::vector<std::string>> StepRoll::changed(double now) {
   if (!first_look_) first_look_ = now;
-  if (auto listed = roll_->changed(now)) {
+  auto listed = roll_->changed(now);
+  if (listed) {
     on_roll_.clear();
     for (const auto& name : *listed)
       if (std::binary_search(tasks_.begin(), tasks_.end(), name)) on_roll_.insert(name);
     seen_.insert(on_roll_.begin(), on_roll_.end());
   }
   const bool joining = now - *first_look_ < std::chrono::duration<double>(kRollRecordLife).count();
+  // Asked on every tick of the event loop: the answer can change only with
+  // the listing or when the joining window closes.
+  if (answered_ && !listed && joining == joining_) return std::nullopt;
+  joining_ = joining;
   std::vector<std::string> members;
   for (const auto& name : tasks_)
     if (name == self() || on_roll_.contains(name) || (joining && !seen_.contains(name))) members.push_back(name);

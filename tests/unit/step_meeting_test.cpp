@@ -15,6 +15,7 @@
 #include <npc/util/file_lock.hpp>
 
 #include "files.hpp"
+#include "step_task_of.hpp"
 #include "temp_dir.hpp"
 
 namespace npc::cluster {
@@ -28,14 +29,7 @@ protected:
   std::shared_ptr<storage::Storage> cache_storage() const {
     return std::make_shared<storage::LocalStorage>(dir() / "cache", dir() / "trash");
   }
-  static StepTask task(int index, int count = 3) {
-    StepTask t;
-    t.index = index;
-    t.count = count;
-    t.node = "node-" + std::to_string(index);
-    t.step = "4711.0";
-    return t;
-  }
+  static StepTask task(int index, int count = 3) { return test::step_task_of(index, count); }
   StepMeeting join(int index, int count = 3) {
     auto joined = StepMeeting::join(cache_storage(), cache_storage(), task(index, count));
     if (!joined) throw std::runtime_error(joined.error());

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "step_task_of.hpp"
+
 #include <npc/cluster/launcher_roll.hpp>
 
 namespace npc::cluster {
@@ -28,14 +30,7 @@ private:
   std::optional<std::vector<std::string>> next_;
 };
 
-StepTask task(int index, int count) {
-  StepTask t;
-  t.index = index;
-  t.count = count;
-  t.node = "node-" + std::to_string(index);
-  t.step = "4711.0";
-  return t;
-}
+StepTask task(int index, int count) { return test::step_task_of(index, count); }
 
 std::string name(int index) { return "slurm-4711.0.task-" + std::to_string(index); }
 

@@ -38,6 +38,7 @@ private:
   std::set<std::string> on_roll_;      // the step's tasks on the roll at its last look
   std::set<std::string> seen_;         // ever on the roll
   std::optional<double> first_look_;
+  bool joining_ = true;                // within kRollRecordLife of the first look, at the last answer
   std::optional<std::vector<std::string>> answered_;
 };
 
