@@ -7,11 +7,15 @@
 #include <npc/util/random.hpp>
 
 // How the pool's graphs are split with the other launchers of a cache
-// (pool.hpp): each launcher's own share by the roll's rendezvous hash
-// (cluster/share_owner.hpp), the few graphs that would end the run late
-// made everyone's, a graph of another's share picked first when it would
-// end the run late, and the spread of the picks among graphs of about the
-// same cost.
+// (pool.hpp), in two rules. Each graph is the launcher's that ranks it first
+// by the roll's rendezvous hash (cluster/share_owner.hpp), and each starts
+// its own first, costliest first, then the others'. A graph that would end
+// the run late (ends_the_run_late) is anyone's before its owner gets to it:
+// at the split, the few costliest are made everyone's
+// (share_the_critical); later, one of another's share goes before this
+// launcher's own (help_first). Among graphs of about the same cost each
+// launcher picks by a seed of its own (spread_from), which is only the
+// tie-break of costliest first.
 
 namespace npc::launcher {
 
@@ -43,7 +47,6 @@ void Pool::share_the_critical(std::size_t launchers) {
     left.push_back(i);
     load += items_[i].predicted.seconds;
   }
-  const double per_slot = load / (static_cast<double>(launchers) * limits_.max_parallel);
   std::sort(left.begin(), left.end(), [this](std::size_t a, std::size_t b) {
     const auto& x = items_[a];
     const auto& y = items_[b];
@@ -51,7 +54,7 @@ void Pool::share_the_critical(std::size_t launchers) {
   });
   const std::size_t most = std::min(left.size(), static_cast<std::size_t>(limits_.max_parallel));
   std::size_t critical = 0;
-  for (; critical < most && items_[left[critical]].predicted.seconds > per_slot; ++critical) {
+  for (; critical < most && ends_the_run_late(items_[left[critical]].predicted.seconds, load); ++critical) {
     WorkItem& item = items_[left[critical]];
     if (!item.own_share) item.own_share = item.everyones = true;
   }
@@ -76,9 +79,13 @@ std::optional<std::size_t> Pool::help_first(double now, bool everyones_part_runn
   }
   if (!other) return std::nullopt;
   const double cost = items_[*other].predicted.seconds;
-  const double per_slot = left / (static_cast<double>(launchers_) * limits_.max_parallel);
-  if (cost <= per_slot || (own && cost <= kHelpFirstRatio * items_[*own].predicted.seconds)) return std::nullopt;
+  if (!ends_the_run_late(cost, left) || (own && cost <= kHelpFirstRatio * items_[*own].predicted.seconds))
+    return std::nullopt;
   return spread_seed_ ? spread_from(*other, now, everyones_part_running) : *other;
+}
+
+bool Pool::ends_the_run_late(double cost, double work_left) const {
+  return cost > work_left / (static_cast<double>(launchers_) * limits_.max_parallel);
 }
 
 bool Pool::everyones_part_running() const {

@@ -316,6 +316,12 @@ private:
   // Another launcher's graph to pick before this one's own (kHelpFirstRatio),
   // if any.
   [[nodiscard]] std::optional<std::size_t> help_first(double now, bool everyones_part_running) const;
+  // Whether a graph of `cost` seconds would end the run late if its owner
+  // started it late: it costs more than `work_left` (seconds of graphs still
+  // to start) per slot of the launchers the graphs are split among, each
+  // with this launcher's slots. The one test of share_the_critical and
+  // help_first.
+  [[nodiscard]] bool ends_the_run_late(double cost, double work_left) const;
   // Whether this launcher starts as many of the everyone's graphs as it
   // may (share_the_critical).
   [[nodiscard]] bool everyones_part_running() const;
