@@ -30,7 +30,7 @@ std::string Cluster::done_elsewhere_event() const {
 
 void Cluster::begin_take(std::size_t item, const fs::path& entry_dir) {
   if (shared_) shared_->begin_take(item, entry_dir);
-  else left_to_workers_.push_back({item, HeldEntryLook::Take::left_to_worker});
+  else left_to_workers_.push_back({item, HeldEntryLook::Take::left_to_worker()});
 }
 
 std::vector<HeldEntryLook::TakeEnded> Cluster::takes_ended() {

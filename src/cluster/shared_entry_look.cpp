@@ -94,7 +94,7 @@ public:
     if (!key) {
       std::lock_guard guard(ended_mutex_);
       ended_.push_back(
-          {item, entry_dir.string(), std::nullopt, Take::left_to_worker, std::nullopt, std::nullopt, false, {}, {}});
+          {item, entry_dir.string(), std::nullopt, Take::left_to_worker(), std::nullopt, std::nullopt, false, {}, {}});
       wake();
       return;
     }
@@ -173,7 +173,7 @@ private:
     std::size_t item = 0;
     std::string entry_dir;
     std::optional<cache::CacheKey> key;
-    Take take = Take::left_to_worker;
+    Take take = Take::left_to_worker();
     std::optional<storage::Lock> lock;          // taken, for the worker
     std::optional<storage::LockFacts> held_facts; // held, as read
     bool created_over = false;                  // held, as a create found it
@@ -208,7 +208,7 @@ private:
   // On a transfer thread, over its connection: the lock, then the graph.
   Ended take(const cache::SharedTier& tier, std::size_t item, const cache::CacheKey& key, const std::string& entry_dir,
              bool create_only) const {
-    Ended ended{item, entry_dir, key, Take::left_to_worker, std::nullopt, std::nullopt, false, {}, {}};
+    Ended ended{item, entry_dir, key, Take::left_to_worker(), std::nullopt, std::nullopt, false, {}, {}};
     if (create_only) {
       auto created = tier.try_create_lock(key);
       if (!created) {
@@ -217,7 +217,7 @@ private:
         return ended;
       }
       if (*created) return with_graph(tier, std::move(ended), std::move(**created));
-      ended.take = Take::held;
+      ended.take = Take::as_found(cache::Found::held_elsewhere);
       ended.created_over = true;
       return ended;
     }
@@ -227,7 +227,7 @@ private:
       return ended;
     }
     if (auto* taken = std::get_if<storage::Lock>(&*got)) return with_graph(tier, std::move(ended), std::move(*taken));
-    ended.take = Take::held;
+    ended.take = Take::as_found(cache::Found::held_elsewhere);
     ended.held_facts = std::get<storage::Lock::Held>(*got).facts;
     return ended;
   }
@@ -252,23 +252,23 @@ private:
     auto names = tier.storage()->list(key.relative_path().generic_string());
     if (!names) {
       spdlog::debug("cannot look at {}: {}; its worker tries", tier.describe(key), names.error());
-      return let_go(Take::left_to_worker);
+      return let_go(Take::left_to_worker());
     }
     const cache::ListedEntry listed = cache::read_listing(*names);
-    if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::done);
+    if (listed.done && download_ == cache::DownloadResult::no) return let_go(Take::as_found(cache::Found::done));
     if (auto how = failed_for_good_in_run(tier, key, *names, listed)) {
       ended.how = std::move(*how);
-      return let_go(Take::failed);
+      return let_go(Take::as_found(cache::Found::failed));
     }
-    if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker);
+    if (listed.done || listed.done_without_neff || listed.failed) return let_go(Take::left_to_worker());
     const std::optional<std::string> flags = known_flags(key);
     auto graph = tier.fetch_graph(key, flags);
     if (graph && *graph && !flags) learn_flags(key, tier.mirror().entry(key).dir());
     if (!graph || !*graph) {
       if (!graph) spdlog::debug("cannot bring the graph of {}: {}; its worker tries", tier.describe(key), graph.error());
-      return let_go(Take::left_to_worker);
+      return let_go(Take::left_to_worker());
     }
-    ended.take = Take::taken;
+    ended.take = Take::taken();
     ended.lock = std::move(lock);
     ended.listed = std::move(*names);
     return ended;

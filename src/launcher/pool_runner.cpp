@@ -340,27 +340,23 @@ private:
     bool slot_freed = false;
     for (const auto& ended : cluster_.takes_ended()) {
       const std::size_t i = ended.item;
+      if (ended.take.found == Pool::Found::pending) {
+        start_worker(i, ended.take.lock_taken);
+        continue;
+      }
       const double at = runner_.now();
-      switch (ended.take) {
-      case HeldEntryLook::Take::held:
-        slot_freed = true;
-        pool_.withdraw(i, at);
-        pool_.mark_held_elsewhere(i, at);
-        break;
-      case HeldEntryLook::Take::done:
-        slot_freed = true;
-        pool_.withdraw(i, at);
+      slot_freed = true;
+      pool_.withdraw(i, at);
+      switch (ended.take.found) {
+      case Pool::Found::done:
         pool_.revisit(i, Pool::Found::done, at);
         progress_.event(cluster_.done_elsewhere_event() + short_name(pool_.items()[i]));
         break;
-      case HeldEntryLook::Take::failed:
-        slot_freed = true;
-        pool_.withdraw(i, at);
+      case Pool::Found::failed:
         pool_.revisit(i, Pool::Found::failed, at, {}, ended.how);
         progress_.failure("FAILED " + short_name(pool_.items()[i]) + " (" + ended.how + ")");
         break;
-      case HeldEntryLook::Take::taken: start_worker(i, true); break;
-      case HeldEntryLook::Take::left_to_worker: start_worker(i, false); break;
+      default: pool_.mark_held_elsewhere(i, at); break; // held_elsewhere, the one answer left to a take
       }
     }
     return slot_freed;

@@ -293,14 +293,15 @@ public:
   Pool::Found look(const fs::path&) override { return Pool::Found::pending; }
   Take take_lock(const fs::path& entry_dir) override {
     auto& left = script[entry_dir.filename().string()];
-    Take take = Take::taken;
+    Take take = Take::taken();
     if (!left.empty()) {
       take = left.front();
       left.pop_front();
     }
-    taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken  ? " taken"
-                                                                       : take == Take::held ? " held"
-                                                                                            : " done"));
+    taken.emplace_back(clock_.now(), entry_dir.filename().string() + (take == Take::taken() ? " taken"
+                                                                       : take.found == Pool::Found::held_elsewhere
+                                                                           ? " held"
+                                                                           : " done"));
     return take;
   }
   void attempt_ended(const fs::path& entry_dir) override {
@@ -323,7 +324,7 @@ private:
 TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesItAfter) {
   Pool pool({pending_item(kModuleA, 30), pending_item(kModuleB, 20), pending_item(kModuleC, 10)}, {4, 0, 0});
   auto look = std::make_shared<LockingLook>(runner);
-  look->script[kModuleA] = {HeldEntryLook::Take::held};
+  look->script[kModuleA] = {HeldEntryLook::Take::as_found(Pool::Found::held_elsewhere)};
   config.cluster = std::make_shared<Cluster>(nullptr, look);
   runner.script[0] = {{4, AttemptEnd::compiled}};
   runner.script[1] = {{3, AttemptEnd::compiled}};
@@ -362,7 +363,7 @@ TEST_F(PoolRunnerTest, TheLauncherTakesTheSharedLockBeforeTheWorkerAndReleasesIt
 TEST_F(PoolRunnerTest, AGraphFoundDoneOnceItsLockIsTakenStartsNoWorker) {
   Pool pool({pending_item(kModuleA, 30)}, {4, 0, 0});
   auto look = std::make_shared<LockingLook>(runner);
-  look->script[kModuleA] = {HeldEntryLook::Take::done};
+  look->script[kModuleA] = {HeldEntryLook::Take::as_found(Pool::Found::done)};
   config.cluster = std::make_shared<Cluster>(nullptr, look);
   std::ignore = run(pool);
   EXPECT_TRUE(runner.starts.empty());
@@ -392,7 +393,7 @@ public:
   }
   void begin_take(std::size_t item, const fs::path& entry_dir) override {
     auto& left = script[entry_dir.filename().string()];
-    Take take = Take::taken;
+    Take take = Take::taken();
     if (!left.empty()) {
       take = left.front();
       left.pop_front();
@@ -441,7 +442,7 @@ TEST_F(PoolRunnerTest, TakesOfSharedLocksRunTogetherBesideTheLoop) {
              pending_item(kModuleD, 10)},
             {3, 0, 0});
   auto look = std::make_shared<SlowTakeLook>(runner, 0.2);
-  look->script[kModuleA] = {HeldEntryLook::Take::held};
+  look->script[kModuleA] = {HeldEntryLook::Take::as_found(Pool::Found::held_elsewhere)};
   config.cluster = std::make_shared<Cluster>(nullptr, look);
   runner.script[1] = {{3, AttemptEnd::compiled}};
   runner.script[2] = {{2, AttemptEnd::compiled}};

@@ -71,8 +71,8 @@ TEST_P(SharedEntryLookTest, TakesRunBesideTheLoopAndAGraphHeldElsewhereIsNotTake
   auto ended = ended_takes(*look, 2);
   ASSERT_EQ(ended.size(), 2u);
   std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.item < b.item; });
-  EXPECT_EQ(ended[0].take, Take::taken);
-  EXPECT_EQ(ended[1].take, Take::held);
+  EXPECT_EQ(ended[0].take, Take::taken());
+  EXPECT_EQ(ended[1].take, Take::as_found(cache::Found::held_elsewhere));
   EXPECT_TRUE(fs::exists(mirror->entry_dir(free) / cache::kGraphFile)) << "brought for its worker";
   EXPECT_TRUE(shared_storage()->stat(lock_key(free)).value_or(std::nullopt).has_value()) << "its lock is held";
 

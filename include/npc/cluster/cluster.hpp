@@ -65,17 +65,27 @@ public:
   // graph brought into this host's directory: hosts walking the same graphs
   // at once then lose a race for one with a request or two, not a worker's
   // start, and the worker compiles in the directory alone (started without
-  // --shared-cache). left_to_worker: not taken here (the worker takes it,
-  // brings the graph and uploads the result, as without this). done: the
-  // graph's result was there once the lock was taken (another host compiled
-  // it since the last look), and the lock let go.
-  // failed: another launcher of this run (set_run) failed it for good, as
-  // the shared entry's record says (TakeEnded::how: who and how), and the
-  // lock was let go.
-  enum class Take { taken, held, done, left_to_worker, failed };
+  // --shared-cache). What it found is a look's answer (cache::Found):
+  // - pending, with the lock taken here (Take::taken), or not (left to the
+  //   worker, which takes it, brings the graph and uploads the result, as
+  //   without this);
+  // - held_elsewhere: another host holds the lock;
+  // - done: the graph's result was there once the lock was taken (another
+  //   host compiled it since the last look), and the lock let go;
+  // - failed: another launcher of this run (set_run) failed it for good, as
+  //   the shared entry's record says (TakeEnded::how: who and how), and the
+  //   lock let go.
+  struct Take {
+    cache::Found found = cache::Found::pending;
+    bool lock_taken = false; // with found == pending only
+    static constexpr Take taken() { return {cache::Found::pending, true}; }
+    static constexpr Take left_to_worker() { return {}; }
+    static constexpr Take as_found(cache::Found found) { return {found, false}; }
+    bool operator==(const Take&) const = default;
+  };
   [[nodiscard]] virtual Take take_lock(const fs::path& entry_dir) {
     (void)entry_dir;
-    return Take::left_to_worker;
+    return Take::left_to_worker();
   }
   // take_lock without holding up the event loop, which reaps workers and
   // starts the next: begin_take starts taking the lock of item `item`'s
@@ -85,8 +95,8 @@ public:
   // take_lock, at once, in begin_take.
   struct TakeEnded {
     std::size_t item = 0;
-    Take take = Take::left_to_worker;
-    std::string how{}; // Take::failed: "timed out after 3s in task 1/4 vm (slurm step 4711.0)"
+    Take take = Take::left_to_worker();
+    std::string how{}; // failed: "timed out after 3s in task 1/4 vm (slurm step 4711.0)"
   };
   // The run of launchers this one is part of (RunnerConfig::run): a graph
   // whose shared record says it failed for good in it is not taken.
