@@ -294,6 +294,100 @@ std::string S3Client::object_url(std::string_view bucket, std::string_view key) 
   return bucket_base(config_, bucket) + "/" + s3_uri_encode(key, EncodeSlash::no);
 }
 
+namespace {
+
+// What one attempt of a request sends and where its answer goes, as the
+// callbacks see it: the body from memory or a file (rewound), the answer
+// into memory or a file (emptied), so that a retry starts from nothing.
+Status prepare_transfer(Transfer& t, const S3Client::Request& request) {
+  t.body = request.body;
+  t.body_fd = request.body_fd;
+  t.sink = request.sink;
+  t.max_bytes = request.max_bytes;
+  t.sink_fd = request.sink_fd;
+  if (t.body_fd >= 0 && ::lseek(t.body_fd, 0, SEEK_SET) < 0)
+    return fail(std::string("cannot rewind the file to upload: ") + std::strerror(errno));
+  if (t.sink_fd >= 0 && (::ftruncate(t.sink_fd, 0) != 0 || ::lseek(t.sink_fd, 0, SEEK_SET) < 0))
+    return fail(std::string("cannot truncate the download file: ") + std::strerror(errno));
+  return ok_status();
+}
+
+// What an attempt is sent to, signed with, and bounded by.
+struct AttemptSetup {
+  const std::string& url;
+  const std::string& sigv4; // "aws:amz:REGION:s3"
+  const S3Credentials& credentials;
+  const S3ClientOptions& options;
+  std::chrono::milliseconds budget_left; // of S3ClientOptions::max_retry_time
+};
+
+// Sets libcurl's options for one attempt of `request`. Returns whether the
+// attempt is cut at the end of the retry budget rather than at the request
+// timeout: if it times out, the budget is spent.
+bool set_attempt_options(const CurlLibrary& lib, CURL* curl, const S3Client::Request& request,
+                         const AttemptSetup& setup, Transfer& t, const CurlSlist& headers, char* error_buffer) {
+  const S3ClientOptions& options = setup.options;
+  lib.easy_setopt(curl, CURLOPT_URL, setup.url.c_str());
+  // Keys such as "a/../b" are names in S3, not paths to normalize.
+  lib.easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+  lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  lib.easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+  lib.easy_setopt(curl, CURLOPT_AWS_SIGV4, setup.sigv4.c_str());
+  lib.easy_setopt(curl, CURLOPT_USERNAME, setup.credentials.access_key_id.c_str());
+  lib.easy_setopt(curl, CURLOPT_PASSWORD, setup.credentials.secret_access_key.c_str());
+  lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+  lib.easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());
+  lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options.connect_timeout.count()));
+  lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes);
+  lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.low_speed_time.count()));
+  bool cut_at_budget = false;
+  if (request.bound == AttemptBound::whole_attempt) {
+    // At most what is left of the retry budget (at least 1 ms: 0 would
+    // mean no limit to libcurl), so the last attempt ends within it too.
+    auto limit = std::max<std::int64_t>(1, std::min(options.request_timeout.count(), setup.budget_left.count()));
+    cut_at_budget = setup.budget_left.count() < options.request_timeout.count();
+    lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(limit));
+  }
+  lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options.verify_tls ? 1L : 0L);
+  lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options.verify_tls ? 2L : 0L);
+  lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
+  lib.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  lib.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+  if (request.upload) {
+    lib.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    lib.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+    lib.easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    lib.easy_setopt(curl, CURLOPT_READDATA, &t);
+    lib.easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
+    lib.easy_setopt(curl, CURLOPT_SEEKDATA, &t);
+  } else if (request.method == "HEAD") {
+    lib.easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (request.method != "GET") {
+    lib.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  return cut_at_budget;
+}
+
+// Why an attempt that got no answer got none, in the system's words where
+// it has them ("Connection refused"), else libcurl's.
+std::string why_no_answer(const CurlLibrary& lib, CURL* curl, CURLcode code, const char* error_buffer) {
+  long os_errno = 0;
+  lib.easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+  if (code == CURLE_COULDNT_CONNECT && os_errno != 0) return std::strerror(static_cast<int>(os_errno));
+  return error_buffer[0] != '\0' ? std::string(error_buffer) : lib.easy_strerror(code);
+}
+
+// The pause before attempt `attempt` + 1: drawn up to an exponential cap
+// ("full jitter"), so that clients refused together do not retry together.
+std::chrono::milliseconds backoff_after(const S3ClientOptions& options, int attempt) {
+  auto cap =
+      std::min<std::int64_t>(options.max_backoff.count(), options.base_backoff.count() << std::min(attempt - 1, 20));
+  return std::chrono::milliseconds(util::random_between(0, std::max<std::int64_t>(cap, 0)));
+}
+
+} // namespace
+
 Result<S3Client::Response> S3Client::perform(Request& request) {
   auto* curl = static_cast<CURL*>(curl_);
   auto loaded = load_curl_library();
@@ -302,7 +396,7 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
   std::string url = request.key.empty() && request.method != "PUT" ? bucket_base(config_, request.bucket)
                                                                     : object_url(request.bucket, request.key);
   if (!request.query.empty()) url += "?" + request.query;
-  std::string sigv4 = "aws:amz:" + config_.region + ":s3";
+  const std::string sigv4 = "aws:amz:" + config_.region + ":s3";
 
   const auto started = std::chrono::steady_clock::now();
   bool renewed_after_refusal = false;
@@ -314,66 +408,17 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
     Transfer t;
     t.lib = &lib;
     t.curl = curl;
-    t.body = request.body;
-    t.body_fd = request.body_fd;
-    t.sink = request.sink;
-    t.max_bytes = request.max_bytes;
-    t.sink_fd = request.sink_fd;
-    if (t.body_fd >= 0 && ::lseek(t.body_fd, 0, SEEK_SET) < 0)
-      return fail(std::string("cannot rewind the file to upload: ") + std::strerror(errno));
-    if (t.sink_fd >= 0 && (::ftruncate(t.sink_fd, 0) != 0 || ::lseek(t.sink_fd, 0, SEEK_SET) < 0))
-      return fail(std::string("cannot truncate the download file: ") + std::strerror(errno));
-
+    if (auto s = prepare_transfer(t, request); !s) return fail(s.error());
     CurlSlist headers(lib);
     headers.add("x-amz-content-sha256: " + request.payload_hash);
     if (!config_.credentials.session_token.empty())
       headers.add("x-amz-security-token: " + config_.credentials.session_token);
     for (const auto& h : request.headers) headers.add(h);
-
     char error_buffer[CURL_ERROR_SIZE] = {};
-    lib.easy_setopt(curl, CURLOPT_URL, url.c_str());
-    // Keys such as "a/../b" are names in S3, not paths to normalize.
-    lib.easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-    lib.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    lib.easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
-    lib.easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    lib.easy_setopt(curl, CURLOPT_USERNAME, config_.credentials.access_key_id.c_str());
-    lib.easy_setopt(curl, CURLOPT_PASSWORD, config_.credentials.secret_access_key.c_str());
-    lib.easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-    lib.easy_setopt(curl, CURLOPT_USERAGENT, user_agent().c_str());
-    lib.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
-    lib.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
-    // Whether this attempt is cut at the end of the retry budget rather than
-    // at the request timeout: if it times out, the budget is spent.
-    bool cut_at_budget = false;
-    if (request.bound == AttemptBound::whole_attempt) {
-      // At most what is left of the retry budget (at least 1 ms: 0 would
-      // mean no limit to libcurl), so the last attempt ends within it too.
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          options_.max_retry_time - (std::chrono::steady_clock::now() - started));
-      auto limit = std::max<std::int64_t>(1, std::min(options_.request_timeout.count(), left.count()));
-      cut_at_budget = left.count() < options_.request_timeout.count();
-      lib.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(limit));
-    }
-    lib.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
-    lib.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
-    lib.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_write);
-    lib.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-    lib.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-    lib.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-    if (request.upload) {
-      lib.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-      lib.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
-      lib.easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-      lib.easy_setopt(curl, CURLOPT_READDATA, &t);
-      lib.easy_setopt(curl, CURLOPT_SEEKFUNCTION, on_seek);
-      lib.easy_setopt(curl, CURLOPT_SEEKDATA, &t);
-    } else if (request.method == "HEAD") {
-      lib.easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    } else if (request.method != "GET") {
-      lib.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    }
+    const auto budget_left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        options_.max_retry_time - (std::chrono::steady_clock::now() - started));
+    const bool cut_at_budget = set_attempt_options(
+        lib, curl, request, {url, sigv4, config_.credentials, options_, budget_left}, t, headers, error_buffer);
 
     CURLcode code = lib.easy_perform(curl);
     std::string failure;
@@ -400,18 +445,12 @@ Result<S3Client::Response> S3Client::perform(Request& request) {
       return fail("cannot write the download of " + s3_target(request.bucket, request.key) + ": " +
                   std::strerror(t.write_errno));
     } else {
-      long os_errno = 0;
-      lib.easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
-      std::string reason = code == CURLE_COULDNT_CONNECT && os_errno != 0 ? std::strerror(static_cast<int>(os_errno))
-                           : error_buffer[0] != '\0'                      ? std::string(error_buffer)
-                                                                          : lib.easy_strerror(code);
-      failure = "cannot reach S3 endpoint " + endpoint_name(config_, request.bucket) + ": " + reason;
+      failure = "cannot reach S3 endpoint " + endpoint_name(config_, request.bucket) + ": " +
+                why_no_answer(lib, curl, code, error_buffer);
       retry = transient(code);
     }
 
-    auto cap = std::min<std::int64_t>(options_.max_backoff.count(),
-                                      options_.base_backoff.count() << std::min(attempt - 1, 20));
-    auto backoff = std::chrono::milliseconds(util::random_between(0, std::max<std::int64_t>(cap, 0)));
+    const auto backoff = backoff_after(options_, attempt);
     // An attempt that timed out at the budget's end leaves nothing for
     // another, even when libcurl's clock ended it a moment early and the
     // drawn back-off is 0: a retry with a millisecond left only fails again.
