@@ -131,6 +131,19 @@ TEST_F(CollectTest, RefusesASymlinkedEntryPointingOutside) {
   expect_refused(c, path, "outside the cache");
 }
 
+// A missing folder and ".." before the link: the path is resolved only up to
+// the missing part at first, and the link after it must still be seen.
+TEST_F(CollectTest, RefusesASymlinkedEntryReachedThroughAMissingFolderAndDotDot) {
+  fs::path outside = base / "elsewhere" / "MODULE_cc+dd";
+  test::write_text(outside / "model.hlo_module.pb", "graph");
+  fs::create_directory_symlink(outside, root / "neuronxcc-2.0" / "MODULE_cc+dd");
+  std::string path = (root / "no-such-folder" / ".." / "neuronxcc-2.0" / "MODULE_cc+dd" / "model.hlo_module.pb").string();
+  Collector c(root, "2.0");
+  c.add_graph_path(path, "log");
+  expect_refused(c, path, "outside the cache");
+  EXPECT_TRUE(c.entries().empty());
+}
+
 TEST_F(CollectTest, RefusesTheWrongFileName) {
   test::write_text(entry / "model.neff", "neff");
   Collector c(root, "2.0");
