@@ -36,7 +36,8 @@ const std::vector<Entry> kScenarios = {
     {"cache-scale-disk", run_cache_scale_disk},
     {"hashing", run_hashing},               {"launcher-memory", run_launcher_memory},
     {"s3-transfer", run_s3_transfer},       {"before-after", run_before_after},
-    {"cluster", run_cluster},               {"masquerade", run_masquerade},
+    {"cluster", run_cluster},               {"cluster-short", run_cluster_short},
+    {"masquerade", run_masquerade},
     {"observe", run_observe},
 };
 

@@ -21,156 +21,17 @@
 // cost), which leaves out what the machine adds to every compile started.
 
 #include <algorithm>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <stdexcept>
 #include <unistd.h>
 
 #include <npc/storage/lock.hpp>
 
+#include "cluster_rig.hpp"
 #include "fixtures.hpp"
-#include "rgw.hpp"
 #include "scenarios.hpp"
 
 namespace bench {
 
 namespace {
-
-constexpr const char* kClusterBucket = "cluster";
-
-struct Shape {
-  int hosts = 16;
-  int workers = 8;
-};
-
-std::string host_name(int host) {
-  std::string digits = std::to_string(host);
-  return "host-" + std::string(digits.size() < 2 ? 2 - digits.size() : 0, '0') + digits;
-}
-
-std::string shell_quote(const std::string& word) {
-  std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// The start of every host's command line: a UTS and PID namespace (with its
-// own /proc, so the host sees only its own processes) named `name`.
-std::vector<std::string> as_host(const std::string& name) {
-  return {"unshare", "--uts", "--pid", "--fork", "--mount-proc", "--", "/bin/sh", "-c",
-          "hostname \"$0\" && exec \"$@\"", name};
-}
-
-void require_namespaces(const Context& context) {
-  fs::path log = context.options.scratch / "unshare-probe.log";
-  std::vector<std::string> argv = as_host("probe");
-  argv.push_back("/bin/true");
-  Timed t = run_timed({argv, Environment::current(), log, std::nullopt});
-  if (!t.status.success())
-    throw std::runtime_error("simulating hosts needs `unshare --uts --pid --fork --mount-proc` (util-linux, run as "
-                             "root): it failed with " + t.status.describe() + ", see " + log.string());
-}
-
-// Hosts that lose power mid-run: `after_seconds` after the start, each
-// one's PID namespace loses its pid 1 (SIGKILL), which takes every process
-// of the host with it, its launcher and its compiles.
-struct Doom {
-  std::vector<int> hosts;
-  double after_seconds = 0;
-  [[nodiscard]] bool dooms(int host) const { return std::find(hosts.begin(), hosts.end(), host) != hosts.end(); }
-};
-
-// Starts one process per host at once, all in a shell that waits for every
-// one; each host's output goes to <run>/<host>/output.log and its exit
-// status to <run>/<host>/exit ("killed" for a doomed host). Returns the wall
-// time from before the first start to after the last exit; every host but
-// the doomed must exit 0.
-json run_hosts(const Environment& env, const fs::path& run_dir, int hosts,
-               const std::function<std::vector<std::string>(int host)>& argv_of, const Doom& doom = {}) {
-  std::string script, pid_files;
-  for (int h = 0; h < hosts; ++h) {
-    fs::path host_dir = run_dir / host_name(h);
-    make_dirs(host_dir);
-    std::vector<std::string> argv = as_host(host_name(h));
-    for (auto& word : argv_of(h)) argv.push_back(std::move(word));
-    std::string command;
-    for (const auto& word : argv) command += shell_quote(word) + " ";
-    command += "> " + shell_quote((host_dir / "output.log").string()) + " 2>&1";
-    if (doom.dooms(h)) {
-      // $! is the unshare process; its child is the namespace's pid 1.
-      const std::string pid_file = shell_quote((host_dir / "unshare.pid").string());
-      script += command + " &\necho $! > " + pid_file + "\n";
-      pid_files += pid_file + " ";
-    } else {
-      script += "(" + command + "; echo $? > " + shell_quote((host_dir / "exit").string()) + ") &\n";
-    }
-  }
-  if (!pid_files.empty())
-    script += "(sleep " + num(doom.after_seconds, 3) + "; for f in " + pid_files +
-              "; do p=$(cat \"$f\"); kill -9 $(cat /proc/$p/task/$p/children) 2>/dev/null; done) &\n";
-  script += "wait\n";
-  write_text(run_dir / "hosts.sh", script);
-  Timed t = run_timed({{"/bin/sh", (run_dir / "hosts.sh").string()}, env, run_dir / "hosts.log", std::nullopt});
-  json exits = json::array();
-  bool all_zero = true;
-  for (int h = 0; h < hosts; ++h) {
-    if (doom.dooms(h)) {
-      exits.push_back("killed");
-      continue;
-    }
-    std::string code = read_text(run_dir / host_name(h) / "exit");
-    while (!code.empty() && (code.back() == '\n' || code.back() == ' ')) code.pop_back();
-    exits.push_back(code);
-    all_zero = all_zero && code == "0";
-  }
-  return {{"wall_seconds", t.seconds}, {"host_exits", exits}, {"all_hosts_exit_0", all_zero}};
-}
-
-// The launcher's report of one host, summed into `record`: graphs compiled
-// by each host, and in all; a doomed host has none.
-void add_reports(json& record, const fs::path& run_dir, int hosts, const Doom& doom = {}) {
-  int compiled = 0, failed = 0, busy_hosts = 0;
-  json per_host = json::array();
-  for (int h = 0; h < hosts; ++h) {
-    if (doom.dooms(h)) {
-      per_host.push_back(nullptr);
-      continue;
-    }
-    json doc = json::parse(read_text(run_dir / host_name(h) / "report.json"), nullptr, false);
-    int c = -1, f = -1;
-    if (!doc.is_discarded() && doc.contains("compilation_summary")) {
-      c = doc["compilation_summary"].value("compiled", 0);
-      f = doc["compilation_summary"].value("failed", 0);
-    }
-    per_host.push_back(c);
-    if (c < 0) {
-      record["report_missing"] = true;
-      continue;
-    }
-    compiled += c;
-    failed += f;
-    if (c > 0) ++busy_hosts;
-  }
-  record["compiled"] = compiled;
-  record["failed"] = failed;
-  record["compiled_per_host"] = per_host;
-  record["hosts_that_compiled"] = busy_hosts;
-}
-
-// Done entries in a cache, as neuron_cache counts them (a directory or S3).
-std::size_t done_entries(const Context& context, const Environment& env, const fs::path& log) {
-  std::ignore = run_checked({{context.programs.cache_tool.string(), "--json", "stats"}, env, log, std::nullopt},
-                            "neuron_cache stats");
-  // The JSON document starts with a line of its own ("{"): anything before
-  // it is a warning on stderr.
-  std::string text = read_text(log);
-  auto at = text.starts_with("{\n") ? 0 : text.find("\n{\n");
-  json doc = at == std::string::npos ? json() : json::parse(text.substr(at), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("states"))
-    throw std::runtime_error("neuron_cache --json stats printed no counts: see " + log.string());
-  return doc["states"].value("done", std::size_t{0});
-}
 
 WorkloadSpec cluster_spec(bool quick) {
   WorkloadSpec spec;
@@ -194,192 +55,21 @@ Scenario run_cluster(const Context& context) {
   s.title = "10. A cluster as one pool: simulated hosts on one cache";
   s.reproduce = "bench/run.sh --only cluster";
   const bool quick = context.options.quick;
-  const Shape shape = quick ? Shape{4, 4} : Shape{16, 8};
+  const ClusterShape shape = quick ? ClusterShape{4, 4} : ClusterShape{16, 8};
   const int slots = shape.hosts * shape.workers;
-  require_namespaces(context);
-
-  Workload workload = generate(cluster_spec(quick));
-  const std::size_t total = workload.graphs.size();
-  fs::path dir = context.options.scratch / s.id;
-  fs::path graphs = dir / "graphs";
-  fs::path template_cache = dir / "template-cache";
-  fs::path run = dir / "run";
-  write_graphs(workload, graphs);
-  extract_into_cache(context, workload, graphs, template_cache, dir / "extract.log");
-
-  auto env_for = [&](const std::string& cache) {
-    Environment env = clean_environment(context.programs, cache);
-    env.set("STANDIN_CC_MODE", "sleep");
-    return env;
-  };
-  CompilerOverhead overhead = measure_compiler_overhead(context, workload, graphs, dir / "calibration", env_for(dir));
-  double sum = 0, longest = 0;
-  for (const auto& g : workload.graphs) {
-    sum += overhead.cost(g);
-    longest = std::max(longest, overhead.cost(g));
-  }
-  const double bound = std::max(sum / slots, longest);
+  ClusterRig rig(context, s.id, generate(cluster_spec(quick)), shape);
+  const Workload& workload = rig.workload();
+  const std::size_t total = rig.total();
+  const double sum = rig.sum(), longest = rig.longest();
+  const double bound = rig.bound(shape.hosts);
   const double node_bound = std::max(sum / shape.workers, longest);
+  const fs::path run = rig.run_dir();
   log(context, s.id + ": " + std::to_string(shape.hosts) + " hosts x " + std::to_string(shape.workers) +
                    " workers, " + std::to_string(total) + " graphs, sum " + num(sum, 1) + " s, cluster bound " +
                    num(bound) + " s");
 
-  auto launcher_argv = [&](const fs::path& run_dir, int h) {
-    fs::path host_dir = run_dir / host_name(h);
-    return std::vector<std::string>{context.programs.launcher.string(), "--command", "compile", "--num_parallel",
-                                    std::to_string(shape.workers), "--parallel_compile_workdir",
-                                    (host_dir / "work").string(), "--report", (host_dir / "report.json").string()};
-  };
-  // On S3 each host has a mirror of its own.
-  auto s3_launcher_argv = [&](int h) {
-    std::vector<std::string> argv = {"env", "NEURON_COMPILE_CACHE_MIRROR=" + (run / host_name(h) / "mirror").string()};
-    for (auto& word : launcher_argv(run, h)) argv.push_back(std::move(word));
-    return argv;
-  };
-  auto fresh = [&] {
-    wipe(run);
-    make_dirs(run);
-  };
-  // The oracle's split, the baseline ours is judged against: every graph's
-  // cost known in advance, the graphs dealt costliest first to the slot with
-  // the least work so far (longest processing time first), and each slot
-  // running its list through the compile entry one after another, with no
-  // lock ever contended. Its makespan is the cluster bound plus what this
-  // machine adds to every compile it starts (a process chain each, 128 at
-  // once on its cores), which the bound, measured solo, leaves out.
-  auto oracle_plan = [&](int hosts) {
-    std::vector<std::size_t> order(workload.graphs.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return overhead.cost(workload.graphs[a]) > overhead.cost(workload.graphs[b]);
-    });
-    std::vector<std::vector<std::string>> slot_graphs(static_cast<std::size_t>(hosts * shape.workers));
-    std::vector<double> load(slot_graphs.size(), 0.0);
-    for (std::size_t i : order) {
-      const auto least = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      load[least] += overhead.cost(workload.graphs[i]);
-      slot_graphs[least].push_back(workload.graphs[i].name);
-    }
-    return slot_graphs;
-  };
-  auto oracle_argv = [&](const std::vector<std::vector<std::string>>& plan, int h) {
-    fs::path host_dir = run / host_name(h);
-    make_dirs(host_dir / "out");
-    std::string script = "rc=0; pids=;";
-    for (int w = 0; w < shape.workers; ++w) {
-      fs::path list = host_dir / ("slot-" + std::to_string(w) + ".txt");
-      std::string lines;
-      for (const auto& name : plan[static_cast<std::size_t>(h * shape.workers + w)]) lines += name + "\n";
-      write_text(list, lines);
-      script += " xargs -I{} " + shell_quote(context.programs.wrapper.string()) + " compile --graph " +
-                shell_quote(graphs.string()) + "/{} --output " + shell_quote((host_dir / "out").string()) +
-                "/{}.neff < " + shell_quote(list.string()) + " & pids=\"$pids $!\";";
-    }
-    script += " for p in $pids; do wait $p || rc=1; done; exit $rc";
-    return std::vector<std::string>{"/bin/sh", "-c", script};
-  };
-  auto oracle = [&](int hosts) {
-    auto plan = oracle_plan(hosts);
-    return Contender{"oracle-" + std::to_string(hosts) + "-hosts",
-                     [&](int) {
-                       fresh();
-                       copy_tree(template_cache, run / "cache");
-                     },
-                     [&, hosts, plan](int) {
-                       Environment env = env_for((run / "cache").string());
-                       json r = run_hosts(env, run, hosts, [&](int h) { return oracle_argv(plan, h); });
-                       r["done"] = count_done(run / "cache");
-                       r["complete"] = r.value("all_hosts_exit_0", false) && r.value("done", 0) == static_cast<int>(total);
-                       log(context, s.id + ": the oracle's split over " + std::to_string(hosts) + " hosts: makespan " +
-                                        num(r["wall_seconds"].get<double>()) + " s");
-                       return r;
-                     }};
-  };
-
-  // Ours on a shared directory, and on S3: a fresh prefix per run, filled
-  // with the pending entries as a trial on one host leaves them (untimed),
-  // each host with a mirror of its own. The gateway is a child of ours for
-  // the whole scenario, so the rounds do not reap what a run left behind;
-  // nothing can be: a host's processes die with its PID namespace.
-  Rgw gateway(dir / "rgw", kClusterBucket);
-  auto s3_env_for = [&](const std::string& url) {
-    Environment env = env_for(url);
-    gateway.configure(env, dir);
-    return env;
-  };
-  int s3_round = 0;
-  std::string url;
-  auto check = [&](json& r, const Environment& env) {
-    add_reports(r, run, shape.hosts);
-    r["done"] = done_entries(context, env, run / "stats.log");
-    r["complete"] = r.value("all_hosts_exit_0", false) && r.value("done", 0) == static_cast<int>(total) &&
-                    r.value("compiled", 0) == static_cast<int>(total);
-    log(context, s.id + ": makespan " + num(r["wall_seconds"].get<double>()) + " s (" +
-                     num(r["wall_seconds"].get<double>() / bound, 3) + "x the bound), " +
-                     std::to_string(r.value("compiled", 0)) + " compiled, " + std::to_string(r.value("done", 0)) +
-                     " done" + (r.value("all_hosts_exit_0", false) ? "" : ", a host failed"));
-  };
-  std::vector<Contender> ours = {
-      {"ours-directory",
-       [&](int) {
-         fresh();
-         copy_tree(template_cache, run / "cache");
-       },
-       [&](int) {
-         Environment env = env_for((run / "cache").string());
-         json r = run_hosts(env, run, shape.hosts, [&](int h) { return launcher_argv(run, h); });
-         check(r, env);
-         return r;
-       }},
-      {"ours-s3",
-       [&](int) {
-         fresh();
-         url = std::string("s3://") + kClusterBucket + "/run-" + std::to_string(s3_round++);
-         Environment env = s3_env_for(url);
-         env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "extract-mirror").string());
-         env.set("NEURON_EXTRACT_GRAPHS_ONLY", "1");
-         make_dirs(run / "placeholders");
-         for (const auto& g : workload.graphs)
-           std::ignore = run_checked({{context.programs.wrapper.string(), "compile", "--graph",
-                                       (graphs / g.name).string(), "--output",
-                                       (run / "placeholders" / (g.name + ".neff")).string()},
-                                      env, run / "extract.log", std::nullopt},
-                                     "extracting " + g.name + " into " + url);
-       },
-       [&](int) {
-         Environment env = s3_env_for(url);
-         const std::size_t requests_before = gateway.requests_served();
-         const double cpu_before = gateway.cpu_seconds();
-         json r = run_hosts(env, run, shape.hosts, s3_launcher_argv);
-         // What the gateway, on the same cores as the hosts, did meanwhile.
-         r["gateway_requests"] = gateway.requests_served() - requests_before;
-         r["gateway_cpu_seconds"] = gateway.cpu_seconds() - cpu_before;
-         env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "stats-mirror").string());
-         check(r, env);
-         return r;
-       }}};
-  ours.push_back(oracle(shape.hosts));
-  // The oracle's split on the same S3 cache: each slot's compile entry takes
-  // the graph's lock in S3, brings the graph into its host's mirror, and
-  // uploads the result itself, with no lock ever contended. Against it,
-  // ours on S3 shows what the coordination costs, apart from what S3 and
-  // the gateway on this machine's cores add to every compile.
-  const auto s3_oracle_plan = oracle_plan(shape.hosts);
-  ours.push_back({"oracle-s3", ours[1].prepare, [&](int) {
-                    Environment env = s3_env_for(url);
-                    json r = run_hosts(env, run, shape.hosts, [&](int h) {
-                      std::vector<std::string> argv = {
-                          "env", "NEURON_COMPILE_CACHE_MIRROR=" + (run / host_name(h) / "mirror").string()};
-                      for (auto& word : oracle_argv(s3_oracle_plan, h)) argv.push_back(std::move(word));
-                      return argv;
-                    });
-                    env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "stats-mirror").string());
-                    r["done"] = done_entries(context, env, run / "stats.log");
-                    r["complete"] = r.value("all_hosts_exit_0", false) && r.value("done", 0) == static_cast<int>(total);
-                    log(context, s.id + ": the oracle's split on S3: makespan " + num(r["wall_seconds"].get<double>()) +
-                                     " s");
-                    return r;
-                  }});
+  std::vector<Contender> ours = {rig.ours_on_directory(), rig.ours_on_s3(), rig.oracle_on_directory(shape.hosts),
+                                 rig.oracle_on_s3()};
   auto ours_records = alternate(context, s.id + " ours", ours, 0, Settle::no);
   std::vector<json>& ours_directory_records = ours_records[0];
   std::vector<json>& ours_s3_records = ours_records[1];
@@ -391,37 +81,10 @@ Scenario run_cluster(const Context& context) {
   // owned. Judged against the survivors' bound plus the lease.
   const Doom doom{{shape.hosts / 4, (3 * shape.hosts) / 4}, bound / 3};
   const int survivors = shape.hosts - static_cast<int>(doom.hosts.size());
-  const double survivors_bound = std::max(sum / (survivors * shape.workers), longest);
+  const double survivors_bound = rig.bound(survivors);
   const double lease = static_cast<double>(npc::storage::kLockTtl.count());
-  auto check_doomed = [&](json& r, const Environment& env) {
-    add_reports(r, run, shape.hosts, doom);
-    r["done"] = done_entries(context, env, run / "stats.log");
-    r["complete"] = r.value("all_hosts_exit_0", false) && r.value("done", 0) == static_cast<int>(total) &&
-                    r.value("compiled", 0) <= static_cast<int>(total);
-    const double wall = r["wall_seconds"].get<double>();
-    r["beyond_lease_to_survivors_bound"] = (wall - lease) / survivors_bound;
-    log(context, s.id + ": with " + std::to_string(doom.hosts.size()) + " hosts killed at " +
-                     num(doom.after_seconds) + " s: makespan " + num(wall) + " s, " +
-                     num(r["beyond_lease_to_survivors_bound"].get<double>(), 3) +
-                     "x the survivors' bound beyond the lease, " + std::to_string(r.value("done", 0)) + " done" +
-                     (r.value("all_hosts_exit_0", false) ? "" : ", a survivor failed"));
-  };
-  std::vector<Contender> doomed = {
-      {"ours-directory-2-killed", ours[0].prepare,
-       [&](int) {
-         Environment env = env_for((run / "cache").string());
-         json r = run_hosts(env, run, shape.hosts, [&](int h) { return launcher_argv(run, h); }, doom);
-         check_doomed(r, env);
-         return r;
-       }},
-      {"ours-s3-2-killed", ours[1].prepare, [&](int) {
-         Environment env = s3_env_for(url);
-         json r = run_hosts(env, run, shape.hosts, s3_launcher_argv, doom);
-         env.set("NEURON_COMPILE_CACHE_MIRROR", (run / "stats-mirror").string());
-         check_doomed(r, env);
-         return r;
-       }}};
-  doomed.push_back(oracle(survivors));
+  std::vector<Contender> doomed = {rig.ours_on_directory(doom), rig.ours_on_s3(doom)};
+  doomed.push_back(rig.oracle_on_directory(survivors));
   auto doomed_records = alternate(context, s.id + " two hosts killed", doomed, 0, Settle::no);
   std::vector<json>& doomed_directory_records = doomed_records[0];
   std::vector<json>& doomed_s3_records = doomed_records[1];
@@ -430,17 +93,17 @@ Scenario run_cluster(const Context& context) {
   // The baselines run once: they take about K times longer than ours, and a
   // ratio of that size needs no spread to be read.
   log(context, s.id + ": per-node caches (one host alone, every graph)");
-  fresh();
-  copy_tree(template_cache, run / "cache");
-  json per_node = run_hosts(env_for((run / "cache").string()), run, 1, [&](int h) { return launcher_argv(run, h); });
+  rig.fresh_directory_cache();
+  json per_node = run_hosts(rig.directory_env(), run, 1, [&](int h) { return rig.launcher_argv(h); });
   add_reports(per_node, run, 1);
   per_node["complete"] = per_node.value("all_hosts_exit_0", false) && per_node.value("compiled", 0) == static_cast<int>(total);
   per_node["run"] = 0;
 
   log(context, s.id + ": the original's lockstep order on a shared directory");
-  fresh();
+  wipe(run);
   make_dirs(run / "cache");
-  json lockstep = run_hosts(env_for((run / "cache").string()), run, shape.hosts, [&](int h) {
+  const fs::path& graphs = rig.graphs_dir();
+  json lockstep = run_hosts(rig.directory_env(), run, shape.hosts, [&](int h) {
     fs::path out = run / host_name(h) / "out";
     make_dirs(out);
     return std::vector<std::string>{

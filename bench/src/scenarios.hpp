@@ -39,6 +39,9 @@ Scenario run_before_after(const Context& context);
 //     directory, and S3 on a RADOS Gateway), against per-node caches and the
 //     original's lockstep order on a shared cache.
 Scenario run_cluster(const Context& context);
+// 10b. 6 simulated hosts × 2 over 48 graphs of 2 to 6 s, on a directory and
+//      on S3, each against the oracle's split on the same cache.
+Scenario run_cluster_short(const Context& context);
 // 11. A frontend that runs neuronx-cc itself (standin_torchneuron), through
 //     the masquerade directory (warm and cold) or straight to the compiler.
 Scenario run_masquerade(const Context& context);
