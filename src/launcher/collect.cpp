@@ -28,20 +28,9 @@ bool is_inside(const fs::path& path, const fs::path& root) {
 
 namespace {
 
-// The path with every link in it resolved, as far as it exists. Once is not
-// enough: weakly_canonical resolves only up to the first part that is
-// missing and normalizes the rest by its words, so "ROOT/missing/../v/LINK/g"
-// comes back as "ROOT/v/LINK/g", its link unresolved. The second pass starts
-// from a path with no "..", whose existing part is then all resolved.
-fs::path fully_resolved(const fs::path& path, std::error_code& ec) {
-  fs::path once = fs::weakly_canonical(path, ec);
-  if (ec) return once;
-  return fs::weakly_canonical(once, ec);
-}
-
 fs::path canonical_or_normal(const fs::path& path) {
   std::error_code ec;
-  fs::path real = fully_resolved(path, ec);
+  fs::path real = util::fully_resolved(path, ec);
   return ec ? fs::absolute(path).lexically_normal() : real;
 }
 
@@ -125,7 +114,7 @@ void Collector::add_graph_path(const std::string& text, const std::string& sourc
   if (path.empty()) return;
   if (!path.is_absolute()) return refuse("not an absolute path");
   std::error_code ec;
-  fs::path real = fully_resolved(path, ec);
+  fs::path real = util::fully_resolved(path, ec);
   if (ec) return refuse("cannot be resolved: " + ec.message());
   auto inside = std::find_if(roots_.begin(), roots_.end(), [&](const fs::path& r) { return is_inside(real, r); });
   if (inside == roots_.end()) {

@@ -11,6 +11,7 @@
 #include <npc/util/log.hpp>
 #include <npc/util/output_file.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
 #include <npc/util/strings.hpp>
 
 namespace npc::launcher {
@@ -97,7 +98,7 @@ void refuse_unused_outputs(const Options& options, const std::string& mode) {
     auto report = util::resolve_output(*options.report), trace = util::resolve_output(*options.trace);
     auto where = [](const util::OutputTarget& target) {
       std::error_code ec;
-      fs::path canonical = fs::weakly_canonical(fs::absolute(target.path), ec);
+      fs::path canonical = util::fully_resolved(fs::absolute(target.path), ec);
       return ec ? target.path : canonical;
     };
     if (report && trace && report->kind == util::OutputKind::replace && trace->kind == util::OutputKind::replace &&

@@ -306,6 +306,12 @@ Status remove_at(int parent_fd, const char* name, const fs::path& shown) {
 
 Status remove_tree(const fs::path& path) { return remove_at(AT_FDCWD, path.c_str(), path); }
 
+fs::path fully_resolved(const fs::path& path, std::error_code& ec) {
+  fs::path once = fs::weakly_canonical(path, ec);
+  if (ec) return once;
+  return fs::weakly_canonical(once, ec);
+}
+
 Result<FileTime> mtime(const fs::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return fail(errno_text("cannot stat", path, errno));

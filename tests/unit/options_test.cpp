@@ -10,6 +10,7 @@
 
 #include <npc/launcher/options.hpp>
 #include <npc/util/error.hpp>
+#include <npc/util/fs.hpp>
 
 namespace npc::launcher {
 namespace {
@@ -301,6 +302,18 @@ TEST_F(OptionsTest, OutputsAndADryRunTheModeWouldIgnoreAreRefused) {
   EXPECT_EQ(parse({"--report", "r.json", "--trace", "t.json", "python"}).report, fs::path("r.json"));
   // A device is written through: it takes both.
   EXPECT_EQ(parse({"--report", "/dev/null", "--trace", "/dev/null", "python"}).trace, fs::path("/dev/null"));
+}
+
+// One file reached two ways: through a link after a missing folder and
+// "..", which weakly_canonical alone leaves unresolved, and by its own name.
+TEST_F(OptionsTest, AReportAndATraceAtOneFileThroughALinkAreRefused) {
+  util::TempDir dir(fs::temp_directory_path(), "npc-options-");
+  ASSERT_TRUE(util::ensure_dir(dir.path() / "out").ok());
+  fs::create_directory_symlink(dir.path() / "out", dir.path() / "link");
+  const std::string through_link = (dir.path() / "missing" / ".." / "link" / "r.json").string();
+  const std::string direct = (dir.path() / "out" / "r.json").string();
+  EXPECT_EQ(usage_error_of({"--report", through_link, "--trace", direct, "python"}),
+            "--report and --trace name the same file, " + through_link + ": name a file for each");
 }
 
 } // namespace

@@ -102,6 +102,13 @@ private:
 // Removes a file or a directory tree; a missing path is fine.
 [[nodiscard]] Status remove_tree(const fs::path& path);
 
+// The path with every link in it resolved, as far as it exists. Once is not
+// enough: weakly_canonical resolves only up to the first part that is
+// missing and normalizes the rest by its words, so "ROOT/missing/../v/LINK/g"
+// comes back as "ROOT/v/LINK/g", its link unresolved. The second pass starts
+// from a path with no "..", whose existing part is then all resolved.
+[[nodiscard]] fs::path fully_resolved(const fs::path& path, std::error_code& ec);
+
 [[nodiscard]] Result<FileTime> mtime(const fs::path& path);
 [[nodiscard]] Status set_mtime(const fs::path& path, FileTime when);
 
