@@ -14,6 +14,7 @@
 #include <npc/cache/layout.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/usage_stats.hpp>
+#include <npc/cli/cached_compile.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/neff_output.hpp>
 #include <npc/compile/cache_tiers.hpp>
@@ -30,10 +31,6 @@
 namespace npc::cli {
 
 namespace {
-
-// How many times a compile whose entry another process removed starts over
-// before the real compiler runs without the cache.
-constexpr int kMasqueradeRemovedRetries = 3;
 
 // The real compiler in our place, with the words as given: its exit status,
 // output and signals are the caller's without us in between.
@@ -78,7 +75,6 @@ bool serve(const cache::Entry& entry, const fs::path& output) {
   auto integrity = deliver_neff(entry, output);
   if (!integrity) throw NotCached("cannot read the cached NEFF of " + entry.dir().string() + ": " + integrity.error());
   if (*integrity == cache::Integrity::mismatch) return false;
-  std::ignore = entry.touch();
   spdlog::debug("served {} from {}", output.string(), entry.dir().string());
   return true;
 }
@@ -94,26 +90,8 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
       compile::compiler_version(real, cache.private_dir() / cache::kCompilerVersionsDir);
   const cache::CacheKey key = cache::make_key(digest->key_sha256(), call.key_flags, version);
   const cache::Entry entry = cache.entry(key);
-  const cache::EvictionPolicy policy{settings.cache.size_limit(), settings.cache.ttl()};
   compile::CacheTiers tiers(cache, settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
-  if (entry.looks_done() && serve(entry, call.output)) {
-    count_masquerade_usage(settings, cache, cache::hit_of(entry.dir()));
-    return 0;
-  }
-  if (tiers.fetch(key, compile::kDefaultLockWait) && serve(entry, call.output)) {
-    count_masquerade_usage(settings, cache, cache::hit_of(entry.dir()));
-    cache::evict_after_write(cache, policy);
-    return 0;
-  }
-
-  auto store = [&] {
-    auto bytes = util::read_input_file(call.input);
-    if (!bytes) throw NotCached("cannot read the input: " + bytes.error());
-    if (util::sha256_hex(*bytes) != digest->sha256) throw NotCached("the input changed while it was read");
-    if (auto s = entry.store_graph(*bytes, call.key_flags); !s) throw NotCached(s.error());
-  };
-  store();
   compile::EntryCompileOptions options;
   options.compiler = real;
   options.retry_failed = true; // never a cached failure: the compiler decides
@@ -129,29 +107,31 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     job.environment = util::Environment::current();
     job.environment->set(compile::kMasqueradeActiveEnv, "1"); // see there
   };
-  DeliveryUnderLock delivery([&](const cache::Entry& done) {
-    if (!serve(done, call.output)) throw NotCached("the NEFF stored for " + done.dir().string() + " fails its check");
-  });
-  options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
-  options.store_missing_graph = [&](const cache::Entry&) { store(); };
-  compile::EntryCompileResult result = tiers.compile(key, entry.dir(), options);
-  for (int again = 0; result.outcome == compile::EntryOutcome::removed && !tiers.compiles_shared() &&
-                      again < kMasqueradeRemovedRetries;
-       ++again) {
-    store();
-    result = compile::compile_entry(cache, entry.dir(), options);
-  }
-  count_masquerade_usage(settings, cache, delivery.usage_of(result, entry.dir()));
+  CachedCompile cached{
+      .cache = cache,
+      .tiers = tiers,
+      .key = key,
+      .legacy_key = std::nullopt,
+      .secondary_root = {},
+      .lock_wait = compile::kDefaultLockWait,
+      .eviction = {settings.cache.size_limit(), settings.cache.ttl()},
+      .deliver = [&](const cache::Entry& done) { return serve(done, call.output); },
+      .store_graph =
+          [&] {
+            auto bytes = util::read_input_file(call.input);
+            if (!bytes) throw NotCached("cannot read the input: " + bytes.error());
+            if (util::sha256_hex(*bytes) != digest->sha256) throw NotCached("the input changed while it was read");
+            if (auto s = entry.store_graph(*bytes, call.key_flags); !s) throw NotCached(s.error());
+          },
+      .before_compile = {},
+      .count = [&](const cache::UsageCounts& delta) { count_masquerade_usage(settings, cache, delta); },
+  };
+  auto end = compile_through_cache(cached, options);
+  if (end.served) return 0;
+  const compile::EntryCompileResult& result = end.result;
   switch (result.outcome) {
   case compile::EntryOutcome::compiled:
-  case compile::EntryOutcome::already_done:
-    if (!delivery.delivered() && !delivery.output_faulted() && !serve(entry, call.output))
-      throw NotCached("the NEFF of " + entry.dir().string() + " fails its check");
-    if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(cache, policy);
-    // Compiled and cached, but the output cannot take it: the real compiler
-    // could not write there either, so it does not run again.
-    delivery.rethrow_fault();
-    return 0;
+  case compile::EntryOutcome::already_done: return 0;
   case compile::EntryOutcome::failed:
   case compile::EntryOutcome::killed:
   case compile::EntryOutcome::timed_out:

@@ -18,6 +18,7 @@
 #include <npc/cache/secondary.hpp>
 #include <npc/cache/usage_stats.hpp>
 #include <npc/cli/as_neuronx_cc.hpp>
+#include <npc/cli/cached_compile.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/neff_output.hpp>
 #include <npc/cli/programs.hpp>
@@ -38,9 +39,6 @@
 namespace npc::cli {
 
 namespace {
-
-// How many times a compile whose entry another process removed starts over.
-constexpr int kRemovedRetries = 3;
 
 constexpr const char* kUsage = R"(usage:
   neuron_cc_wrapper compile --graph FILE --output NEFF [--cache-key MODULE_<g>+<f>] [options] [compiler flags...]
@@ -355,50 +353,29 @@ void count_wrapper_usage(const Settings& settings, const cache::Cache& cache, co
     spdlog::debug("not counted: {}", s.error());
 }
 
-// Serves a done entry; false when its NEFF fails the integrity check.
-bool serve_hit(const cache::Entry& entry, const fs::path& output) {
+// A done entry's NEFF to the output; false when it fails the integrity
+// check (the compile that follows checks again under the entry's lock:
+// another process may have repaired it meanwhile, and says so when it
+// recompiles).
+bool deliver(const cache::Entry& entry, const fs::path& output) {
   auto integrity = deliver_neff(entry, output); // the output's fault is thrown: no compile
   if (!integrity) {
     spdlog::warn("cannot serve {}: {}; compiling instead", entry.dir().string(), integrity.error());
     return false;
   }
-  // The compile that follows checks again under the entry's lock (another
-  // process may have repaired it meanwhile) and says so when it recompiles.
-  if (*integrity == cache::Integrity::mismatch) return false;
-  std::ignore = entry.touch();
-  print_line(message_stream(output),
-             "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
-  return true;
+  return *integrity == cache::Integrity::ok;
 }
 
-// --- secondary cache tier (include/npc/cache/secondary.hpp) ----------------
-// On a local miss: true when the entry is now done locally, copied from the
-// read-only secondary cache (or published by another process meanwhile).
-bool use_secondary_cache(const cache::Cache& cache, const CommonOptions& common, const cache::CacheKey& key) {
-  auto root = common.secondary_cache ? cache::resolve_secondary_root(*common.secondary_cache)
-                                     : cache::secondary_root_from_environment();
-  if (!root) return false;
-  std::error_code ec;
-  if (!fs::is_directory(*root, ec)) {
-    spdlog::warn("the secondary cache {} is not a directory; not used", root->string());
-    return false;
-  }
-  auto result = cache::fetch_from_secondary(cache, *root, key, common.lock_wait);
-  switch (result.outcome) {
-  case cache::FetchOutcome::copied:
-    spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
-    return true;
-  case cache::FetchOutcome::already_done: return true;
-  case cache::FetchOutcome::rejected:
-    spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
-    return false;
-  case cache::FetchOutcome::miss:
-  case cache::FetchOutcome::failure_copied: // not asked for
-  case cache::FetchOutcome::busy: return false;
-  }
-  return false;
+void print_cached_neff(const cache::Entry& entry, const fs::path& output) {
+  print_line(message_stream(output),
+             "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
 }
-// --- end secondary cache tier ------------------------------------------------
+
+// The read-only secondary cache: --secondary-cache, else the environment's.
+std::optional<fs::path> secondary_root(const CommonOptions& common) {
+  return common.secondary_cache ? cache::resolve_secondary_root(*common.secondary_cache)
+                                : cache::secondary_root_from_environment();
+}
 
 int compile_without_cache(const CompileCommand& command, const Context& context) {
   // The compiler reads the graph: what would make us hang would make it hang.
@@ -460,6 +437,36 @@ std::optional<cache::Entry> done_legacy_entry(const cache::Cache& cache, const K
   return legacy;
 }
 
+// Extraction (NEURON_EXTRACT_GRAPHS_ONLY=1): the graph stored as a pending
+// entry for the parallel compile, its path logged, a placeholder NEFF at
+// the output; nothing compiled.
+int store_for_parallel_compile(const CompileCommand& command, const Context& context, const cache::Cache& cache,
+                               compile::CacheTiers& tiers, const Keys& keys, const std::string& graph) {
+  // The graph goes where the framework's would: the shared tier when there
+  // is one, as users name it there (its URL).
+  std::string stored;
+  if (auto graph_url = tiers.store_shared_graph(keys.key, graph, context.flags)) {
+    stored = *graph_url;
+  } else {
+    const cache::Entry entry = cache.entry(keys.key);
+    // Compiled by an earlier release: name that entry (the launcher finds it
+    // done) rather than store a pending one that would be compiled again.
+    auto legacy = entry.looks_done() ? std::nullopt : done_legacy_entry(cache, keys);
+    if (legacy) {
+      stored = legacy->graph_path().string();
+    } else if (auto s = entry.store_graph(graph, context.flags); !s) {
+      throw EnvironmentError(s.error());
+    } else {
+      stored = entry.graph_path().string();
+    }
+  }
+  print_line(stdout, "Extracting graphs (" + stored + ") for ahead-of-time parallel compilation. No compilation was done.");
+  if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
+    if (auto s = util::append_line(*log, stored); !s) throw EnvironmentError(s.error());
+  write_placeholder(command.output);
+  return 0;
+}
+
 int cmd_compile(const std::vector<std::string>& words) {
   CompileCommand command = parse_compile(words, Command::compile);
   Context context = load_context(command.extra_words);
@@ -496,94 +503,41 @@ int cmd_compile(const std::vector<std::string>& words) {
   // opened only when needed (compile/cache_tiers.hpp).
   compile::CacheTiers tiers(cache, context.settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
-  if (extract_only) {
-    // The graph goes where the framework's would: the shared tier.
-    if (auto graph_url = tiers.store_shared_graph(key, graph, context.flags)) {
-      print_line(stdout, "Extracting graphs (" + *graph_url +
-                             ") for ahead-of-time parallel compilation. No compilation was done.");
-      if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
-        if (auto s = util::append_line(*log, *graph_url); !s) throw EnvironmentError(s.error());
-      write_placeholder(command.output);
-      return 0;
-    }
-  }
-  if (extract_only) {
-    fs::path graph_path = entry.graph_path();
-    // Compiled by an earlier release: name that entry (the launcher finds it
-    // done) rather than store a pending one that would be compiled again.
-    auto legacy = entry.looks_done() ? std::nullopt : done_legacy_entry(cache, keys);
-    if (legacy) {
-      graph_path = legacy->graph_path();
-    } else if (auto s = entry.store_graph(graph, context.flags); !s) {
-      throw EnvironmentError(s.error());
-    }
-    print_line(stdout, "Extracting graphs (" + graph_path.string() +
-                           ") for ahead-of-time parallel compilation. No compilation was done.");
-    if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
-      if (auto s = util::append_line(*log, graph_path.string()); !s) throw EnvironmentError(s.error());
-    write_placeholder(command.output);
-    return 0;
-  }
+  if (extract_only) return store_for_parallel_compile(command, context, cache, tiers, keys, graph);
 
-  // The hot path: one existence check, one read that hashes and copies.
-  auto hit = [&](const cache::Entry& served) {
-    count_wrapper_usage(context.settings, cache, cache::hit_of(served.dir()));
-    return 0;
-  };
-  if (entry.looks_done() && serve_hit(entry, command.output)) return hit(entry);
-  if (auto legacy = done_legacy_entry(cache, keys); legacy && serve_hit(*legacy, command.output)) return hit(*legacy);
-  // A miss in the mirror of an S3 cache: the shared tier's result, downloaded.
-  if (tiers.fetch(key, command.common.lock_wait) && serve_hit(entry, command.output)) {
-    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-    return hit(entry);
-  }
-  // A local miss: the read-only secondary cache, if one is named.
-  if (use_secondary_cache(cache, command.common, key) && serve_hit(entry, command.output)) {
-    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-    return hit(entry);
-  }
-  if (entry.looks_failed() && !context.settings.cache.retry_failed_compilation) {
-    count_wrapper_usage(context.settings, cache, {.failed = 1});
-    return print_cached_failure(entry);
-  }
-
-  // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before anything is
-  // stored or locked.
-  std::ignore = compile::target_for(context.flags);
-  check_neff_output(command.output);
-  auto store = [&] {
-    graph = command.cache_key ? read_graph(command.graph) : read_graph_matching(command.graph, graph_sha256);
-    if (auto s = entry.store_graph(graph, context.flags); !s) throw EnvironmentError(s.error());
-    graph = std::string(); // not needed while the compiler runs
-  };
-  store();
   compile::EntryCompileOptions options{compiler, command.common.timeout, command.common.lock_wait,
                                        context.settings.cache.retry_failed_compilation,
                                        context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}, {}, true};
-  auto deliver = [&](const cache::Entry& done) {
-    auto integrity = deliver_neff(done, command.output);
-    if (!integrity || *integrity == cache::Integrity::mismatch)
-      throw EnvironmentError("cannot copy the NEFF of " + entry_dir.string() + " to " + command.output.string() +
-                             (integrity ? "" : ": " + integrity.error()));
+  CachedCompile call{
+      .cache = cache,
+      .tiers = tiers,
+      .key = key,
+      .legacy_key = keys.legacy,
+      .secondary_root = [&] { return secondary_root(command.common); },
+      .lock_wait = command.common.lock_wait,
+      .eviction = {context.settings.cache.size_limit(), context.settings.cache.ttl()},
+      .deliver = [&](const cache::Entry& done) { return deliver(done, command.output); },
+      .store_graph =
+          [&] {
+            std::string bytes = command.cache_key ? read_graph(command.graph)
+                                                  : read_graph_matching(command.graph, graph_sha256);
+            if (auto s = entry.store_graph(bytes, context.flags); !s) throw EnvironmentError(s.error());
+          },
+      // A bad NEURON_PLATFORM_TARGET_OVERRIDE, or an output that cannot be
+      // written, is reported before anything is stored or locked.
+      .before_compile =
+          [&] {
+            std::ignore = compile::target_for(context.flags);
+            check_neff_output(command.output);
+          },
+      .count = [&](const cache::UsageCounts& delta) { count_wrapper_usage(context.settings, cache, delta); },
   };
-  options.store_missing_graph = [&](const cache::Entry&) { store(); };
-  // Copied under the entry's lock: once it is released, an eviction with a
-  // small limit may remove the entry before we read it.
-  DeliveryUnderLock delivery(deliver);
-  options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
-  auto result = tiers.compile(key, entry_dir, options);
-  // Removed by another process (an eviction with --ttl 0 as soon as the
-  // compile that held the lock released it, `neuron_cache rm`): what this
-  // process was asked for still stands, so the graph is stored again and
-  // compiled, a few times at most.
-  for (int again = 0; !tiers.compiles_shared() && result.outcome == compile::EntryOutcome::removed &&
-                      again < kRemovedRetries;
-       ++again) {
-    spdlog::warn("{} was removed by another process; storing its graph again", entry_dir.string());
-    store();
-    result = compile::compile_entry(cache, entry_dir, options);
+  auto end = compile_through_cache(call, options);
+  if (end.served) {
+    print_cached_neff(*end.served, command.output);
+    return 0;
   }
-  count_wrapper_usage(context.settings, cache, delivery.usage_of(result, entry_dir));
+  const compile::EntryCompileResult& result = end.result;
   switch (result.outcome) {
   case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
   case compile::EntryOutcome::interrupted: return interrupted_status(result);
@@ -593,22 +547,14 @@ int cmd_compile(const std::vector<std::string>& words) {
   case compile::EntryOutcome::no_space: return print_no_space(entry_dir, result);
   case compile::EntryOutcome::removed: return print_removed(entry_dir);
   case compile::EntryOutcome::compiled:
-  case compile::EntryOutcome::already_done:
+    print_line(message_stream(command.output),
+               "Compiled " + entry_dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
+    return 0;
+  case compile::EntryOutcome::already_done: print_cached_neff(entry, command.output); return 0;
   case compile::EntryOutcome::failed_in_run:   // compile-entry's alone (--run)
   case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
   }
-  delivery.rethrow_fault(); // compiled and cached, but the output cannot take it
-  if (!delivery.delivered()) deliver(entry); // a result another node put in S3 meanwhile
-  std::ignore = entry.touch();
-  std::FILE* messages = message_stream(command.output);
-  if (result.outcome == compile::EntryOutcome::compiled) {
-    print_line(messages, "Compiled " + entry_dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
-    cache::evict_after_write(cache, {context.settings.cache.size_limit(), context.settings.cache.ttl()});
-  } else {
-    print_line(messages,
-               "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
-  }
-  return 0;
+  throw EnvironmentError("the compile of " + entry_dir.string() + " came back without a result");
 }
 
 // compile-entry, telling its outcome through `report` (see worker_report.hpp).
@@ -665,7 +611,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
                                        settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
   if (!run.run.empty()) options.run = run;
   // The read-only secondary cache, if one is named, before compiling.
-  if (use_secondary_cache(cache, common, *key)) {
+  if (fetch_from_secondary_cache(cache, secondary_root(common), *key, common.lock_wait)) {
     report.outcome = compile::EntryOutcome::already_done;
     print_line(stdout, "Already compiled: " + dir.string());
     return 0;

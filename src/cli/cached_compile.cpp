@@ -1,0 +1,100 @@
+#include <npc/cli/cached_compile.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <npc/cache/secondary.hpp>
+#include <npc/cli/neff_output.hpp>
+#include <npc/util/error.hpp>
+
+namespace npc::cli {
+
+namespace {
+
+// A hit: counted, its entry used now (for the LRU order), and, when it was
+// brought in from another tier, the directory kept within its limits.
+CachedCompileEnd hit(const CachedCompile& call, const cache::Entry& served, bool brought_in) {
+  std::ignore = served.touch();
+  call.count(cache::hit_of(served.dir()));
+  if (brought_in) cache::evict_after_write(call.cache, call.eviction);
+  return {served, {compile::EntryOutcome::already_done, std::nullopt, {}, {}}};
+}
+
+} // namespace
+
+bool fetch_from_secondary_cache(const cache::Cache& cache, const std::optional<fs::path>& root,
+                                const cache::CacheKey& key, std::chrono::milliseconds lock_wait) {
+  if (!root) return false;
+  std::error_code ec;
+  if (!fs::is_directory(*root, ec)) {
+    spdlog::warn("the secondary cache {} is not a directory; not used", root->string());
+    return false;
+  }
+  auto result = cache::fetch_from_secondary(cache, *root, key, lock_wait);
+  switch (result.outcome) {
+  case cache::FetchOutcome::copied:
+    spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
+    return true;
+  case cache::FetchOutcome::already_done: return true;
+  case cache::FetchOutcome::rejected:
+    spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
+    return false;
+  case cache::FetchOutcome::miss:
+  case cache::FetchOutcome::failure_copied: // not asked for
+  case cache::FetchOutcome::busy: return false;
+  }
+  return false;
+}
+
+CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::EntryCompileOptions options) {
+  // The hot path: one existence check, one read that hashes and copies.
+  const cache::Entry entry = call.cache.entry(call.key);
+  if (entry.looks_done() && call.deliver(entry)) return hit(call, entry, false);
+  if (call.legacy_key && *call.legacy_key != call.key) {
+    cache::Entry legacy = call.cache.entry(*call.legacy_key);
+    if (legacy.looks_done() && call.deliver(legacy)) return hit(call, legacy, false);
+  }
+  if (call.tiers.fetch(call.key, call.lock_wait) && call.deliver(entry)) return hit(call, entry, true);
+  if (call.secondary_root && fetch_from_secondary_cache(call.cache, call.secondary_root(), call.key, call.lock_wait) &&
+      call.deliver(entry))
+    return hit(call, entry, true);
+  if (entry.looks_failed() && !options.retry_failed) {
+    call.count({.failed = 1});
+    return {std::nullopt, {compile::EntryOutcome::cached_failure, std::nullopt, {}, entry.log_path()}};
+  }
+
+  if (call.before_compile) call.before_compile();
+  call.store_graph();
+  // Copied under the entry's lock: once it is released, an eviction with a
+  // small limit may remove the entry before it is read.
+  DeliveryUnderLock delivery([&](const cache::Entry& done) {
+    if (!call.deliver(done)) throw EnvironmentError("the NEFF stored for " + done.dir().string() + " fails its check");
+  });
+  options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
+  options.store_missing_graph = [&](const cache::Entry&) { call.store_graph(); };
+  compile::EntryCompileResult result = call.tiers.compile(call.key, entry.dir(), options);
+  // Removed by another process (an eviction with --ttl 0 as soon as the
+  // compile that held the lock released it, `neuron_cache rm`): what was
+  // asked for still stands, so the graph is stored again and compiled, a
+  // few times at most.
+  for (int again = 0; result.outcome == compile::EntryOutcome::removed && !call.tiers.compiles_shared() &&
+                      again < kRemovedRetries;
+       ++again) {
+    spdlog::warn("{} was removed by another process; storing its graph again", entry.dir().string());
+    call.store_graph();
+    result = compile::compile_entry(call.cache, entry.dir(), options);
+  }
+  call.count(delivery.usage_of(result, entry.dir()));
+  if (result.outcome != compile::EntryOutcome::compiled && result.outcome != compile::EntryOutcome::already_done)
+    return {std::nullopt, std::move(result)};
+  // Compiled and cached, but the output cannot take it: nothing that follows
+  // could write there either.
+  delivery.rethrow_fault();
+  // A result another host put in the shared tier meanwhile, brought here.
+  if (!delivery.delivered() && !call.deliver(entry))
+    throw EnvironmentError("the NEFF of " + entry.dir().string() + " fails its check");
+  std::ignore = entry.touch();
+  if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(call.cache, call.eviction);
+  return {std::nullopt, std::move(result)};
+}
+
+} // namespace npc::cli
