@@ -1,31 +1,26 @@
-// neuron_cc_wrapper: the compile entry a framework calls for every graph, and
-// what the launcher's workers run to compile one pending entry.
+// neuron_cc_wrapper: the compile entry a framework calls for every graph
+// (compile, over cli/cached_compile.hpp), the key of a graph, and the
+// dispatch to compile-entry (cli/wrapper_compile_entry.cpp) and to the
+// masquerade (cli/as_neuronx_cc.hpp).
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/entry_meta.hpp>
-#include <npc/cache/eviction.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
-#include <npc/cache/secondary.hpp>
 #include <npc/cache/usage_stats.hpp>
 #include <npc/cli/as_neuronx_cc.hpp>
 #include <npc/cli/cached_compile.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/cli/neff_output.hpp>
 #include <npc/cli/programs.hpp>
+#include <npc/cli/wrapper_common.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/compile/entry_compile.hpp>
 #include <npc/compile/cache_tiers.hpp>
-#include <npc/compile/worker_report.hpp>
 #include <npc/compile/target.hpp>
 #include <npc/util/arg_scanner.hpp>
 #include <npc/util/bash_completion_flag.hpp>
@@ -126,81 +121,6 @@ constexpr std::string_view kCompletionScript =
 #include "neuron_cc_wrapper_completion.inc"
     ;
 
-// Our messages: stdio, not iostreams, whose start (the locale and its
-// facets) every cache hit paid. Each line is flushed, as std::endl did:
-// torch-neuronx reads the compiler's output as it comes.
-void print_text(std::FILE* stream, std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stream);
-  std::fflush(stream);
-}
-
-void print_line(std::FILE* stream, const std::string& line) { print_text(stream, line + "\n"); }
-
-// Where the build that can load libcurl is, relative to this program, when
-// this is the static build (main/neuron_cc_wrapper_static.cpp); and our words.
-const char* g_s3_build = nullptr;
-char** g_argv = nullptr;
-
-// S3 needs libcurl, which a static program cannot load. The static build,
-// the one torch-neuronx starts for every graph, hands a command that needs
-// S3 to the dynamic build of the same sources: same words, same
-// environment, same process. Called before anything is locked, stored or
-// written, so the dynamic build starts the command over; a hit in an S3
-// cache's local mirror never gets here. Does nothing in the dynamic build.
-void continue_in_s3_build() {
-  if (g_s3_build == nullptr) return;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw EnvironmentError("cannot find this program's own path in /proc/self/exe: " + ec.message());
-  std::string s3_build = (self.parent_path() / g_s3_build).lexically_normal().string();
-  std::fflush(nullptr); // what stdio holds would be lost with this image
-  g_argv[0] = s3_build.data();
-  ::execv(s3_build.c_str(), g_argv);
-  throw EnvironmentError("an s3:// cache needs " + s3_build + " (neuron_cc_wrapper built with S3 support), which " +
-                         "cannot be run: " + std::strerror(errno) + "; reinstall neuron-parallel-compile");
-}
-
-struct CommonOptions {
-  std::optional<std::string> compiler;
-  std::optional<std::chrono::milliseconds> timeout;
-  std::chrono::milliseconds lock_wait = compile::kDefaultLockWait;
-  // Past this age a lock whose owner is not provably alive is stale; the
-  // same --lock-timeout bounds the wait, so a waiter that gives up would
-  // have found the lock stale by then anyway.
-  std::chrono::seconds stale_lock_age = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);
-  std::optional<std::string> secondary_cache;
-};
-
-std::chrono::milliseconds parse_seconds(const std::string& option, const std::string& value) {
-  auto timeout = util::parse_positive_seconds(value);
-  if (!timeout)
-    throw UsageError(option + " has the bad value '" + value + "': " + std::string(util::kPositiveSecondsExpected));
-  return *timeout;
-}
-
-// Takes one of the options all commands share; false if the next word is not one.
-bool take_common(util::ArgScanner& args, CommonOptions& common) {
-  if (auto v = args.take_value("--compiler")) {
-    common.compiler = *v;
-    return true;
-  }
-  if (auto v = args.take_value("--timeout")) {
-    common.timeout = parse_seconds("--timeout", *v);
-    return true;
-  }
-  if (auto v = args.take_value("--lock-timeout")) {
-    common.lock_wait = parse_seconds("--lock-timeout", *v);
-    common.stale_lock_age = std::max(std::chrono::seconds(1),
-                                     std::chrono::duration_cast<std::chrono::seconds>(common.lock_wait));
-    return true;
-  }
-  if (auto v = args.take_value("--secondary-cache")) {
-    common.secondary_cache = *v;
-    return true;
-  }
-  return false;
-}
-
 struct CompileCommand {
   CommonOptions common;
   fs::path graph;
@@ -290,60 +210,6 @@ std::string read_graph_matching(const fs::path& graph, const std::string& sha256
   return bytes;
 }
 
-void write_placeholder(const fs::path& output) {
-  if (auto s = util::write_output_file(output, ""); !s) throw EnvironmentError("--output: " + s.error());
-}
-
-// The stdout line is torch-neuronx's own, which scripts look for; the error
-// on stderr says what to do, where a failing exit status sends people.
-int print_cached_failure(const cache::Entry& entry) {
-  print_line(stdout, "Got a cached failed neff at " + entry.log_path().string() +
-                         ". Will skip compilation, please set --retry_failed_compilation");
-  spdlog::error("this graph failed to compile earlier and the failure is cached ({}); to compile it again, add "
-                "--retry_failed_compilation to NEURON_CC_FLAGS or run neuron_cache clear-failed",
-                entry.log_path().string());
-  return static_cast<int>(ExitCode::failure);
-}
-
-int print_failure(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
-  spdlog::error("{}", compile::describe_failure(entry_dir, result.attempt.exit, result.log_path));
-  return static_cast<int>(ExitCode::failure);
-}
-
-// A kill is reported like a failure but says it was not cached: the entry
-// stays pending for the next run.
-int print_killed(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
-  std::string how = result.attempt.exit;
-  if (result.outcome == compile::EntryOutcome::killed) how += " (as the kernel's out-of-memory killer does)";
-  how += "; not cached as a failure: the next run compiles it again";
-  spdlog::error("{}", compile::describe_failure(entry_dir, how, result.log_path));
-  return static_cast<int>(ExitCode::failure);
-}
-
-// Out of space: the entry stays pending; the message names the full place.
-int print_no_space(const fs::path& entry_dir, const compile::EntryCompileResult& result) {
-  spdlog::error("compilation of {} stopped: {}", entry_dir.string(), result.attempt.exit);
-  return static_cast<int>(ExitCode::environment);
-}
-
-// The entry went while it compiled or while its lock was waited for
-// (neuron_cache rm, --command clean, an eviction pass).
-int print_removed(const fs::path& entry_dir) {
-  spdlog::error("the cache entry {} was removed by another process before it was compiled here; nothing was "
-                "cached (run again to compile it)", entry_dir.string());
-  return static_cast<int>(ExitCode::environment);
-}
-
-int interrupted_status(const compile::EntryCompileResult& result) {
-  return exit_status_for_signal(result.run ? result.run->interrupted_by : SIGINT);
-}
-
-// Where our messages go: stderr when the NEFF goes to our stdout
-// (--output /dev/stdout), so that they do not end up inside it.
-std::FILE* message_stream(const fs::path& output) {
-  return util::same_file_as_stdout(output) ? stderr : stdout;
-}
-
 // Adds to the cache's counters of this program (cache/usage_stats.hpp),
 // unless NEURON_COMPILE_CACHE_STATS says not to: a cache that cannot take
 // them still serves and compiles.
@@ -364,17 +230,6 @@ bool deliver(const cache::Entry& entry, const fs::path& output) {
     return false;
   }
   return *integrity == cache::Integrity::ok;
-}
-
-void print_cached_neff(const cache::Entry& entry, const fs::path& output) {
-  print_line(message_stream(output),
-             "Using a cached neff at " + entry.neff_path().string() + ". Exiting with a successfully compiled graph.");
-}
-
-// The read-only secondary cache: --secondary-cache, else the environment's.
-std::optional<fs::path> secondary_root(const CommonOptions& common) {
-  return common.secondary_cache ? cache::resolve_secondary_root(*common.secondary_cache)
-                                : cache::secondary_root_from_environment();
 }
 
 int compile_without_cache(const CompileCommand& command, const Context& context) {
@@ -463,7 +318,8 @@ int store_for_parallel_compile(const CompileCommand& command, const Context& con
   print_line(stdout, "Extracting graphs (" + stored + ") for ahead-of-time parallel compilation. No compilation was done.");
   if (auto log = util::env("NEURON_PARALLEL_COMPILE_CACHE_PATH_LOG"); log && !log->empty())
     if (auto s = util::append_line(*log, stored); !s) throw EnvironmentError(s.error());
-  write_placeholder(command.output);
+  // An empty NEFF at the output: the framework goes on to its next graph.
+  if (auto s = util::write_output_file(command.output, ""); !s) throw EnvironmentError("--output: " + s.error());
   return 0;
 }
 
@@ -498,7 +354,6 @@ int cmd_compile(const std::vector<std::string>& words) {
   Keys keys = keys_for(command, context, graph_sha256, version);
   const cache::CacheKey& key = keys.key;
   const cache::Entry entry = cache.entry(key);
-  const fs::path& entry_dir = entry.dir();
   // An S3 cache: `cache` is its local mirror, the shared tier behind it
   // opened only when needed (compile/cache_tiers.hpp).
   compile::CacheTiers tiers(cache, context.settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
@@ -532,140 +387,7 @@ int cmd_compile(const std::vector<std::string>& words) {
           },
       .count = [&](const cache::UsageCounts& delta) { count_wrapper_usage(context.settings, cache, delta); },
   };
-  auto end = compile_through_cache(call, options);
-  if (end.served) {
-    print_cached_neff(*end.served, command.output);
-    return 0;
-  }
-  const compile::EntryCompileResult& result = end.result;
-  switch (result.outcome) {
-  case compile::EntryOutcome::cached_failure: return print_cached_failure(entry);
-  case compile::EntryOutcome::interrupted: return interrupted_status(result);
-  case compile::EntryOutcome::failed: return print_failure(entry_dir, result);
-  case compile::EntryOutcome::killed:
-  case compile::EntryOutcome::timed_out: return print_killed(entry_dir, result);
-  case compile::EntryOutcome::no_space: return print_no_space(entry_dir, result);
-  case compile::EntryOutcome::removed: return print_removed(entry_dir);
-  case compile::EntryOutcome::compiled:
-    print_line(message_stream(command.output),
-               "Compiled " + entry_dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
-    return 0;
-  case compile::EntryOutcome::already_done: print_cached_neff(entry, command.output); return 0;
-  case compile::EntryOutcome::failed_in_run:   // compile-entry's alone (--run)
-  case compile::EntryOutcome::locked_elsewhere: break; // we waited: never reached
-  }
-  throw EnvironmentError("the compile of " + entry_dir.string() + " came back without a result");
-}
-
-// compile-entry, telling its outcome through `report` (see worker_report.hpp).
-int compile_entry_command(const std::vector<std::string>& words, std::optional<fs::path>& result_file,
-                          compile::WorkerReport& report) {
-  util::ArgScanner args(words);
-  CommonOptions common;
-  std::optional<fs::path> entry_dir;
-  bool no_evict = false, no_wait = false;
-  std::optional<std::string> shared_url;
-  std::vector<std::string> cache_words;
-  compile::EntryCompileOptions::RunMark run;
-  while (!args.done()) {
-    if (take_common(args, common)) continue;
-    if (auto v = args.take_value("--result-file")) result_file = fs::path(*v);
-    else if (auto r = args.take_value("--run")) run.run = *r;
-    else if (auto by = args.take_value("--run-by")) run.by = *by;
-    else if (args.take_flag("--last-attempt")) run.last_attempt = true;
-    else if (auto url = args.take_value("--shared-cache")) shared_url = *url;
-    else if (args.take_flag("--no-evict")) no_evict = true;
-    else if (args.take_flag("--no-wait")) no_wait = true;
-    else if (args.peek().starts_with("--")) cache_words.push_back(args.next());
-    else if (!entry_dir) entry_dir = fs::path(args.next());
-    else throw UsageError("compile-entry takes one entry directory, got a second: " + args.peek());
-  }
-  if (shared_url) continue_in_s3_build();
-  // Whatever its place: --lock-timeout also sets the stale age, which the
-  // launcher passes with --no-wait, and must not bring the wait back.
-  if (no_wait) common.lock_wait = std::chrono::milliseconds(0);
-  if (!entry_dir) throw UsageError("compile-entry needs the entry directory");
-  auto from_command_line = config::split_cache_options(cache_words, "command line");
-  if (!from_command_line.compiler_flags.empty())
-    throw UsageError("compile-entry takes its compiler flags from the entry's compile_flags.json, not '" +
-                     from_command_line.compiler_flags.front() + "'");
-  Settings settings = load_settings(from_command_line.cache);
-  auto key = cache::parse_key(entry_dir->string());
-  if (!key) throw UsageError(entry_dir->string() + " is not a cache entry directory (.../neuronxcc-<version>/MODULE_<hash>+<hash>)");
-  // The entry's own cache: the directory two levels up.
-  fs::path dir = fs::absolute(*entry_dir).lexically_normal();
-  cache::Cache cache(dir.parent_path().parent_path());
-  cache.set_stale_lock_age(common.stale_lock_age);
-  std::error_code ec;
-  // With a shared tier the mirror may not have the entry yet: the launcher
-  // leaves a graph only pending there for its compile to bring.
-  if (!shared_url && !fs::is_directory(dir, ec)) {
-    // The launcher queued it and someone removed it since: its report says
-    // so, and the launcher counts it as removed, not as a failure.
-    report.outcome = compile::EntryOutcome::removed;
-    spdlog::error("no cache entry at {}", entry_dir->string());
-    return static_cast<int>(ExitCode::usage);
-  }
-  compile::EntryCompileOptions options{compile::locate_compiler(common.compiler), common.timeout,
-                                       common.lock_wait, settings.cache.retry_failed_compilation,
-                                       settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
-  if (!run.run.empty()) options.run = run;
-  // The read-only secondary cache, if one is named, before compiling.
-  if (fetch_from_secondary_cache(cache, secondary_root(common), *key, common.lock_wait)) {
-    report.outcome = compile::EntryOutcome::already_done;
-    print_line(stdout, "Already compiled: " + dir.string());
-    return 0;
-  }
-  // A bad NEURON_PLATFORM_TARGET_OVERRIDE is reported before the entry is
-  // locked (unreadable flags are compile_entry's to report).
-  if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
-  // The mirror's entry of an S3 cache (what the launcher's workers compile
-  // there): the shared entry's lock, result and upload too.
-  compile::CacheTiers tiers(cache, shared_url, compile::CacheTiers::Unusable::fail);
-  auto result = tiers.compile(*key, dir, options);
-  report = compile::make_worker_report(result);
-  switch (result.outcome) {
-  case compile::EntryOutcome::cached_failure: return print_cached_failure(cache.entry(dir));
-  case compile::EntryOutcome::failed_in_run:
-    print_line(stderr, "Failed earlier in this run, not compiled again: " + dir.string() + " (" +
-                           result.attempt.exit + "); log " + result.log_path.string());
-    return exit_status(ExitCode::failure);
-  case compile::EntryOutcome::interrupted: return interrupted_status(result);
-  case compile::EntryOutcome::failed: return print_failure(dir, result);
-  case compile::EntryOutcome::killed:
-  case compile::EntryOutcome::timed_out: return print_killed(dir, result);
-  case compile::EntryOutcome::no_space: return print_no_space(dir, result);
-  case compile::EntryOutcome::removed: return print_removed(dir);
-  case compile::EntryOutcome::already_done:
-    print_line(stdout, "Already compiled: " + dir.string());
-    return 0;
-  case compile::EntryOutcome::locked_elsewhere:
-    print_line(stdout, "Locked by another process: " + dir.string());
-    return exit_status(ExitCode::locked_elsewhere);
-  case compile::EntryOutcome::compiled: break;
-  }
-  print_line(stdout, "Compiled " + dir.string() + " in " + util::format_seconds(result.attempt.wall_seconds));
-  if (!no_evict) cache::evict_after_write(cache, {settings.cache.size_limit(), settings.cache.ttl()});
-  return 0;
-}
-
-int cmd_compile_entry(const std::vector<std::string>& words) {
-  std::optional<fs::path> result_file;
-  compile::WorkerReport report;
-  auto tell = [&] {
-    if (!result_file) return;
-    if (auto s = compile::write_worker_report(*result_file, report); !s) spdlog::warn("--result-file: {}", s.error());
-  };
-  try {
-    int status = compile_entry_command(words, result_file, report);
-    tell();
-    return status;
-  } catch (const std::exception& e) {
-    report.outcome.reset();
-    report.error = e.what();
-    tell();
-    throw;
-  }
+  return tell_end(compile_through_cache(call, options), entry, command.output);
 }
 
 int cmd_key(const std::vector<std::string>& words) {
@@ -690,30 +412,29 @@ int cmd_key(const std::vector<std::string>& words) {
 // Reached as `neuronx-cc` (a link in the masquerade directory): the words
 // the S3 build gets start with as-neuronx-cc, since its own name is not
 // neuronx-cc.
-int masquerade(const std::vector<std::string>& words) {
+int masquerade(const char* program, const std::vector<std::string>& words) {
   static std::vector<std::string> s3_words;
   static std::vector<char*> s3_argv;
-  s3_words = {g_argv[0], "as-neuronx-cc"};
+  s3_words = {program, "as-neuronx-cc"};
   s3_words.insert(s3_words.end(), words.begin(), words.end());
   for (auto& word : s3_words) s3_argv.push_back(word.data());
   s3_argv.push_back(nullptr);
-  g_argv = s3_argv.data();
+  set_s3_build_words(s3_argv.data());
   return as_neuronx_cc(words, continue_in_s3_build);
 }
 
 } // namespace
 
 int neuron_cc_wrapper_main(int argc, char** argv, const char* s3_build) {
-  g_s3_build = s3_build;
-  g_argv = argv;
+  remember_program(argv, s3_build);
   return run_program("neuron_cc_wrapper", [&]() -> int {
     cache::set_lock_tool_name("neuron_cc_wrapper");
     // As the compiler, before any word is read as ours (--help, --version
     // are the compiler's then).
     if (argc > 0 && fs::path(argv[0]).filename() == compile::kCompilerName)
-      return masquerade(std::vector<std::string>(argv + 1, argv + argc));
+      return masquerade(argv[0], std::vector<std::string>(argv + 1, argv + argc));
     if (argc > 1 && std::string_view(argv[1]) == "as-neuronx-cc")
-      return masquerade(std::vector<std::string>(argv + 2, argv + argc));
+      return masquerade(argv[0], std::vector<std::string>(argv + 2, argv + argc));
     if (argc == 2 && argv[1] == util::kPrintBashCompletion) {
       print_text(stdout, kCompletionScript);
       return 0;
