@@ -12,6 +12,7 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/secondary.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/usage_stats.hpp>
 #include <npc/cli/cached_compile.hpp>
@@ -112,7 +113,8 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
       .tiers = tiers,
       .key = key,
       .legacy_key = std::nullopt,
-      .secondary_root = {},
+      // The read-only secondary cache, as the wrapper's compile reads it.
+      .secondary_root = [] { return cache::secondary_root_from_environment(); },
       .lock_wait = compile::kDefaultLockWait,
       .eviction = {settings.cache.size_limit(), settings.cache.ttl()},
       .deliver = [&](const cache::Entry& done) { return serve(done, call.output); },

@@ -119,6 +119,24 @@ TEST_F(Masquerade, AMissCompilesAndStoresAndTheSameGraphInAnotherFolderHits) {
   EXPECT_EQ(neff_of(second), neff_of(first));
 }
 
+// A read-only secondary cache (NEURON_COMPILE_CACHE_SECONDARY), filled by
+// another machine: a miss here is served from it and copied in, as for the
+// wrapper's compile, and the real compiler does not run.
+TEST_F(Masquerade, AMissHereIsServedFromTheSecondaryCache) {
+  const std::string secondary = (dir() / "secondary").string();
+  ASSERT_EQ(compile(write_graph("HloModule a\n"), {}, {{"NEURON_CC_FLAGS", "--cache_dir=" + secondary}}).exit_code, 0);
+  ASSERT_EQ(compiles(), 1u);
+  ASSERT_TRUE(entries().empty());
+  fs::path graph = write_graph("HloModule a\n");
+  auto served = compile(graph, {}, {{"NEURON_COMPILE_CACHE_SECONDARY", secondary}});
+  ASSERT_EQ(served.exit_code, 0) << served.describe();
+  EXPECT_EQ(compiles(), 1u) << "served from the secondary cache";
+  ASSERT_EQ(entries().size(), 1u);
+  EXPECT_TRUE(fs::exists(entries().front() / "model.done"));
+  EXPECT_EQ(neff_of(graph), read_text(entries().front() / "model.neff"));
+  EXPECT_EQ(usage()["hits"], 1);
+}
+
 TEST_F(Masquerade, OtherFlagsOrAnotherGraphAreOtherEntries) {
   ASSERT_EQ(compile(write_graph("HloModule a\n")).exit_code, 0);
   ASSERT_EQ(compile(write_graph("HloModule b\n")).exit_code, 0);
