@@ -273,18 +273,82 @@ void count_run_usage(const Pool& pool, const cache::Cache& cache) {
     spdlog::debug("the run is not counted in the cache's statistics: {}", s.error());
 }
 
-} // namespace
-
-int run_pre_compile(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+// What a command line can get wrong, found before anything is created or run.
+void check_before_anything_runs(const Options& options, const config::Settings& settings) {
   if (settings.cache.no_cache)
     spdlog::warn("NEURON_CC_FLAGS has --no_cache; ignored, as the original does: the compiled graphs go "
                  "into the cache");
   check_outputs_writable(options);
-  // A training command that is not there is a mistake in the command line,
-  // found before anything is created or run.
+  // A training command that is not there is a mistake in the command line.
   if (mode_runs_trial(options.mode) && !options.command.empty())
     if (auto found = util::find_executable(options.command.front(), util::env("PATH")); !found)
       throw UsageError("cannot run the training command: " + found.error());
+}
+
+void log_step_task(const Options& options) {
+  spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
+               options.share_from_step ? "; on the cache's roll as " +
+                                             cluster::step_member_name(*options.step, options.step->index) +
+                                             ", its share of the graphs comes first"
+                                       : std::string());
+}
+
+// --command collect: what was collected, and into which caches.
+int print_collected(const Collector& collector) {
+  std::string roots;
+  for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
+  std::cout << "collected " << collector.entries().size() << " graph(s) into " << roots << "\n";
+  for (const auto& e : collector.entries()) std::cout << "  " << e.string() << "\n";
+  return 0;
+}
+
+// The pool of the run: one item per graph collected, as many compiles at
+// once as the memory allows, what the cache holds already marked, and the
+// split among launchers the command line asks for.
+struct PlannedPool {
+  Pool pool;
+  int parallel = 1;
+  std::uint64_t budget = 0;
+};
+
+PlannedPool plan_pool(const Options& options, std::vector<fs::path> entries, const cache::Cache& cache,
+                      const GraphSource& source, const npc::cluster::Cluster& cluster, bool retry_failed) {
+  std::vector<WorkItem> items = make_items(std::move(entries), options, source);
+  const std::uint64_t budget = options.memory_budget.value_or(available_memory());
+  const int parallel = choose_parallelism(options, items, budget);
+  Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
+  if (cluster.spreads_picks()) pool.spread_picks(util::random_u64(), kSpreadBand);
+  if (options.world_size > 1) pool.split_by_world();
+  mark_known(pool, cache, source, retry_failed);
+  // --static_schedule keeps the original's shares as they are.
+  if (options.world_size > 1 && !options.static_schedule)
+    pool.share_the_critical(static_cast<std::size_t>(options.world_size));
+  return {std::move(pool), parallel, budget};
+}
+
+// The compile phase: the pool run by this launcher's workers, with its
+// progress on stderr and its phase in the trace.
+PoolRunResult compile_pool(PlannedPool& planned, const cache::Cache& cache, const RunnerConfig& config,
+                           RunFacts& facts) {
+  auto progress = ProgressDisplay::for_stream(stderr);
+  const double compile_start = util::monotonic_seconds();
+  PoolRunResult ran = run_pool(planned.pool, cache, config, progress);
+  facts.compile_wall_seconds = ran.wall_seconds;
+  if (config.trace) {
+    const Counts counted = count(planned.pool);
+    config.trace->phase("compile", compile_start, util::monotonic_seconds(),
+                        {{"parallel", planned.parallel}, {"memory_budget_bytes", planned.budget},
+                         {"compiled", counted.compiled}, {"failed", counted.failed},
+                         {"compiled_elsewhere", counted.compiled_elsewhere},
+                         {"interrupted_by", ran.interrupted_by != 0 ? util::signal_name(ran.interrupted_by) : ""}});
+  }
+  return ran;
+}
+
+} // namespace
+
+int run_pre_compile(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
+  check_before_anything_runs(options, settings);
   // Read now: a value that means neither yes nor no is an error before the
   // trial, not a surprise after it.
   const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
@@ -297,12 +361,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   std::string version = compile::compiler_version(compiler, cache.private_dir() / cache::kCompilerVersionsDir);
   facts.compiler_version = version;
   RunFiles files = prepare_workdir(options);
-  if (options.step)
-    spdlog::info("a task of Slurm step {} ({} tasks){}", options.step->step, options.step->count,
-                 options.share_from_step ? "; on the cache's roll as " +
-                                               cluster::step_member_name(*options.step, options.step->index) +
-                                               ", its share of the graphs comes first"
-                                         : std::string());
+  if (options.step) log_step_task(options);
   util::become_subreaper(); // so no process of the run outlives an interrupt
 
   Collector collector(cache.root(), version);
@@ -327,25 +386,12 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
     return exit_status(ExitCode::failure);
   }
 
-  if (options.mode == Mode::collect) {
-    std::string roots;
-    for (const auto& r : collector.roots()) roots += (roots.empty() ? "" : ", ") + r.string();
-    std::cout << "collected " << collector.entries().size() << " graph(s) into " << roots << "\n";
-    for (const auto& e : collector.entries()) std::cout << "  " << e.string() << "\n";
-    return 0;
-  }
+  if (options.mode == Mode::collect) return print_collected(collector);
 
   std::vector<fs::path> roots = collector.roots();
-  std::vector<WorkItem> items = make_items(collector.take_entries(), options, source);
-  std::uint64_t budget = options.memory_budget.value_or(available_memory());
-  int parallel = choose_parallelism(options, items, budget);
-  Pool pool(std::move(items), PoolLimits{parallel, budget, options.max_retries});
-  if (cluster->spreads_picks()) pool.spread_picks(util::random_u64(), kSpreadBand);
-  if (options.world_size > 1) pool.split_by_world();
-  mark_known(pool, cache, source, retry_failed);
-  // --static_schedule keeps the original's shares as they are.
-  if (options.world_size > 1 && !options.static_schedule)
-    pool.share_the_critical(static_cast<std::size_t>(options.world_size));
+  PlannedPool planned = plan_pool(options, collector.take_entries(), cache, source, *cluster, retry_failed);
+  Pool& pool = planned.pool;
+  const int parallel = planned.parallel;
   std::size_t to_compile = pool.count(ItemState::queued) + pool.count(ItemState::deferred);
   if (trace)
     trace->phase("collect", collect_start, util::monotonic_seconds(),
@@ -372,19 +418,9 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
     config.run_by = options.step->label();
   }
   cluster->report_start(task_totals(pool));
-  auto progress = ProgressDisplay::for_stream(stderr);
   facts.parallel = parallel;
   double compile_start_epoch = epoch_seconds();
-  const double compile_start = util::monotonic_seconds();
-  PoolRunResult ran = run_pool(pool, cache, config, progress);
-  facts.compile_wall_seconds = ran.wall_seconds;
-  if (trace) {
-    const Counts counted = count(pool);
-    trace->phase("compile", compile_start, util::monotonic_seconds(),
-                 {{"parallel", parallel}, {"memory_budget_bytes", budget}, {"compiled", counted.compiled},
-                  {"failed", counted.failed}, {"compiled_elsewhere", counted.compiled_elsewhere},
-                  {"interrupted_by", ran.interrupted_by != 0 ? util::signal_name(ran.interrupted_by) : ""}});
-  }
+  PoolRunResult ran = compile_pool(planned, cache, config, facts);
   facts.wall_seconds = util::monotonic_seconds() - run_start;
   if (ran.interrupted_by != 0) {
     facts.interrupted_by = ran.interrupted_by;
