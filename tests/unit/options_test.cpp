@@ -12,6 +12,8 @@
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 
+#include "scoped_env.hpp"
+
 namespace npc::launcher {
 namespace {
 
@@ -20,24 +22,7 @@ using Words = std::vector<std::string>;
 constexpr const char* kRetriesVar = "NEURON_PARALLEL_COMPILE_MAX_RETRIES";
 
 // Sets or unsets an environment variable for one test, restoring it after.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
-    else ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 Options parse(Words words) {
   words.insert(words.begin(), "neuron_parallel_compile");
