@@ -7,6 +7,7 @@
 #include <npc/bundle/selection.hpp>
 #include <npc/cache/shared_tier.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/tiers.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/parallel.hpp>
 
@@ -120,6 +121,18 @@ ImportReport import_shared_bundle(const std::vector<std::shared_ptr<storage::Sto
   std::sort(report.skipped.begin(), report.skipped.end(),
             [](const KeyReason& a, const KeyReason& b) { return a.key < b.key; });
   return report;
+}
+
+ExportReport export_cache_bundle(cache::Tiers& tiers, std::size_t connections, const ExportSelection& selection,
+                                 const fs::path& output, const ExportOptions& options) {
+  if (!tiers.shared()) return export_bundle(tiers.directory(), selection, output, options);
+  return export_shared_bundle(tiers.common_connections(connections), tiers.directory(), selection, output, options);
+}
+
+ImportReport import_cache_bundle(cache::Tiers& tiers, std::size_t connections, const fs::path& bundle,
+                                 const ImportOptions& options) {
+  if (!tiers.shared()) return import_bundle(tiers.directory(), bundle, options);
+  return import_shared_bundle(tiers.common_connections(connections), tiers.directory(), bundle, options);
 }
 
 } // namespace npc::bundle

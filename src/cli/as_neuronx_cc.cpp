@@ -85,13 +85,14 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
   auto digest = compile::digest_input(call.input);
   if (!digest) throw NotCached("cannot read the input: " + digest.error());
   for (const auto& named : digest->named) spdlog::debug("the input names {}: its bytes key the compile", named.path);
-  cache::Cache cache(settings.cache_root);
+  cache::Tiers cache_tiers(settings);
+  cache::Cache& cache = cache_tiers.directory();
   if (auto s = cache.ensure_root(); !s) throw NotCached(s.error());
   const std::string version =
       compile::compiler_version(real, cache.private_dir() / cache::kCompilerVersionsDir);
   const cache::CacheKey key = cache::make_key(digest->key_sha256(), call.key_flags, version);
   const cache::Entry entry = cache.entry(key);
-  compile::CacheTiers tiers(cache, settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
+  compile::CacheTiers tiers(cache_tiers, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
   compile::EntryCompileOptions options;
   options.compiler = real;

@@ -243,22 +243,25 @@ std::optional<std::string> command_line_graph_hash(const fs::path& graph) {
 
 } // namespace
 
-// `cache` is where the entries are; `local` the directory whose private
-// folder remembers compiler versions (a shared cache's mirror).
-int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Settings& settings,
+// The entries are the tiers' common cache (over `connections`); the
+// directory's private folder remembers compiler versions (a shared cache's
+// mirror).
+int cmd_explain(cache::Tiers& tiers, std::size_t connections, const Settings& settings,
                 const std::string& target, const std::optional<std::string>& compiler,
                 const std::vector<std::string>& command_line, bool as_json) {
+  const cache::Cache& cache = tiers.common(connections);
+  const cache::Cache& local = tiers.directory();
   std::optional<std::vector<std::string>> given_flags;
   if (!command_line.empty()) given_flags = command_line_flags(command_line);
   std::error_code ec;
-  if (cache.is_directory() && !fs::is_directory(cache.root(), ec))
+  if (!tiers.shared() && !fs::is_directory(cache.root(), ec))
     throw EnvironmentError("cache " + cache.root().string() +
                            " is not a directory (name the cache with --cache_dir or NEURON_CC_FLAGS)");
   util::TempDir scratch(fs::temp_directory_path(), "npc-explain-");
   auto graph = cache::find_target_graph(cache, target, scratch.path());
   if (!graph) {
     const std::string url_form =
-        cache.is_directory() ? "" : ", " + cache.describe() + "/neuronxcc-<version>/MODULE_<hash>+<hash>";
+        tiers.shared() ? ", " + cache.describe() + "/neuronxcc-<version>/MODULE_<hash>+<hash>" : "";
     throw UsageError("explain: '" + target + "' is no graph file, entry directory or key of the cache " +
                      cache.describe() + " (give a model.hlo_module.pb, an entry directory, " +
                      "neuronxcc-<version>/MODULE_<hash>+<hash>" + url_form +

@@ -10,6 +10,7 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/maintenance.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/tiers.hpp>
 #include <npc/cli/cache_commands.hpp>
 #include <npc/cli/cache_options.hpp>
 #include <npc/cli/common.hpp>
@@ -23,11 +24,14 @@
 #include <npc/util/strings.hpp>
 #include <npc/util/table.hpp>
 #include <npc/util/trace_events.hpp>
-#include <npc/storage/open.hpp>
 
 namespace npc::cli {
 
 namespace {
+
+// Connections to a shared cache: verify downloads and prune deletes this many
+// entries at once.
+constexpr std::size_t kSharedConnections = 8;
 
 using nlohmann::json;
 using cache::EntryInfo;
@@ -211,12 +215,7 @@ int cmd_rm(const cache::Cache& cache, const std::vector<std::string>& keys, bool
 
 // The cache the bundles work on: a directory, or a shared tier (its
 // connections) through its mirror `cache` (bundle/shared_bundle.hpp).
-struct BundleCache {
-  const cache::Cache& cache;
-  const std::vector<std::shared_ptr<storage::Storage>>* shared = nullptr;
-};
-
-int cmd_export(const BundleCache& target, const std::string& output, const std::string& report_file,
+int cmd_export(cache::Tiers& tiers, const std::string& output, const std::string& report_file,
                bool all, const std::string& used_since, bool include_failed, bool as_json) {
   int chosen = (report_file.empty() ? 0 : 1) + (all ? 1 : 0) + (used_since.empty() ? 0 : 1);
   if (chosen != 1)
@@ -237,9 +236,7 @@ int cmd_export(const BundleCache& target, const std::string& output, const std::
   if (auto s = util::check_output_writable(output); !s) throw EnvironmentError("--output: " + s.error());
   // A bundle written to our stdout (-o /dev/stdout) is not to be followed by the summary.
   std::ostream& out = util::same_file_as_stdout(output) ? std::cerr : std::cout;
-  auto report = target.shared
-                    ? bundle::export_shared_bundle(*target.shared, target.cache, selection, output, {include_failed})
-                    : bundle::export_bundle(target.cache, selection, output, {include_failed});
+  auto report = bundle::export_cache_bundle(tiers, kSharedConnections, selection, output, {include_failed});
   int status = report.skipped.empty() ? 0 : 1;
   if (as_json) {
     print_json(bundle::to_json(report), out);
@@ -256,7 +253,7 @@ int cmd_export(const BundleCache& target, const std::string& output, const std::
   return status;
 }
 
-int cmd_import(const BundleCache& target, const config::CacheSettings& settings, const std::string& bundle,
+int cmd_import(cache::Tiers& tiers, const config::CacheSettings& settings, const std::string& bundle,
                bool include_failed, const std::string& lock_timeout, bool as_json) {
   bundle::ImportOptions options;
   options.include_failed = include_failed;
@@ -267,11 +264,10 @@ int cmd_import(const BundleCache& target, const config::CacheSettings& settings,
                        std::string(util::kPositiveSecondsExpected));
     options.lock_wait = *timeout;
   }
-  auto report = target.shared ? bundle::import_shared_bundle(*target.shared, target.cache, bundle, options)
-                              : bundle::import_bundle(target.cache, bundle, options);
+  auto report = bundle::import_cache_bundle(tiers, kSharedConnections, bundle, options);
   // A mirror keeps to its limit as any local cache; the shared tier itself
   // is evicted only by prune (cache/eviction.hpp).
-  if (!report.imported.empty()) cache::evict_after_write(target.cache, {settings.size_limit(), settings.ttl()});
+  if (!report.imported.empty()) cache::evict_after_write(tiers.directory(), {settings.size_limit(), settings.ttl()});
   if (as_json) {
     print_json(bundle::to_json(report));
     return report.exit_code();
@@ -300,10 +296,6 @@ int cmd_merge_traces(const std::vector<std::string>& inputs, const std::string& 
 }
 
 } // namespace
-
-// Connections to a shared cache: verify downloads and prune deletes this many
-// entries at once.
-constexpr std::size_t kSharedConnections = 8;
 
 int neuron_cache_main(int argc, char** argv) {
   return run_program("neuron_cache", [&]() -> int {
@@ -409,23 +401,17 @@ int neuron_cache_main(int argc, char** argv) {
     }
     Settings settings = load_settings(overrides);
     cache::set_lock_tool_name("neuron_cache");
-    cache::Cache cache(settings.cache_root);
+    cache::Tiers tiers(settings);
+    const cache::Cache& cache = tiers.directory();
     // On a shared cache the commands work on its objects, every node's shared
     // copy, not on this node's mirror (the bundles pass through the mirror).
-    std::optional<cache::Cache> shared;
-    std::vector<std::shared_ptr<storage::Storage>> connections;
-    if (settings.shared_cache_url) {
-      connections = storage::open(*settings.shared_cache_url, kSharedConnections);
-      shared.emplace(connections);
-    }
-    const cache::Cache& target = shared ? *shared : cache;
-    const BundleCache bundles{cache, shared ? &connections : nullptr};
+    const cache::Cache& target = tiers.common(kSharedConnections);
     // A cache that is not there looks empty: say so, or an `entries 0`
     // would pass for a look at the cache the user meant. (rm and export name
     // the cache in their own errors.)
     std::error_code missing;
     const bool looks_at_all = *ls || *stats || *prune || *verify || *clear_locks || *clear_failed;
-    if (!shared && looks_at_all && !fs::exists(cache.root(), missing))
+    if (!tiers.shared() && looks_at_all && !fs::exists(cache.root(), missing))
       spdlog::warn("the cache {} does not exist: nothing in it (name the cache with --cache_dir in NEURON_CC_FLAGS, "
                    "NEURON_COMPILE_CACHE_URL or --cache_dir)",
                    cache.root().string());
@@ -441,11 +427,11 @@ int neuron_cache_main(int argc, char** argv) {
     if (*clear_failed) return cmd_clear_failed(target, as_json);
     if (*rm) return cmd_rm(target, keys, as_json);
     if (*explain)
-      return cmd_explain(target, cache, settings, explain_target, explain_compiler, explain_command_line, as_json);
+      return cmd_explain(tiers, kSharedConnections, settings, explain_target, explain_compiler, explain_command_line, as_json);
     if (*export_cmd)
-      return cmd_export(bundles, export_output, export_report, export_all, export_used_since, include_failed, as_json);
+      return cmd_export(tiers, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)
-      return cmd_import(bundles, settings.cache, import_file, include_failed, import_lock_timeout, as_json);
+      return cmd_import(tiers, settings.cache, import_file, include_failed, import_lock_timeout, as_json);
     return 2;
   });
 }

@@ -345,7 +345,8 @@ int cmd_compile(const std::vector<std::string>& words) {
   } else if (!command.cache_key) {
     graph_sha256 = hash_graph(command.graph).sha256;
   }
-  cache::Cache cache(context.settings.cache_root);
+  cache::Tiers cache_tiers(context.settings);
+  cache::Cache& cache = cache_tiers.directory();
   cache.set_stale_lock_age(command.common.stale_lock_age);
   if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
   fs::path compiler = compile::locate_compiler(command.common.compiler);
@@ -356,7 +357,7 @@ int cmd_compile(const std::vector<std::string>& words) {
   const cache::Entry entry = cache.entry(key);
   // An S3 cache: `cache` is its local mirror, the shared tier behind it
   // opened only when needed (compile/cache_tiers.hpp).
-  compile::CacheTiers tiers(cache, context.settings.shared_cache_url, compile::CacheTiers::Unusable::compile_here,
+  compile::CacheTiers tiers(cache_tiers, compile::CacheTiers::Unusable::compile_here,
                             continue_in_s3_build);
   if (extract_only) return store_for_parallel_compile(command, context, cache, tiers, keys, graph);
 

@@ -78,7 +78,8 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   if (!key) throw UsageError(entry_dir.string() + " is not a cache entry directory (.../neuronxcc-<version>/MODULE_<hash>+<hash>)");
   // The entry's own cache: the directory two levels up.
   fs::path dir = fs::absolute(entry_dir).lexically_normal();
-  cache::Cache cache(dir.parent_path().parent_path());
+  cache::Tiers cache_tiers(dir.parent_path().parent_path(), shared_url);
+  cache::Cache& cache = cache_tiers.directory();
   cache.set_stale_lock_age(common.stale_lock_age);
   std::error_code ec;
   // With a shared tier the mirror may not have the entry yet: the launcher
@@ -105,7 +106,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
   if (auto flags = cache::read_compile_flags(dir)) std::ignore = compile::target_for(*flags);
   // The mirror's entry of an S3 cache (what the launcher's workers compile
   // there): the shared entry's lock, result and upload too.
-  compile::CacheTiers tiers(cache, shared_url, compile::CacheTiers::Unusable::fail);
+  compile::CacheTiers tiers(cache_tiers, compile::CacheTiers::Unusable::fail);
   auto result = tiers.compile(*key, dir, options);
   report = compile::make_worker_report(result);
   switch (result.outcome) {

@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
-#include <npc/storage/open.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/strings.hpp>
 
@@ -121,24 +120,23 @@ EntryCompileResult compile_shared_entry(const cache::SharedTier& shared, const c
 } // namespace
 
 
-CacheTiers::CacheTiers(const cache::Cache& directory, std::optional<std::string> shared_url, Unusable unusable,
-                       std::function<void()> before_open)
-    : directory_(directory), url_(std::move(shared_url)), unusable_(unusable), before_open_(std::move(before_open)) {}
+CacheTiers::CacheTiers(const cache::Tiers& tiers, Unusable unusable, std::function<void()> before_open)
+    : tiers_(tiers), unusable_(unusable), before_open_(std::move(before_open)) {}
 
 void CacheTiers::prepare() {
-  if (before_open_ && url_ && !dropped_ && !shared_) before_open_();
+  if (before_open_ && tiers_.shared() && !dropped_ && !shared_) before_open_();
 }
 
 bool CacheTiers::open() {
-  if (!url_ || dropped_) return false;
-  if (!shared_) shared_.emplace(storage::open(*url_).front(), directory_);
+  if (!tiers_.shared() || dropped_) return false;
+  if (!shared_) shared_.emplace(tiers_.connect().front(), tiers_.directory());
   return true;
 }
 
 void CacheTiers::unusable(const std::exception& e) {
   if (unusable_ == Unusable::fail) throw;
-  spdlog::warn("the shared cache {} cannot be used ({}); compiling without it, into {} only", *url_, e.what(),
-               directory_.describe());
+  spdlog::warn("the shared cache {} cannot be used ({}); compiling without it, into {} only", *tiers_.shared_url(), e.what(),
+               tiers_.directory().describe());
   shared_.reset();
   dropped_ = true;
 }
@@ -171,7 +169,7 @@ EntryCompileResult CacheTiers::compile(const cache::CacheKey& key, const fs::pat
   } catch (const EnvironmentError& e) {
     unusable(e);
   }
-  return compile_entry(directory_, entry_dir, options);
+  return compile_entry(tiers_.directory(), entry_dir, options);
 }
 
 } // namespace npc::compile

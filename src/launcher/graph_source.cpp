@@ -40,17 +40,16 @@ void check_usable(const storage::Storage& shared, const std::string& url) {
 
 } // namespace
 
-GraphSource::GraphSource(const cache::Cache& cache, const config::Settings& settings,
-                         const std::string& compiler_version)
-    : cache_(cache), url_(settings.shared_cache_url) {
-  if (!url_) return;
-  auto connections = storage::open(*url_, cluster::kSharedTierConnections);
-  check_usable(*connections.front(), *url_);
-  shared_.emplace(std::move(connections), cache, *url_, compiler_version);
+GraphSource::GraphSource(const cache::Tiers& tiers, const std::string& compiler_version) : tiers_(tiers) {
+  if (!tiers.shared()) return;
+  const std::string& url = *tiers.shared_url();
+  auto connections = tiers.connect(cluster::kSharedTierConnections);
+  check_usable(*connections.front(), url);
+  shared_.emplace(std::move(connections), tiers.directory(), url, compiler_version);
 }
 
 std::shared_ptr<storage::Storage> GraphSource::open_common_storage() const {
-  return url_ ? storage::open(*url_).front() : cache_.storage();
+  return tiers_.shared() ? tiers_.connect().front() : tiers_.directory().storage();
 }
 
 bool GraphSource::brings(const std::string& line) const { return shared_ && storage::is_url(line); }
@@ -67,7 +66,7 @@ void GraphSource::collect(Collector& collector, const std::vector<NamedGraph>& n
       collector.add_graph_path(text, source);
     } else if (!shared_) {
       collector.refuse(text, source,
-                       "a graph in a shared cache, but the launcher's cache is " + cache_.describe() +
+                       "a graph in a shared cache, but the launcher's cache is " + tiers_.directory().describe() +
                            " (set NEURON_COMPILE_CACHE_URL to that cache, and the launcher compiles into it)");
     } else {
       const auto& one = taken[next_url++];
@@ -89,10 +88,11 @@ std::optional<std::uint64_t> GraphSource::graph_bytes_later(const fs::path& entr
 void GraphSource::log_transfers() const {
   if (!shared_) return;
   if (shared_->results_downloaded() > 0)
-    spdlog::info("{} result(s) already in {} downloaded into {}", shared_->results_downloaded(), *url_,
-                 cache_.describe());
+    spdlog::info("{} result(s) already in {} downloaded into {}", shared_->results_downloaded(),
+                 *tiers_.shared_url(), tiers_.directory().describe());
   if (shared_->results_uploaded() > 0)
-    spdlog::info("{} result(s) of {} that {} lacked uploaded", shared_->results_uploaded(), cache_.describe(), *url_);
+    spdlog::info("{} result(s) of {} that {} lacked uploaded", shared_->results_uploaded(),
+                 tiers_.directory().describe(), *tiers_.shared_url());
 }
 
 std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir) const {
@@ -102,8 +102,9 @@ std::optional<std::string> GraphSource::held_elsewhere(const fs::path& entry_dir
 std::shared_ptr<HeldEntryLook> GraphSource::held_look(bool retry_failed, cache::DownloadResult download) const {
   // Over a connection already open: the graphs are all brought by now.
   if (!shared_) return nullptr;
-  return cluster::make_shared_entry_look(shared_->connection(), storage::open(*url_, cluster::kTransferConnections), cache_, retry_failed,
-                                download, shared_->version_objects(), shared_->flags_by_hash());
+  return cluster::make_shared_entry_look(shared_->connection(), tiers_.connect(cluster::kTransferConnections),
+                                         tiers_.directory(), retry_failed, download, shared_->version_objects(),
+                                         shared_->flags_by_hash());
 }
 
 } // namespace npc::launcher

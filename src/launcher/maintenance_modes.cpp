@@ -17,7 +17,7 @@
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/strings.hpp>
-#include <npc/storage/open.hpp>
+#include <npc/cache/tiers.hpp>
 
 namespace npc::launcher {
 
@@ -50,10 +50,10 @@ private:
   double started_ = util::monotonic_seconds();
 };
 
-// Counts of the version's entries by state; a cache that is no directory
-// (a shared cache behind a mirror) is named at the end of the line (the counts are of the cache every
-// host shares, not of this host's mirror).
-int scan(const cache::Cache& target, const std::string& version, bool failed_apart, ModeTrace& traced) {
+// Counts of the version's entries by state. `name_it` (a shared store behind
+// a mirror): the line ends with the cache's name, since the counts are of the
+// cache every host shares, not of this host's mirror.
+int scan(const cache::Cache& target, const std::string& version, bool failed_apart, bool name_it, ModeTrace& traced) {
   std::size_t done = 0, failed = 0, pending = 0, locked = 0;
   for (const auto& e : target.list_version(version)) {
     switch (e.state) {
@@ -68,7 +68,7 @@ int scan(const cache::Cache& target, const std::string& version, bool failed_apa
   std::cout << "neuronxcc-" << version << ": " << done << " done, ";
   if (failed_apart) std::cout << failed << " failed, ";
   std::cout << pending << " pending, " << locked << " locked";
-  if (!target.is_directory()) std::cout << " (" << target.describe() << ")";
+  if (name_it) std::cout << " (" << target.describe() << ")";
   std::cout << '\n';
   nlohmann::json counts = {{"version", version}, {"done", done}, {"pending", pending}, {"locked", locked}};
   if (failed_apart) counts["failed"] = failed;
@@ -81,20 +81,18 @@ int scan(const cache::Cache& target, const std::string& version, bool failed_apa
 int run_maintenance(const Options& options, const config::Settings& settings, RunTrace* trace, RunFacts& facts) {
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
   ModeTrace traced(trace, options.mode);
-  cache::Cache cache(settings.cache_root);
+  cache::Tiers tiers(settings);
+  cache::Cache& cache = tiers.directory();
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   // On a shared cache behind a mirror each mode works on the shared
   // objects, the cache every node sees. clean and clear-neffs also work on
   // this node's mirror: a result left there would be uploaded again by the
   // next launcher run here (shared_graphs.hpp). Other nodes' mirrors are
   // theirs to clean.
-  std::optional<cache::Cache> shared_tier;
-  if (settings.shared_cache_url)
-    shared_tier.emplace(storage::open(*settings.shared_cache_url, cluster::kSharedTierConnections));
-  std::vector<const cache::Cache*> targets;
-  if (shared_tier) targets.push_back(&*shared_tier);
-  targets.push_back(&cache);
+  const std::vector<const cache::Cache*> targets = tiers.copies(cluster::kSharedTierConnections);
   const cache::Cache& shared = *targets.front();
+  // Which copy a line is about, said when there are two.
+  const bool name_copies = tiers.shared();
   auto version = [&] {
     facts.compiler_version = current_version(options, cache);
     return facts.compiler_version;
@@ -106,14 +104,14 @@ int run_maintenance(const Options& options, const config::Settings& settings, Ru
     std::cout << report.removed.size() << " stale lock files removed";
     if (!report.held.empty()) std::cout << ", " << report.held.size() << " held by running processes kept";
     if (!report.temps.empty()) std::cout << "; " << report.temps.size() << " leftover temp(s) of dead compiles removed";
-    if (shared_tier) std::cout << " (" << shared.describe() << ")";
+    if (name_copies) std::cout << " (" << shared.describe() << ")";
     std::cout << '\n';
     traced.phase(shared, {{"removed", report.removed.size()}, {"kept", report.held.size()},
                           {"temps_removed", report.temps.size()}});
     return 0;
   }
-  case Mode::scan: return scan(shared, version(), false, traced);
-  case Mode::scan_with_failed: return scan(shared, version(), true, traced);
+  case Mode::scan: return scan(shared, version(), false, name_copies, traced);
+  case Mode::scan_with_failed: return scan(shared, version(), true, name_copies, traced);
   case Mode::clean: {
     const std::string v = version();
     // Everything of this version goes, pending graphs too: clean is the user
@@ -126,7 +124,7 @@ int run_maintenance(const Options& options, const config::Settings& settings, Ru
       for (const auto& e : target->list_version(v)) ++(cache::remove_unless_locked(*target, e) ? removed : busy);
       std::cout << "removed " << removed << " entries of neuronxcc-" << v;
       if (busy > 0) std::cout << "; " << busy << " being compiled were kept";
-      if (shared_tier) std::cout << " (" << target->describe() << ")";
+      if (name_copies) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
       traced.phase(*target, {{"version", v}, {"removed", removed}, {"kept", busy}});
     }
@@ -145,7 +143,7 @@ int run_maintenance(const Options& options, const config::Settings& settings, Ru
       }
       std::cout << "cleared the results of " << cleared << " entries of neuronxcc-" << v
                 << "; their graphs stay pending";
-      if (shared_tier) std::cout << " (" << target->describe() << ")";
+      if (name_copies) std::cout << " (" << target->describe() << ")";
       std::cout << '\n';
       traced.phase(*target, {{"version", v}, {"cleared", cleared}});
     }

@@ -354,7 +354,8 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
   double run_start = util::monotonic_seconds();
   facts.start_time = util::format_utc(std::chrono::system_clock::now());
-  cache::Cache cache(settings.cache_root);
+  cache::Tiers tiers(settings);
+  cache::Cache& cache = tiers.directory();
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
   if (auto s = cache.ensure_root(); !s) throw EnvironmentError(s.error());
   fs::path compiler = compile::locate_compiler(options.compiler);
@@ -365,7 +366,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   util::become_subreaper(); // so no process of the run outlives an interrupt
 
   Collector collector(cache.root(), version);
-  GraphSource source(cache, settings, version);
+  GraphSource source(tiers, version);
   auto cluster = std::make_shared<npc::cluster::Cluster>(join_cluster(options, source));
   const bool retry_failed = settings.cache.retry_failed_compilation;
   double collect_start = util::monotonic_seconds();
@@ -412,7 +413,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
   cluster->attach_shared_tier(source.held_look(retry_failed, download));
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), settings.shared_cache_url, cluster, trace};
+                      retry_failed, cache.stale_lock_age(), tiers.shared_url(), cluster, trace};
   if (options.step) {
     config.run = options.step->run_name();
     config.run_by = options.step->label();

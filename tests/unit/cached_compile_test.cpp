@@ -46,7 +46,8 @@ protected:
   // The protocol's call for `key` into dir()/out.neff; what it counted goes
   // into `counted`, whether before_compile ran into `checked`.
   CachedCompileEnd run(compile::EntryCompileOptions options = {}) {
-    compile::CacheTiers tiers(*cache, std::nullopt, compile::CacheTiers::Unusable::fail);
+    const cache::Tiers directory_only(cache->root(), std::nullopt);
+    compile::CacheTiers tiers(directory_only, compile::CacheTiers::Unusable::fail);
     options.compiler = compiler;
     const cache::Entry entry = cache->entry(key);
     CachedCompile call{
@@ -181,7 +182,8 @@ TEST_F(CachedCompileTest, AnOutputThatCannotTakeTheNeffStopsAHitWithoutACompile)
   publish_done(*cache, key, "NEFF");
   test::write_text(dir() / "file", "");
   const fs::path unwritable = dir() / "file" / "out.neff"; // a file where a folder belongs
-  compile::CacheTiers tiers(*cache, std::nullopt, compile::CacheTiers::Unusable::fail);
+  const cache::Tiers directory_only(cache->root(), std::nullopt);
+  compile::CacheTiers tiers(directory_only, compile::CacheTiers::Unusable::fail);
   CachedCompile call{.cache = *cache,
                      .tiers = tiers,
                      .key = key,

@@ -4,7 +4,6 @@
 
 #include <npc/launcher/graph_source.hpp>
 
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,8 +13,7 @@
 #include <npc/util/error.hpp>
 
 #include "files.hpp"
-#include "s3_server.hpp"
-#include "scoped_env.hpp"
+#include "s3_environment_test.hpp"
 #include "temp_dir.hpp"
 
 namespace npc::launcher {
@@ -27,9 +25,9 @@ class GraphSourceTest : public test::TempDirTest {
 protected:
   void SetUp() override {
     TempDirTest::SetUp();
-    cache.emplace(dir() / "cache");
+    tiers.emplace(dir() / "cache", std::nullopt);
+    cache = &tiers->directory();
     ASSERT_TRUE(cache->ensure_root().ok());
-    settings.cache_root = dir() / "cache";
   }
   // A graph stored as a pending entry of the directory, as an extraction leaves it.
   fs::path pending_graph(const std::string& text) {
@@ -37,12 +35,12 @@ protected:
     EXPECT_TRUE(entry.store_graph(text, {}).ok());
     return entry.graph_path();
   }
-  std::optional<cache::Cache> cache;
-  config::Settings settings;
+  std::optional<cache::Tiers> tiers;
+  cache::Cache* cache = nullptr; // the tiers' directory
 };
 
 TEST_F(GraphSourceTest, ADirectoryCacheCollectsPathsAndRefusesAGraphOfASharedCache) {
-  GraphSource source(*cache, settings, kSourceVersion);
+  GraphSource source(*tiers, kSourceVersion);
   EXPECT_FALSE(source.named_by_url());
   const fs::path graph = pending_graph("HloModule a\n");
   const std::string url = "s3://bucket/team/neuronxcc-2.0.0/MODULE_1+2/model.hlo_module.pb";
@@ -60,7 +58,7 @@ TEST_F(GraphSourceTest, ADirectoryCacheCollectsPathsAndRefusesAGraphOfASharedCac
 }
 
 TEST_F(GraphSourceTest, ADirectoryCacheHasNothingHeldElsewhereAndNoLookForIt) {
-  GraphSource source(*cache, settings, kSourceVersion);
+  GraphSource source(*tiers, kSourceVersion);
   const fs::path entry = pending_graph("HloModule a\n").parent_path();
   EXPECT_FALSE(source.held_elsewhere(entry));
   EXPECT_FALSE(source.graph_bytes_later(entry));
@@ -73,48 +71,35 @@ TEST_F(GraphSourceTest, ADirectoryCacheHasNothingHeldElsewhereAndNoLookForIt) {
   EXPECT_EQ(source.open_common_storage(), cache->storage());
 }
 
-// The same on S3: the URL's credentials and endpoint from the environment,
-// as every program reads them, and nothing from this machine's AWS set-up.
-class GraphSourceS3Test : public test::S3ServerTest {
+// The same on S3, found as users' programs find it (s3_environment_test.hpp).
+class GraphSourceS3Test : public test::S3EnvironmentTest {
 protected:
   void SetUp() override {
-    S3ServerTest::SetUp();
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_ACCESS_KEY_ID", server_.access_key().c_str()));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_SECRET_ACCESS_KEY", server_.secret_key().c_str()));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_REGION", "us-east-1"));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_ENDPOINT_URL_S3", server_.endpoint().c_str()));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_SESSION_TOKEN", nullptr));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_PROFILE", nullptr));
-    env_.emplace_back(
-        std::make_unique<test::ScopedEnv>("AWS_CONFIG_FILE", (dir() / "no-aws-config").string().c_str()));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_SHARED_CREDENTIALS_FILE",
-                                                        (dir() / "no-aws-credentials").string().c_str()));
-    env_.emplace_back(std::make_unique<test::ScopedEnv>("AWS_EC2_METADATA_DISABLED", "true"));
-    mirror.emplace(dir() / "mirror");
-    ASSERT_TRUE(mirror->ensure_root().ok());
+    S3EnvironmentTest::SetUp();
+    ASSERT_TRUE(cache::Cache(dir() / "mirror").ensure_root().ok());
     settings.cache_root = dir() / "mirror";
   }
-  std::vector<std::unique_ptr<test::ScopedEnv>> env_;
-  std::optional<cache::Cache> mirror;
   config::Settings settings;
 };
 
 TEST_F(GraphSourceS3Test, ACacheNamedByUrlBringsItsUrlsAndIsSeenByEveryHost) {
   settings.shared_cache_url = std::string("s3://") + test::kS3TestBucket + "/team";
-  GraphSource source(*mirror, settings, kSourceVersion);
+  const cache::Tiers tiers(settings);
+  GraphSource source(tiers, kSourceVersion);
   EXPECT_TRUE(source.named_by_url());
   EXPECT_TRUE(source.brings(*settings.shared_cache_url + "/neuronxcc-2.0.0/MODULE_1+2/model.hlo_module.pb"));
   EXPECT_FALSE(source.brings((dir() / "mirror" / "model.hlo_module.pb").string()));
   EXPECT_NE(source.held_look(false, cache::DownloadResult::no), nullptr);
   auto common = source.open_common_storage();
   ASSERT_NE(common, nullptr);
-  EXPECT_NE(common, mirror->storage()) << "the shared tier, not this host's mirror";
+  EXPECT_NE(common, tiers.directory().storage()) << "the shared tier, not this host's mirror";
 }
 
 TEST_F(GraphSourceS3Test, ABucketThatIsNotThereIsFoundBeforeAnythingRuns) {
   settings.shared_cache_url = "s3://no-such-bucket-here/team";
   try {
-    GraphSource source(*mirror, settings, kSourceVersion);
+    const cache::Tiers tiers(settings);
+    GraphSource source(tiers, kSourceVersion);
     FAIL() << "a cache in a bucket that does not exist was taken";
   } catch (const EnvironmentError& e) {
     const std::string what = e.what();

@@ -19,6 +19,7 @@
 // Both leave the entries in the mirror, where this host's hits find them.
 // A shared tier that cannot be reached or denies throws EnvironmentError.
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -28,6 +29,7 @@
 
 namespace npc::cache {
 class Cache;
+class Tiers;
 }
 
 namespace npc::bundle {
@@ -43,5 +45,14 @@ namespace fs = std::filesystem;
 [[nodiscard]] ImportReport import_shared_bundle(const std::vector<std::shared_ptr<storage::Storage>>& connections,
                                                 const cache::Cache& mirror, const fs::path& bundle,
                                                 const ImportOptions& options);
+
+// A bundle of the cache `tiers` make (cache/tiers.hpp): of its shared tier as
+// above, over the tiers' common connections, when there is one; else of its
+// directory (bundle.hpp).
+[[nodiscard]] ExportReport export_cache_bundle(cache::Tiers& tiers, std::size_t connections,
+                                               const ExportSelection& selection, const fs::path& output,
+                                               const ExportOptions& options);
+[[nodiscard]] ImportReport import_cache_bundle(cache::Tiers& tiers, std::size_t connections, const fs::path& bundle,
+                                               const ImportOptions& options);
 
 } // namespace npc::bundle

@@ -5,6 +5,7 @@
 // status; bad input throws UsageError, a cache it cannot use
 // EnvironmentError (util/error.hpp).
 
+#include <cstddef>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <npc/cache/store.hpp>
+#include <npc/cache/tiers.hpp>
 #include <npc/cli/common.hpp>
 #include <npc/config/settings.hpp>
 #include <npc/util/json_text.hpp>
@@ -34,10 +36,9 @@ int cmd_stats(const cache::Cache& cache, const config::CacheSettings& settings, 
 // zero-stats: the counters start again from zero.
 int cmd_zero_stats(const fs::path& counters_dir, bool as_json);
 
-// explain TARGET [-- neuronx-cc command line]: `cache` is where the entries
-// are; `local` the directory whose private folder remembers compiler
-// versions (a shared cache's mirror).
-int cmd_explain(const cache::Cache& cache, const cache::Cache& local, const Settings& settings,
+// explain TARGET [-- neuronx-cc command line]: of the tiers' common cache
+// (a shared cache's objects over `connections`, or the directory).
+int cmd_explain(cache::Tiers& tiers, std::size_t connections, const Settings& settings,
                 const std::string& target, const std::optional<std::string>& compiler,
                 const std::vector<std::string>& command_line, bool as_json);
 

@@ -41,6 +41,7 @@
 
 #include <npc/cache/shared_tier.hpp>
 #include <npc/cache/store.hpp>
+#include <npc/cache/tiers.hpp>
 #include <npc/compile/entry_compile.hpp>
 
 namespace npc::compile {
@@ -53,8 +54,7 @@ inline constexpr auto kSharedLockPoll = std::chrono::seconds(2);
 class CacheTiers {
 public:
   enum class Unusable { compile_here, fail };
-  CacheTiers(const cache::Cache& directory, std::optional<std::string> shared_url, Unusable unusable,
-             std::function<void()> before_open = {});
+  CacheTiers(const cache::Tiers& tiers, Unusable unusable, std::function<void()> before_open = {});
 
   // Extraction: the graph stored where the framework's would be, the shared
   // tier, and where it is as users name it (its URL); nothing when there is
@@ -72,7 +72,7 @@ public:
   [[nodiscard]] EntryCompileResult compile(const cache::CacheKey& key, const fs::path& entry_dir,
                                            const EntryCompileOptions& options);
   // Whether compiles go through the shared tier (named, and usable so far).
-  [[nodiscard]] bool compiles_shared() const { return url_ && !dropped_; }
+  [[nodiscard]] bool compiles_shared() const { return tiers_.shared() && !dropped_; }
 
 private:
   // Runs before_open once, before the shared tier is first opened.
@@ -82,8 +82,7 @@ private:
   // The shared tier cannot be used: dropped with one warning, or thrown on.
   void unusable(const std::exception& e);
 
-  const cache::Cache& directory_;
-  std::optional<std::string> url_;
+  const cache::Tiers& tiers_;
   Unusable unusable_;
   std::function<void()> before_open_;
   std::optional<cache::SharedTier> shared_;

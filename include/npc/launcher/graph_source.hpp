@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <npc/cache/store.hpp>
-#include <npc/config/settings.hpp>
+#include <npc/cache/tiers.hpp>
 #include <npc/launcher/collect.hpp>
 #include <npc/launcher/pool_runner.hpp>
 #include <npc/cluster/shared_graphs.hpp>
@@ -32,12 +32,12 @@ struct NamedGraph {
 
 class GraphSource {
 public:
-  // `cache` is the launcher's directory (an S3 cache's mirror). A cache
-  // named by URL is opened and tried here, with one request (Storage::probe):
+  // `tiers`: the launcher's cache (cache/tiers.hpp). A cache named by URL
+  // is opened and tried here, with one request (Storage::probe):
   // missing or refused credentials, a bucket that does not exist and an
   // endpoint that does not answer are found before the training command
   // runs. Throws EnvironmentError, saying which, when it cannot be used.
-  GraphSource(const cache::Cache& cache, const config::Settings& settings, const std::string& compiler_version);
+  GraphSource(const cache::Tiers& tiers, const std::string& compiler_version);
 
   // Whether a line of the cache-path log names a graph to bring (a URL, for
   // a cache named by one) rather than a root for the collector.
@@ -63,15 +63,14 @@ public:
   // result another host compiled comes into the directory when found.
   [[nodiscard]] std::shared_ptr<cluster::HeldEntryLook> held_look(bool retry_failed, cache::DownloadResult download) const;
   // Whether the cache is named by URL (S3): every host that uses it sees it.
-  [[nodiscard]] bool named_by_url() const { return url_.has_value(); }
+  [[nodiscard]] bool named_by_url() const { return tiers_.shared(); }
   // A connection of its own to the storage every host of the cache sees
   // (the shared tier, else the directory), for what the launchers of a
   // cluster leave for each other there.
   [[nodiscard]] std::shared_ptr<storage::Storage> open_common_storage() const;
 
 private:
-  const cache::Cache& cache_;
-  std::optional<std::string> url_;
+  const cache::Tiers& tiers_;
   std::optional<cluster::SharedGraphs> shared_;
 };
 
