@@ -67,7 +67,7 @@ CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::Entry
   // Copied under the entry's lock: once it is released, an eviction with a
   // small limit may remove the entry before it is read.
   DeliveryUnderLock delivery([&](const cache::Entry& done) {
-    if (!call.deliver(done)) throw EnvironmentError("the NEFF stored for " + done.dir().string() + " fails its check");
+    if (!call.deliver(done)) throw StoredNeffFault("the NEFF stored for " + done.dir().string() + " fails its check");
   });
   options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
   options.store_missing_graph = [&](const cache::Entry&) { call.store_graph(); };
@@ -91,7 +91,7 @@ CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::Entry
   delivery.rethrow_fault();
   // A result another host put in the shared tier meanwhile, brought here.
   if (!delivery.delivered() && !call.deliver(entry))
-    throw EnvironmentError("the NEFF of " + entry.dir().string() + " fails its check");
+    throw StoredNeffFault("the NEFF of " + entry.dir().string() + " fails its check");
   std::ignore = entry.touch();
   if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(call.cache, call.eviction);
   return {std::nullopt, std::move(result)};

@@ -60,6 +60,7 @@ protected:
         .eviction = eviction,
         .deliver =
             [this](const cache::Entry& done) {
+              if (refuse_delivery) return false;
               auto integrity = deliver_neff(done, output());
               return integrity && *integrity == cache::Integrity::ok;
             },
@@ -92,6 +93,7 @@ protected:
   cache::UsageCounts counted;
   int checked = 0;
   bool refuse_compile = false;
+  bool refuse_delivery = false; // as for a NEFF that cannot be read
 };
 
 TEST_F(CachedCompileTest, AMissCompilesOnceAndTheNextCallIsAHit) {
@@ -176,6 +178,37 @@ TEST_F(CachedCompileTest, WhatACompileNeedsIsCheckedBeforeTheGraphIsStored) {
   EXPECT_EQ(checked, 1);
   EXPECT_FALSE(fs::exists(cache->entry(key).graph_path()));
   EXPECT_EQ(compiler_runs(), 0u);
+}
+
+// A done entry whose NEFF fails its record (a corrupt cache) is no hit: its
+// compile, under the entry's lock, finds it so and compiles it again.
+TEST_F(CachedCompileTest, ADoneEntryWhoseNeffFailsItsRecordIsCompiledAgain) {
+  publish_done(*cache, key, "NEFF");
+  test::write_text(cache->entry(key).neff_path(), "not the NEFF its record names");
+  CachedCompileEnd end = run();
+  EXPECT_FALSE(end.served);
+  EXPECT_EQ(end.result.outcome, compile::EntryOutcome::compiled);
+  EXPECT_EQ(compiler_runs(), 1u);
+  EXPECT_EQ(test::read_text(output()), "NEFF of " + cache->entry(key).graph_path().string());
+}
+
+// A done entry whose NEFF cannot be delivered even under its lock (it
+// cannot be read): the protocol's own fault, not an EnvironmentError, which
+// the tiers would take for a shared tier that cannot be used (and drop it).
+TEST_F(CachedCompileTest, ADoneEntryThatCannotBeDeliveredIsTheProtocolsOwnFault) {
+  publish_done(*cache, key, "NEFF");
+  refuse_delivery = true;
+  try {
+    static_cast<void>(run());
+    FAIL() << "a NEFF that could not be delivered was taken";
+  } catch (const EnvironmentError& e) {
+    FAIL() << "thrown as an unusable tier's error: " << e.what();
+  } catch (const StoredNeffFault& e) {
+    EXPECT_NE(std::string(e.what()).find("fails its check"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), ExitCode::environment);
+  }
+  EXPECT_EQ(compiler_runs(), 0u);
+  EXPECT_EQ(counted.hits, 0u);
 }
 
 TEST_F(CachedCompileTest, AnOutputThatCannotTakeTheNeffStopsAHitWithoutACompile) {

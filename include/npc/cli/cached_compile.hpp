@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/store.hpp>
@@ -27,6 +28,7 @@
 #include <npc/cache/usage_stats.hpp>
 #include <npc/compile/cache_tiers.hpp>
 #include <npc/compile/entry_compile.hpp>
+#include <npc/util/error.hpp>
 
 namespace npc::cli {
 
@@ -34,6 +36,16 @@ namespace fs = std::filesystem;
 
 // How many times a compile whose entry another process removed starts over.
 inline constexpr int kRemovedRetries = 3;
+
+// A done entry's NEFF failed its check when delivered under the entry's lock
+// (a corrupt cache): exit status 3, as any fault of this machine. Not an
+// EnvironmentError, which the tiers take for a shared tier that cannot be
+// used (compile/cache_tiers.hpp): the shared tier is not at fault, and the
+// program decides what to do instead (the masquerade runs the real compiler).
+class StoredNeffFault : public Error {
+public:
+  explicit StoredNeffFault(const std::string& message) : Error(message, ExitCode::environment) {}
+};
 
 struct CachedCompile {
   const cache::Cache& cache;
