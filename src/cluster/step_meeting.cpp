@@ -144,66 +144,47 @@ Status StepMeeting::report(const TaskTotals& mine) {
   return storage_->write_atomic(record_key(folder_, task_.index), record.dump());
 }
 
-Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std::function<storage::Time()>& now) {
-  StepTotals totals;
-  totals.step = task_.step;
-  totals.tasks = task_.count;
-  std::vector<nlohmann::json> records(static_cast<std::size_t>(task_.count));
-  std::vector<bool> settled(static_cast<std::size_t>(task_.count), false);
-  bool said_waiting = false;
-  for (;;) {
-    std::vector<int> waiting_for;
-    for (int t = 0; t < task_.count; ++t) {
-      auto i = static_cast<std::size_t>(t);
-      if (settled[i]) continue;
-      auto text = storage_->read(record_key(folder_, t), kMaxRecordBytes);
-      if (text) {
-        auto parsed = nlohmann::json::parse(*text, nullptr, false);
-        if (parsed.is_discarded() || !parsed.is_object()) {
-          spdlog::warn("the record of task {} of Slurm step {} ({}) is not JSON; its graphs are not counted", t,
-                       task_.step, storage_->describe(record_key(folder_, t)));
-          settled[i] = true;
-          continue;
-        }
-        records[i] = std::move(parsed);
-        if (ended(records[i])) {
-          totals.reported.push_back(t);
-          settled[i] = true;
-          continue;
-        }
-      }
-      // No record of its end (yet): is the task still at work, its lease on
-      // the roll?
-      auto lock = storage::judge_lock(*storage_, LauncherRoll::record_key(step_member_name(task_, t)),
-                                      storage::kDefaultStaleLockAge, now());
-      if (!lock) return fail(lock.error());
-      if (lock->blocks()) {
-        waiting_for.push_back(t);
-        continue;
-      }
-      // Gone: off the roll, or its lease stale. A last look at the record,
-      // which a task writes before it leaves the roll; else the graphs it
-      // found, if it said, are counted without it.
-      if (auto late = storage_->read(record_key(folder_, t), kMaxRecordBytes)) {
-        auto parsed = nlohmann::json::parse(*late, nullptr, false);
-        if (!parsed.is_discarded() && parsed.is_object()) {
-          records[i] = std::move(parsed);
-          if (ended(records[i])) totals.reported.push_back(t);
-        }
-      }
-      settled[i] = true;
-    }
-    if (waiting_for.empty()) break;
-    if (!said_waiting) {
-      std::string which;
-      for (int t : waiting_for) which += (which.empty() ? "" : ", ") + std::to_string(t);
-      spdlog::info("waiting for task(s) {} of Slurm step {} to end, for the step's totals", which, task_.step);
-      said_waiting = true;
-    }
-    std::this_thread::sleep_for(poll);
-  }
-  std::sort(totals.reported.begin(), totals.reported.end());
+namespace {
 
+// Task `t`'s record, read into `record`, once the task ended or is gone (off
+// the roll, or its lease stale); false while it is still at work.
+Result<bool> settle_task(const storage::Storage& storage, const std::string& folder, const StepTask& task, int t,
+                         const std::function<storage::Time()>& now, nlohmann::json& record,
+                         std::vector<int>& reported) {
+  if (auto text = storage.read(record_key(folder, t), kMaxRecordBytes)) {
+    auto parsed = nlohmann::json::parse(*text, nullptr, false);
+    if (parsed.is_discarded() || !parsed.is_object()) {
+      spdlog::warn("the record of task {} of Slurm step {} ({}) is not JSON; its graphs are not counted", t,
+                   task.step, storage.describe(record_key(folder, t)));
+      return true;
+    }
+    record = std::move(parsed);
+    if (ended(record)) {
+      reported.push_back(t);
+      return true;
+    }
+  }
+  // No record of its end (yet): is the task still at work, its lease on the
+  // roll?
+  auto lock = storage::judge_lock(storage, LauncherRoll::record_key(step_member_name(task, t)),
+                                  storage::kDefaultStaleLockAge, now());
+  if (!lock) return fail(lock.error());
+  if (lock->blocks()) return false;
+  // Gone. A last look at the record, which a task writes before it leaves
+  // the roll; else the graphs it found, if it said, are counted without it.
+  if (auto late = storage.read(record_key(folder, t), kMaxRecordBytes)) {
+    auto parsed = nlohmann::json::parse(*late, nullptr, false);
+    if (!parsed.is_discarded() && parsed.is_object()) {
+      record = std::move(parsed);
+      if (ended(record)) reported.push_back(t);
+    }
+  }
+  return true;
+}
+
+// The step's counts from its tasks' records (a record that is no object
+// counts nothing).
+void add_up(const std::vector<nlohmann::json>& records, StepTotals& totals) {
   std::set<std::string> graphs, compiled, done, failed;
   for (const auto& r : records) {
     if (!r.is_object()) continue;
@@ -230,6 +211,38 @@ Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std
     else if (failed.contains(key)) ++totals.failed;
     else ++totals.left;
   }
+}
+
+} // namespace
+
+Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std::function<storage::Time()>& now) {
+  StepTotals totals;
+  totals.step = task_.step;
+  totals.tasks = task_.count;
+  std::vector<nlohmann::json> records(static_cast<std::size_t>(task_.count));
+  std::vector<bool> settled(static_cast<std::size_t>(task_.count), false);
+  bool said_waiting = false;
+  for (;;) {
+    std::vector<int> waiting_for;
+    for (int t = 0; t < task_.count; ++t) {
+      auto i = static_cast<std::size_t>(t);
+      if (settled[i]) continue;
+      auto done = settle_task(*storage_, folder_, task_, t, now, records[i], totals.reported);
+      if (!done) return fail(done.error());
+      if (*done) settled[i] = true;
+      else waiting_for.push_back(t);
+    }
+    if (waiting_for.empty()) break;
+    if (!said_waiting) {
+      std::string which;
+      for (int t : waiting_for) which += (which.empty() ? "" : ", ") + std::to_string(t);
+      spdlog::info("waiting for task(s) {} of Slurm step {} to end, for the step's totals", which, task_.step);
+      said_waiting = true;
+    }
+    std::this_thread::sleep_for(poll);
+  }
+  std::sort(totals.reported.begin(), totals.reported.end());
+  add_up(records, totals);
   for (int t = 0; t < task_.count; ++t) std::ignore = storage_->remove(record_key(folder_, t));
   // The folder itself (empty now in a directory; nothing left of it in S3).
   std::ignore = storage_->remove_tree(folder_, "");
