@@ -345,6 +345,12 @@ int neuron_cache_main(int argc, char** argv) {
     explain->add_option("COMMAND", explain_command_line,
                         "After --: a neuronx-cc command line as a frontend runs it (neuronx-cc compile GRAPH "
                         "FLAGS... --output FILE), to compare with the entries the masquerade made");
+    auto* misses = app.add_subcommand(
+        "misses", "The graphs compiled after the last pre-compile (whoever compiled them), each with why the "
+                  "pre-compile did not cover it");
+    std::string misses_since;
+    misses->add_option("--since", misses_since, "After this time instead (UTC: 2026-11-29T10:00:00Z, or a day)")
+        ->type_name("TIME");
     // bundles
     auto* export_cmd = app.add_subcommand("export", "Write chosen done entries to one bundle (tar + zstd) with a manifest");
     std::string export_output, export_report, export_used_since, import_lock_timeout;
@@ -410,7 +416,7 @@ int neuron_cache_main(int argc, char** argv) {
     // would pass for a look at the cache the user meant. (rm and export name
     // the cache in their own errors.)
     std::error_code missing;
-    const bool looks_at_all = *ls || *stats || *prune || *verify || *clear_locks || *clear_failed;
+    const bool looks_at_all = *ls || *stats || *prune || *verify || *clear_locks || *clear_failed || *misses;
     if (!tiers.shared() && looks_at_all && !fs::exists(cache.root(), missing))
       spdlog::warn("the cache {} does not exist: nothing in it (name the cache with --cache_dir in NEURON_CC_FLAGS, "
                    "NEURON_COMPILE_CACHE_URL or --cache_dir)",
@@ -428,6 +434,7 @@ int neuron_cache_main(int argc, char** argv) {
     if (*rm) return cmd_rm(target, keys, as_json);
     if (*explain)
       return cmd_explain(tiers, kSharedConnections, settings, explain_target, explain_compiler, explain_command_line, as_json);
+    if (*misses) return cmd_misses(tiers, kSharedConnections, misses_since, as_json);
     if (*export_cmd)
       return cmd_export(tiers, export_output, export_report, export_all, export_used_since, include_failed, as_json);
     if (*import_cmd)

@@ -1,6 +1,7 @@
 // --command collect-and-compile (default), collect and compile.
 
 #include <algorithm>
+#include <unistd.h>
 #include <map>
 #include <set>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <npc/cache/eviction.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/precompile_record.hpp>
 #include <npc/cache/usage_stats.hpp>
 #include <npc/compile/compiler.hpp>
 #include <npc/launcher/collect.hpp>
@@ -228,6 +230,37 @@ void evict_after_run(const Pool& pool, const std::vector<fs::path>& roots, const
 
 // The end of a run: summaries, graphs left to another holder, hints, the
 // report and the original's results files.
+// The pre-compile as a record in the cache every host sees
+// (cache/precompile_record.hpp), for `neuron_cache misses` to judge later
+// compiles against: each graph it took and how it ended. Its end is rounded
+// up to the second, so that no graph of this run reads as made after it.
+void record_precompile(const Pool& pool, const GraphSource& source, util::WallTime started,
+                       const std::string& compiler_version) {
+  cache::PrecompileRecord record;
+  record.started = std::chrono::floor<std::chrono::seconds>(started);
+  record.ended = std::chrono::ceil<std::chrono::seconds>(std::chrono::system_clock::now());
+  record.host = util::this_host();
+  record.pid = ::getpid();
+  record.compiler_version = compiler_version;
+  for (std::size_t i = 0; i < pool.items().size(); ++i) {
+    std::string outcome = "left";
+    switch (pool.progress()[i].state) {
+    case ItemState::compiled: outcome = "compiled"; break;
+    case ItemState::cached: outcome = "cached"; break;
+    case ItemState::compiled_elsewhere: outcome = "compiled_elsewhere"; break;
+    case ItemState::failed: outcome = "failed"; break;
+    default: break;
+    }
+    record.graphs.push_back({pool.items()[i].key, std::move(outcome)});
+  }
+  try {
+    auto storage = source.open_common_storage();
+    if (auto s = cache::write_precompile_record(*storage, record); !s) spdlog::warn("{}", s.error());
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot record the pre-compile: {}", e.what());
+  }
+}
+
 void report_run(const Options& options, const Pool& pool, const cache::Cache& cache, const std::vector<fs::path>& roots,
                 const RunFacts& facts, const PoolRunResult& ran, double compile_start_epoch) {
   for (const auto& line : summary_lines(pool, facts)) spdlog::info("{}", line);
@@ -353,7 +386,8 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   // trial, not a surprise after it.
   const bool compile_despite_trial_failure = util::env_flag("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE");
   double run_start = util::monotonic_seconds();
-  facts.start_time = util::format_utc(std::chrono::system_clock::now());
+  const util::WallTime run_started = std::chrono::system_clock::now();
+  facts.start_time = util::format_utc(run_started);
   cache::Tiers tiers(settings);
   cache::Cache& cache = tiers.directory();
   if (options.lock_timeout) cache.set_stale_lock_age(*options.lock_timeout);
@@ -430,6 +464,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
     return exit_status_for_signal(ran.interrupted_by);
   }
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
+  record_precompile(pool, source, run_started, version);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
   if (settings.count_usage) count_run_usage(pool, cache);
   cluster->report_end(task_totals(pool));

@@ -189,6 +189,20 @@ std::string format_utc(std::chrono::system_clock::time_point when) {
   return buffer;
 }
 
+std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text) {
+  std::string t(trim(text));
+  if (!t.empty() && t.back() == 'Z') t.pop_back();
+  for (const char* format : {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"}) {
+    std::tm tm{};
+    const char* end = ::strptime(t.c_str(), format, &tm);
+    if (end == nullptr || *end != '\0') continue;
+    const std::time_t seconds = ::timegm(&tm);
+    if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
+    return std::chrono::system_clock::from_time_t(seconds);
+  }
+  return std::nullopt;
+}
+
 bool contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }

@@ -73,7 +73,8 @@ protected:
   }
   // Every object of the bucket, sorted, with the entry's folder shortened to
   // E; without the npc-last-use markers where a test cannot know which
-  // entries a node fetched (two nodes racing).
+  // entries a node fetched (two nodes racing); without the records of the
+  // launchers' runs (.npc/precompiles/, precompile_records() counts them).
   std::vector<std::string> objects(bool with_uses = true) {
     auto c = client();
     if (!c) return {};
@@ -88,10 +89,24 @@ protected:
       auto module = key.find("/MODULE_");
       if (module != std::string::npos) key = key.substr(0, module) + "/E" + key.substr(key.find('/', module + 1));
       if (!with_uses && key.ends_with("/npc-last-use")) continue;
+      if (key.find("/.npc/precompiles/") != std::string::npos) continue;
       keys.push_back(key);
     }
     std::sort(keys.begin(), keys.end());
     return keys;
+  }
+  // How many records of launcher runs the bucket holds (cache/precompile_record.hpp).
+  std::size_t precompile_records() {
+    auto c = client();
+    if (!c) return 0;
+    auto all = c->list_all(kS3TestBucket, {});
+    if (!all) {
+      ADD_FAILURE() << all.error();
+      return 0;
+    }
+    std::size_t n = 0;
+    for (const auto& o : all->objects) n += o.key.find("/.npc/precompiles/") != std::string::npos;
+    return n;
   }
   std::string object(const std::string& suffix) {
     auto c = client();

@@ -191,6 +191,7 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
       << collected.out;
   auto pending = objects();
   EXPECT_EQ(pending.size(), 8u); // graph and flags of each
+  EXPECT_EQ(precompile_records(), 0u) << "a collect compiles nothing: no pre-compile to record";
   // The scan counts S3's entries, not a mirror's: node C has none.
   EXPECT_EQ(launch("node-c", {"--command", "scan"}).out,
             std::string("neuronxcc-") + kStandinVersion + ": 0 done, 4 pending, 0 locked (s3://test-bucket/team)\n");
@@ -198,6 +199,7 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
   // Node B compiles them from S3 without a trial.
   auto run = launch("node-b", {"--command", "compile"});
   ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(precompile_records(), 1u) << "recorded where every host sees it";
   EXPECT_EQ(compiles(), 4u);
   EXPECT_EQ(objects(), done_entries(4));
   EXPECT_EQ(done_in_mirror("node-b"), 4u);

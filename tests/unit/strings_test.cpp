@@ -133,6 +133,18 @@ TEST(Strings, UtcFormatting) {
   EXPECT_EQ(to_unix_seconds(when), 1700000000);
 }
 
+TEST(Strings, UtcParsingTakesFormatUtcsFormAndADay) {
+  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
+  EXPECT_EQ(parse_utc("2023-11-14T22:13:20Z"), when);
+  EXPECT_EQ(parse_utc(format_utc(when)), when);
+  EXPECT_EQ(parse_utc("2023-11-14T22:13:20"), when);
+  EXPECT_EQ(parse_utc("2023-11-14 22:13:20"), when);
+  EXPECT_EQ(parse_utc(" 2023-11-14 "), std::chrono::system_clock::time_point(std::chrono::seconds(1699920000)));
+  for (const char* bad : {"", "yesterday", "2023-13-01", "2023-11-14T25:00:00Z", "2023-11-14T22:13:20+02:00",
+                          "1700000000"})
+    EXPECT_FALSE(parse_utc(bad)) << bad;
+}
+
 TEST(PercentDecode, EscapesBecomeBytesAndTheRestStays) {
   EXPECT_EQ(percent_decode("a%20b%2Fc%ff").value(), std::string("a b/c\xff"));
   EXPECT_EQ(percent_decode("plain/path").value(), "plain/path");

@@ -42,4 +42,8 @@ int cmd_explain(cache::Tiers& tiers, std::size_t connections, const Settings& se
                 const std::string& target, const std::optional<std::string>& compiler,
                 const std::vector<std::string>& command_line, bool as_json);
 
+// misses [--since TIME]: the graphs compiled after the last pre-compile
+// recorded in the tiers' common cache (or after TIME), by cause.
+int cmd_misses(cache::Tiers& tiers, std::size_t connections, const std::string& since, bool as_json);
+
 } // namespace npc::cli

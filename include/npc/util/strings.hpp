@@ -58,6 +58,10 @@ namespace npc::util {
 // "2026-11-22T08:30:05Z"
 [[nodiscard]] std::string format_utc(std::chrono::system_clock::time_point when);
 [[nodiscard]] std::int64_t to_unix_seconds(std::chrono::system_clock::time_point when);
+// A time in UTC as a user writes it: "2026-11-22T08:30:05Z" (format_utc's
+// form; the Z may be left out), "2026-11-22 08:30:05", or a day alone,
+// "2026-11-22" (its start). nullopt for anything else.
+[[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text);
 
 // Whether `name` is one of `names` (the file names of a listing, say).
 [[nodiscard]] bool contains(const std::vector<std::string>& names, std::string_view name);

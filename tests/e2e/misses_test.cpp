@@ -1,0 +1,125 @@
+// neuron_cache misses after neuron_parallel_compile, on the stand-ins: a
+// trial of 10 steps, then training runs that differ from it the ways users
+// meet (a longer run reaching a graph the trial never did, other compiler
+// flags, an entry removed since), each graph they compiled listed by cause.
+
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace npc::test {
+namespace {
+
+class Misses : public CacheTest {
+protected:
+  // init + 2 train + eval = 4 graphs in 10 steps; a late graph at step 20.
+  std::vector<std::string> train(int steps) {
+    return {"--nproc_per_node", "2", "--steps_this_run", std::to_string(steps), "--graphs_per_step", "2",
+            "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden", "64",
+            "--workdir", (dir() / "train").string()};
+  }
+  void precompile(int steps) {
+    std::vector<std::string> args = {"--parallel_compile_workdir=" + (dir() / "wd").string(),
+                                     tool_path("standin_train").string()};
+    for (auto& a : train(steps)) args.push_back(a);
+    auto run = run_tool("neuron_parallel_compile", args);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    // The record's end is rounded up to the second: what the training runs
+    // compile comes after it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  void training(int steps, std::map<std::string, std::string> env = {}) {
+    auto run = run_tool("standin_train", train(steps), std::move(env));
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+  }
+  nlohmann::json misses_json() {
+    auto run = run_tool("neuron_cache", {"misses", "--json"});
+    EXPECT_EQ(run.exit_code, 0) << run.describe();
+    return nlohmann::json::parse(run.out);
+  }
+  std::size_t records() const {
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cache_root() / ".npc" / "precompiles", ec)) n += e.is_regular_file();
+    return n;
+  }
+};
+
+TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
+  precompile(10);
+  ASSERT_EQ(records(), 1u);
+  EXPECT_EQ(misses_json()["misses"].size(), 0u);
+  auto none = run_tool("neuron_cache", {"misses"});
+  EXPECT_EQ(none.out.rfind("no graph compiled after the pre-compile of ", 0), 0u) << none.out;
+  EXPECT_NE(none.out.find(": 4 graph(s)\n"), std::string::npos) << none.out;
+
+  training(10);                                                          // what the trial saw: nothing new
+  training(25);                                                          // the late graph
+  training(10, {{"NEURON_CC_FLAGS", "--cache_dir=" + cache_root().string() + " -O1"}}); // 4 graphs under -O1
+  nlohmann::json j = misses_json();
+  EXPECT_EQ(j["entries"], 9u);
+  ASSERT_EQ(j["misses"].size(), 5u) << j.dump(1);
+  EXPECT_EQ(j["by_cause"], (nlohmann::json{{"not_in_trial", 1}, {"other_flags", 4}}));
+  EXPECT_EQ(j["misses"][0]["cause"], "not_in_trial");
+  EXPECT_EQ(j["misses"][0]["state"], "done");
+  for (std::size_t i = 1; i < 5; ++i) {
+    const auto& m = j["misses"][i];
+    EXPECT_EQ(m["cause"], "other_flags");
+    EXPECT_EQ(m["flags_added"], nlohmann::json::array({"-O1"}));
+    EXPECT_EQ(m["flags_removed"], nlohmann::json::array());
+    // The trial's graph: the same graph part, the flags part of no flags.
+    const std::string key = m["key"], trial = m["trial_key"];
+    EXPECT_EQ(key.substr(0, key.find('+')), trial.substr(0, trial.find('+')));
+  }
+  ASSERT_EQ(j["precompile"].size(), 1u);
+  EXPECT_EQ(j["precompile"][0]["graphs"], 4);
+  EXPECT_EQ(j["precompile"][0]["compiler_version"], kStandinVersion);
+
+  auto text = run_tool("neuron_cache", {"misses"});
+  ASSERT_EQ(text.exit_code, 0) << text.describe();
+  EXPECT_EQ(text.out.rfind("5 graph(s) compiled after the pre-compile of ", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("\nnever produced by the trial (1):\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\nthe trial's graph under other compiler flags (4):\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("flags here, not in the trial: -O1"), std::string::npos) << text.out;
+}
+
+TEST_F(Misses, AGraphOfThePrecompileRemovedSinceIsMadeAgain) {
+  precompile(10);
+  auto listed = run_tool("neuron_cache", {"ls", "--json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.describe();
+  const std::string key = nlohmann::json::parse(listed.out)["entries"][0]["key"];
+  auto removed = run_tool("neuron_cache", {"rm", key});
+  ASSERT_EQ(removed.exit_code, 0) << removed.describe();
+  training(10);
+  nlohmann::json j = misses_json();
+  ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
+  EXPECT_EQ(j["misses"][0]["key"], key);
+  EXPECT_EQ(j["misses"][0]["cause"], "made_again");
+  EXPECT_EQ(j["misses"][0]["trial_key"], key);
+}
+
+TEST_F(Misses, WithoutAPrecompileOnlySinceATimeAndABadTimeIsRefused) {
+  training(10);
+  auto no_record = run_tool("neuron_cache", {"misses"});
+  EXPECT_EQ(no_record.exit_code, 1) << no_record.describe();
+  EXPECT_NE(no_record.err.find("no pre-compile is recorded in " + cache_root().string()), std::string::npos)
+      << no_record.err;
+  EXPECT_NE(no_record.err.find("give --since TIME"), std::string::npos) << no_record.err;
+
+  auto since = run_tool("neuron_cache", {"misses", "--json", "--since", "2000-01-01"});
+  ASSERT_EQ(since.exit_code, 0) << since.describe();
+  nlohmann::json j = nlohmann::json::parse(since.out);
+  EXPECT_TRUE(j["precompile"].is_null());
+  EXPECT_EQ(j["since"], "2000-01-01T00:00:00Z");
+  EXPECT_EQ(j["by_cause"], (nlohmann::json{{"no_precompile", 4}}));
+
+  auto bad = run_tool("neuron_cache", {"misses", "--since", "last tuesday"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.describe();
+  EXPECT_NE(bad.err.find("--since has the bad value 'last tuesday'"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+}
+
+} // namespace
+} // namespace npc::test
