@@ -6,7 +6,10 @@
 #   1. the training run as it is today: every graph compiled just in time;
 #   2. neuron_parallel_compile over a short trial of the same script, on an
 #      empty cache;
-#   3. the training run again: it finds every graph compiled.
+#   3. the training run again: it finds every graph compiled;
+#   4. a run the trial did not cover (longer: it reaches a graph at step 25):
+#      the gate (--command check) says so before it, `neuron_cache misses`
+#      after it.
 # Step 2 writes its timeline (--trace); NPC_DEMO_TRACE=FILE keeps a copy of
 # it (tools/trace-picture.sh draws docs/images/demo-trace.png from it).
 set -euo pipefail
@@ -55,6 +58,20 @@ start=$(date +%s.%N)
 "${train[@]}" --steps_this_run 20 > "$work/warm.log" 2>&1
 warm_time=$(elapsed "$start")
 grep 'total:' "$work/warm.log"
+
+echo
+echo "== 4. a longer run than the trial covered (a graph at step 25)"
+longer=("${train[@]}" --steps_this_run 30 --late_graph_step 25)
+echo "\$ neuron_parallel_compile --command check ... --steps_this_run 30"
+status=0
+neuron_parallel_compile --command check --parallel_compile_workdir "$work/workdir" "${longer[@]}" \
+  > "$work/check.log" 2>&1 || status=$?
+grep -E 'graph\(s\) the trial ran|^  neuronxcc-' "$work/check.log"
+echo "(exit status $status: the graphs the run would compile)"
+"${longer[@]}" > "$work/longer.log" 2>&1
+grep 'total:' "$work/longer.log"
+echo "\$ neuron_cache misses"
+neuron_cache misses
 
 echo
 printf '%-48s %12s %10s\n' "run" "JIT compiles" "seconds"

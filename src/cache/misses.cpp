@@ -99,20 +99,56 @@ std::string_view describe(MissCause cause) {
   return "?";
 }
 
+std::vector<CacheKey> list_keys(const Cache& cache) {
+  const storage::Storage& storage = *cache.storage();
+  std::vector<CacheKey> keys;
+  auto versions = storage.list("");
+  if (!versions) return keys;
+  for (const auto& version : *versions) {
+    if (!version.starts_with(kVersionDirPrefix)) continue;
+    auto names = storage.list(version);
+    if (!names) continue;
+    for (const auto& name : *names)
+      if (auto key = parse_key(version + "/" + name)) keys.push_back(*key);
+  }
+  return keys;
+}
+
+std::vector<SameGraphKey> same_graph_keys(const Cache& cache, const std::vector<CacheKey>& keys, const CacheKey& key) {
+  const storage::Storage& storage = *cache.storage();
+  std::vector<SameGraphKey> same;
+  std::optional<std::vector<std::string>> own_flags;
+  bool read_own = false;
+  for (const auto& other : keys) {
+    if (other.graph_hash != key.graph_hash || other == key) continue;
+    SameGraphKey one{other, other.compiler_version == key.compiler_version, {}, {}};
+    if (one.same_version) {
+      if (!read_own) {
+        own_flags = flags_of(storage, key);
+        read_own = true;
+      }
+      auto there = flags_of(storage, other);
+      if (own_flags && there) {
+        FlagsDiff diff = diff_flags(*own_flags, *there);
+        one.flags_added = std::move(diff.added);
+        one.flags_removed = std::move(diff.removed);
+      }
+    }
+    same.push_back(std::move(one));
+  }
+  // The nearest first: the same version, then the fewest words apart.
+  std::stable_sort(same.begin(), same.end(), [](const SameGraphKey& a, const SameGraphKey& b) {
+    if (a.same_version != b.same_version) return a.same_version;
+    return a.flags_added.size() + a.flags_removed.size() < b.flags_added.size() + b.flags_removed.size();
+  });
+  return same;
+}
+
 Misses find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since) {
   Misses found;
   found.since = since;
   const storage::Storage& storage = *cache.storage();
-  // Every entry's name, one listing per compiler version.
-  std::vector<CacheKey> keys;
-  if (auto versions = storage.list(""))
-    for (const auto& version : *versions) {
-      if (!version.starts_with(kVersionDirPrefix)) continue;
-      auto names = storage.list(version);
-      if (!names) continue;
-      for (const auto& name : *names)
-        if (auto key = parse_key(version + "/" + name)) keys.push_back(*key);
-    }
+  const std::vector<CacheKey> keys = list_keys(cache);
   found.looked_at = keys.size();
   // Each graph's time: one stat each, over the cache's connections.
   std::vector<std::optional<util::WallTime>> written(keys.size());

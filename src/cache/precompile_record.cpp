@@ -40,8 +40,8 @@ std::string serialize_precompile_record(const PrecompileRecord& record) {
   nlohmann::json graphs = nlohmann::json::array();
   for (const auto& g : record.graphs) graphs.push_back({{"key", g.key}, {"outcome", g.outcome}});
   nlohmann::json j = {{"format", kPrecompileRecordFormat},
-                      {"started", util::format_utc(record.started)},
-                      {"ended", util::format_utc(record.ended)},
+                      {"started", util::format_utc_ms(record.started)},
+                      {"ended", util::format_utc_ms(record.ended)},
                       {"host", record.host},
                       {"pid", record.pid},
                       {"compiler_version", record.compiler_version},

@@ -21,6 +21,7 @@ namespace {
 const std::map<std::string, Mode> kModes = {
     {"collect-and-compile", Mode::collect_and_compile}, {"all", Mode::collect_and_compile},
     {"collect", Mode::collect},          {"compile", Mode::compile},
+    {"check", Mode::check},
     {"clean", Mode::clean},              {"clear-locks", Mode::clear_locks},
     {"clear-neffs", Mode::clear_neffs},  {"scan", Mode::scan},
     {"scan-with-failed", Mode::scan_with_failed}, {"analyze", Mode::analyze}};
@@ -76,8 +77,6 @@ size_t find_command_start(const CLI::App& app, std::vector<std::string>& words, 
   return words.size();
 }
 
-// Whether `mode` compiles graphs (and so has a report to write).
-bool mode_compiles(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::compile; }
 
 // An option the run would not act on is refused, never silently ignored:
 // a --dry-run of clean would remove every entry for real, a --report of a
@@ -89,6 +88,9 @@ void refuse_unused_outputs(const Options& options, const std::string& mode) {
     throw UsageError("--dry-run shows what a pre-compile would compile, and --command " + mode +
                      " compiles nothing: it would run for real. Leave out --dry-run (--command scan shows the "
                      "cache's states and changes nothing)");
+  if (options.dry_run && options.mode == Mode::check)
+    throw UsageError("--command check compiles nothing already, and says what the training run would compile: "
+                     "leave out --dry-run");
   if (options.report && (!mode_compiles(options.mode) || options.dry_run))
     throw UsageError("--report is written by a run that compiles, and " +
                      (options.dry_run ? std::string("--dry-run") : "--command " + mode) +
@@ -116,7 +118,11 @@ std::string mode_name(Mode mode) {
   return "?";
 }
 
-bool mode_runs_trial(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::collect; }
+bool mode_compiles(Mode mode) { return mode == Mode::collect_and_compile || mode == Mode::compile; }
+
+bool mode_runs_trial(Mode mode) {
+  return mode == Mode::collect_and_compile || mode == Mode::collect || mode == Mode::check;
+}
 
 Options parse_options(int argc, char** argv) {
   Options options;
@@ -134,8 +140,10 @@ Options parse_options(int argc, char** argv) {
   std::string max_retries, lock_timeout;
   app.add_option("--command", mode,
                  "What to do (default collect-and-compile, or all: the trial, then the compiles; collect: the "
-                 "trial only; compile: the pending graphs; analyze is not available)")
-      ->type_name("{collect-and-compile,collect,compile,all,clean,clear-locks,clear-neffs,scan,scan-with-failed,"
+                 "trial only; compile: the pending graphs; check: the trial, then exit 0 only if every graph it produced "
+                 "is compiled in the cache, else list those the training run would compile and exit with their "
+                 "count; analyze is not available)")
+      ->type_name("{collect-and-compile,collect,compile,all,check,clean,clear-locks,clear-neffs,scan,scan-with-failed,"
                   "analyze}");
   app.add_option("--num_parallel", options.num_parallel,
                  "Compiles at once (default: ceil(total memory / 64 GiB), more once peaks are learned)")
@@ -186,7 +194,7 @@ Options parse_options(int argc, char** argv) {
   auto found = kModes.find(mode);
   if (found == kModes.end())
     throw UsageError("--command has the bad value '" + mode +
-                     "': expected collect-and-compile, collect, compile, clean, clear-locks, "
+                     "': expected collect-and-compile, collect, compile, check, clean, clear-locks, "
                      "clear-neffs, scan, scan-with-failed or analyze");
   options.mode = found->second;
   if (options.mode == Mode::analyze)

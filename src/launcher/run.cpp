@@ -24,6 +24,7 @@
 #include <npc/launcher/run_cluster.hpp>
 #include <npc/launcher/run_trace.hpp>
 #include <npc/launcher/system.hpp>
+#include <npc/launcher/warm_check.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/file_lock.hpp>
 #include <npc/util/error.hpp>
@@ -232,13 +233,13 @@ void evict_after_run(const Pool& pool, const std::vector<fs::path>& roots, const
 // report and the original's results files.
 // The pre-compile as a record in the cache every host sees
 // (cache/precompile_record.hpp), for `neuron_cache misses` to judge later
-// compiles against: each graph it took and how it ended. Its end is rounded
-// up to the second, so that no graph of this run reads as made after it.
+// compiles against: each graph it took and how it ended. Its end is taken
+// once every graph of the run is stored, so none reads as made after it.
 void record_precompile(const Pool& pool, const GraphSource& source, util::WallTime started,
                        const std::string& compiler_version) {
   cache::PrecompileRecord record;
-  record.started = std::chrono::floor<std::chrono::seconds>(started);
-  record.ended = std::chrono::ceil<std::chrono::seconds>(std::chrono::system_clock::now());
+  record.started = started;
+  record.ended = std::chrono::system_clock::now();
   record.host = util::this_host();
   record.pid = ::getpid();
   record.compiler_version = compiler_version;
@@ -422,6 +423,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   }
 
   if (options.mode == Mode::collect) return print_collected(collector);
+  if (options.mode == Mode::check) return report_warm_check(collector.entries(), cache);
 
   std::vector<fs::path> roots = collector.roots();
   PlannedPool planned = plan_pool(options, collector.take_entries(), cache, source, *cluster, retry_failed);

@@ -22,7 +22,7 @@ namespace {
 // line of the step's totals at the end. Without it (the storage refuses)
 // the task still compiles every graph it found that no other holds.
 std::optional<cluster::StepMeeting> join_step(const Options& options, const GraphSource& source) {
-  if (!options.step || options.mode == Mode::collect || options.dry_run) return std::nullopt;
+  if (!options.step || !mode_compiles(options.mode) || options.dry_run) return std::nullopt;
   try {
     auto joined = cluster::StepMeeting::join(source.open_common_storage(), source.open_common_storage(), *options.step);
     if (joined) return std::move(*joined);
@@ -57,7 +57,7 @@ std::shared_ptr<cluster::RollLook> join_roll(const GraphSource& source) {
 } // namespace
 
 cluster::Cluster join_cluster(const Options& options, const GraphSource& source) {
-  if (options.mode == Mode::collect || options.dry_run) return {};
+  if (!mode_compiles(options.mode) || options.dry_run) return {}; // collect, check
   // A task of a Slurm step is on the roll as the step's meeting has it, and
   // splits the graphs with the step's other tasks alone.
   std::optional<cluster::StepMeeting> step = join_step(options, source);

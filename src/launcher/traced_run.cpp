@@ -48,6 +48,7 @@ int run_mode(const Options& options, const config::Settings& settings, RunTrace*
   switch (options.mode) {
   case Mode::collect_and_compile:
   case Mode::collect:
+  case Mode::check:
   case Mode::compile: return run_pre_compile(options, settings, trace, facts);
   default: return run_maintenance(options, settings, trace, facts);
   }

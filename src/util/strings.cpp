@@ -189,16 +189,40 @@ std::string format_utc(std::chrono::system_clock::time_point when) {
   return buffer;
 }
 
+std::string format_utc_ms(std::chrono::system_clock::time_point when) {
+  const auto ms = std::chrono::floor<std::chrono::milliseconds>(when);
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(ms);
+  std::string text = format_utc(seconds);
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>((ms - seconds).count()));
+  text.insert(text.size() - 1, fraction);
+  return text;
+}
+
 std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text) {
   std::string t(trim(text));
   if (!t.empty() && t.back() == 'Z') t.pop_back();
+  // A fraction of a second: up to nine digits after a '.' that follows the seconds.
+  std::chrono::nanoseconds fraction{0};
+  if (auto dot = t.rfind('.'); dot != std::string::npos && dot + 1 < t.size() && t.size() - dot - 1 <= 9 &&
+                               t.find(':') != std::string::npos) {
+    std::int64_t value = 0;
+    for (std::size_t i = dot + 1; i < t.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(t[i]))) return std::nullopt;
+      value = value * 10 + (t[i] - '0');
+    }
+    for (std::size_t digits = t.size() - dot - 1; digits < 9; ++digits) value *= 10;
+    fraction = std::chrono::nanoseconds(value);
+    t.erase(dot);
+  }
   for (const char* format : {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d"}) {
     std::tm tm{};
     const char* end = ::strptime(t.c_str(), format, &tm);
     if (end == nullptr || *end != '\0') continue;
     const std::time_t seconds = ::timegm(&tm);
     if (seconds == static_cast<std::time_t>(-1)) return std::nullopt;
-    return std::chrono::system_clock::from_time_t(seconds);
+    return std::chrono::system_clock::from_time_t(seconds) +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(fraction);
   }
   return std::nullopt;
 }

@@ -3,8 +3,6 @@
 // meet (a longer run reaching a graph the trial never did, other compiler
 // flags, an entry removed since), each graph they compiled listed by cause.
 
-#include <thread>
-
 #include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
@@ -26,9 +24,6 @@ protected:
     for (auto& a : train(steps)) args.push_back(a);
     auto run = run_tool("neuron_parallel_compile", args);
     ASSERT_EQ(run.exit_code, 0) << run.describe();
-    // The record's end is rounded up to the second: what the training runs
-    // compile comes after it.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   }
   void training(int steps, std::map<std::string, std::string> env = {}) {
     auto run = run_tool("standin_train", train(steps), std::move(env));

@@ -136,8 +136,8 @@ TEST_F(InstallTest, CompletionCompletesSubcommandsOptionsAndPaths) {
   EXPECT_EQ(complete({"neuron_cc_wrapper", "compile", "--graph", ""}), (Words{"d1", "f1"}));
   // The values of an option that takes one of a few.
   EXPECT_EQ(complete({"neuron_parallel_compile", "--command", ""}),
-            (Words{"all", "analyze", "clean", "clear-locks", "clear-neffs", "collect", "collect-and-compile", "compile",
-                   "scan", "scan-with-failed"}));
+            (Words{"all", "analyze", "check", "clean", "clear-locks", "clear-neffs", "collect", "collect-and-compile",
+                   "compile", "scan", "scan-with-failed"}));
   EXPECT_EQ(complete({"neuron_parallel_compile", "--command", "=", "clea"}), (Words{"clean", "clear-locks", "clear-neffs"}));
   EXPECT_EQ(complete({"neuron_parallel_compile", "--log_level", "W"}), Words{"WARNING"});
   EXPECT_EQ(complete({"neuron_cc_wrapper", "compile", "--log_level", "D"}), Words{"DEBUG"});
@@ -151,6 +151,7 @@ TEST_F(InstallTest, CompletionOffersEveryOptionOfHelp) {
       {"neuron_cache"}, {"neuron_cache", "ls"}, {"neuron_cache", "stats"}, {"neuron_cache", "prune"},
       {"neuron_cache", "verify"}, {"neuron_cache", "clear-locks"}, {"neuron_cache", "clear-failed"},
       {"neuron_cache", "rm"}, {"neuron_cache", "export"}, {"neuron_cache", "import"}, {"neuron_cache", "merge-traces"},
+      {"neuron_cache", "misses"},
       {"neuron_cc_wrapper"}, {"neuron_cc_wrapper", "compile"}, {"neuron_cc_wrapper", "compile-entry"},
       {"neuron_cc_wrapper", "key"}};
   // Named in --help but not ours to complete: another program's option, a

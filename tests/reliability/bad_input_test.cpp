@@ -473,7 +473,7 @@ const std::vector<BadInput>& rows() {
       {"LauncherBadMode", "`--command bogus`", "neuron_parallel_compile", {"--command", "bogus"}, {}, nothing, 2,
        Match::only_line,
        "neuron_parallel_compile: error: --command has the bad value 'bogus': expected collect-and-compile, collect, "
-       "compile, clean, clear-locks, clear-neffs, scan, scan-with-failed or analyze"},
+       "compile, check, clean, clear-locks, clear-neffs, scan, scan-with-failed or analyze"},
       {"LauncherNodeIdTooBig", "`--node_id 2 --world_size 2`", "neuron_parallel_compile",
        {"--node_id", "2", "--world_size", "2", "true"}, {}, nothing, 2, Match::only_line,
        "neuron_parallel_compile: error: --node_id 2 must be below --world_size 2"},

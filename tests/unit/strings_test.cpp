@@ -140,8 +140,13 @@ TEST(Strings, UtcParsingTakesFormatUtcsFormAndADay) {
   EXPECT_EQ(parse_utc("2023-11-14T22:13:20"), when);
   EXPECT_EQ(parse_utc("2023-11-14 22:13:20"), when);
   EXPECT_EQ(parse_utc(" 2023-11-14 "), std::chrono::system_clock::time_point(std::chrono::seconds(1699920000)));
+  // To the millisecond, both ways.
+  const auto later = when + std::chrono::milliseconds(45);
+  EXPECT_EQ(format_utc_ms(later), "2023-11-14T22:13:20.045Z");
+  EXPECT_EQ(parse_utc(format_utc_ms(later)), later);
+  EXPECT_EQ(parse_utc("2023-11-14T22:13:20.5Z"), when + std::chrono::milliseconds(500));
   for (const char* bad : {"", "yesterday", "2023-13-01", "2023-11-14T25:00:00Z", "2023-11-14T22:13:20+02:00",
-                          "1700000000"})
+                          "1700000000", "2023-11-14T22:13:20.Z", "2023-11-14T22:13:20.x5Z", "2023-11-14.5"})
     EXPECT_FALSE(parse_utc(bad)) << bad;
 }
 

@@ -73,4 +73,24 @@ struct Misses {
 // against `precompile` (last_precompile's records; may be empty).
 [[nodiscard]] Misses find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since);
 
+// Every key of `cache`: one listing of its root and one of each compiler
+// version's folder.
+[[nodiscard]] std::vector<CacheKey> list_keys(const Cache& cache);
+
+// An entry of the same graph as another key (the same graph part), under
+// other flags or another compiler version.
+struct SameGraphKey {
+  CacheKey key;
+  bool same_version = false;
+  // Other flags: the words of `key`'s flags not in the asked key's, and the
+  // other way round (empty when either cannot be read).
+  std::vector<std::string> flags_added;
+  std::vector<std::string> flags_removed;
+};
+// The keys of `keys` other than `key` with its graph part, the nearest
+// first: under its compiler version, the fewest flag words apart; `key`'s
+// own flags are read from `cache`.
+[[nodiscard]] std::vector<SameGraphKey> same_graph_keys(const Cache& cache, const std::vector<CacheKey>& keys,
+                                                        const CacheKey& key);
+
 } // namespace npc::cache

@@ -6,7 +6,7 @@
 // cache named by URL), named so that names sort by start:
 //
 //   .npc/precompiles/20261129T100000Z-<host>-<pid>.json
-//   {"format": 1, "started": "2026-11-29T10:00:00Z", "ended": "...",
+//   {"format": 1, "started": "2026-11-29T10:00:00.120Z", "ended": "...",
 //    "host": "ip-10-0-0-1", "pid": 4242, "compiler_version": "2.15.128.0",
 //    "graphs": [{"key": "neuronxcc-2.15.128.0/MODULE_1+abcd", "outcome": "compiled"}]}
 //

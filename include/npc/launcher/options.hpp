@@ -21,6 +21,7 @@ enum class Mode {
   collect_and_compile, // run the trial in extraction mode, then compile (default)
   collect,             // only run the trial and collect the graphs
   compile,             // compile every pending entry of the current compiler version
+  check,               // run the trial, compile nothing: is every graph it produced compiled? (warm_check.hpp)
   clean,               // remove every entry of the current compiler version, and the workdir
   clear_locks,         // remove lock files nobody holds
   clear_neffs,         // drop compiled results, keep the graphs pending
@@ -60,6 +61,9 @@ struct Options {
 [[nodiscard]] Options parse_options(int argc, char** argv);
 
 [[nodiscard]] bool mode_runs_trial(Mode mode);
+// Whether `mode` compiles graphs (and so has a report to write, and splits
+// its graphs with other launchers).
+[[nodiscard]] bool mode_compiles(Mode mode);
 // The --command word of `mode` ("scan-with-failed").
 [[nodiscard]] std::string mode_name(Mode mode);
 

@@ -58,9 +58,13 @@ namespace npc::util {
 // "2026-11-22T08:30:05Z"
 [[nodiscard]] std::string format_utc(std::chrono::system_clock::time_point when);
 [[nodiscard]] std::int64_t to_unix_seconds(std::chrono::system_clock::time_point when);
+// "2026-11-22T08:30:05.123Z": to the millisecond, for records that order
+// events less than a second apart.
+[[nodiscard]] std::string format_utc_ms(std::chrono::system_clock::time_point when);
 // A time in UTC as a user writes it: "2026-11-22T08:30:05Z" (format_utc's
-// form; the Z may be left out), "2026-11-22 08:30:05", or a day alone,
-// "2026-11-22" (its start). nullopt for anything else.
+// form; the Z may be left out; a fraction of a second, as format_utc_ms
+// writes it, is kept), "2026-11-22 08:30:05", or a day alone, "2026-11-22"
+// (its start). nullopt for anything else.
 [[nodiscard]] std::optional<std::chrono::system_clock::time_point> parse_utc(std::string_view text);
 
 // Whether `name` is one of `names` (the file names of a listing, say).
