@@ -38,7 +38,7 @@ const std::vector<Entry> kScenarios = {
     {"s3-transfer", run_s3_transfer},       {"before-after", run_before_after},
     {"cluster", run_cluster},               {"cluster-short", run_cluster_short},
     {"masquerade", run_masquerade},
-    {"observe", run_observe},
+    {"observe", run_observe},               {"misses", run_misses},
 };
 
 std::string utc_now() {

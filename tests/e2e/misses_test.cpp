@@ -95,6 +95,25 @@ TEST_F(Misses, AGraphOfThePrecompileRemovedSinceIsMadeAgain) {
   EXPECT_EQ(j["misses"][0]["trial_key"], key);
 }
 
+// A record the cache refuses costs one warning; the pre-compile itself stands.
+TEST_F(Misses, ARecordTheCacheRefusesIsAWarningAndTheRunStands) {
+  fs::create_directories(cache_root() / ".npc");
+  write_text(cache_root() / ".npc" / "precompiles", "a file where the records' folder belongs");
+  std::vector<std::string> args = {"--parallel_compile_workdir=" + (dir() / "wd").string(),
+                                   tool_path("standin_train").string()};
+  for (auto& a : train(10)) args.push_back(a);
+  auto run = run_tool("neuron_parallel_compile", args);
+  EXPECT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(compiles(), 4u);
+  EXPECT_NE(run.err.find("warning: cannot record the pre-compile in " +
+                         (cache_root() / ".npc" / "precompiles").string()),
+            std::string::npos)
+      << run.err;
+  auto misses = run_tool("neuron_cache", {"misses"});
+  EXPECT_EQ(misses.exit_code, 3) << misses.describe();
+  EXPECT_NE(misses.err.find("move that aside"), std::string::npos) << misses.err;
+}
+
 TEST_F(Misses, WithoutAPrecompileOnlySinceATimeAndABadTimeIsRefused) {
   training(10);
   auto no_record = run_tool("neuron_cache", {"misses"});

@@ -200,6 +200,14 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
   auto run = launch("node-b", {"--command", "compile"});
   ASSERT_EQ(run.exit_code, 0) << run.describe();
   EXPECT_EQ(precompile_records(), 1u) << "recorded where every host sees it";
+  // Another node reads it there: nothing compiled after it; the entries are S3's.
+  auto misses = run_tool("neuron_cache", {"misses", "--json"}, {{"NEURON_COMPILE_CACHE_MIRROR", (dir() / "node-c").string()}});
+  ASSERT_EQ(misses.exit_code, 0) << misses.describe();
+  auto listed = nlohmann::json::parse(misses.out);
+  EXPECT_EQ(listed["entries"], 4);
+  EXPECT_EQ(listed["misses"].size(), 0u);
+  ASSERT_EQ(listed["precompile"].size(), 1u);
+  EXPECT_EQ(listed["precompile"][0]["graphs"], 4);
   EXPECT_EQ(compiles(), 4u);
   EXPECT_EQ(objects(), done_entries(4));
   EXPECT_EQ(done_in_mirror("node-b"), 4u);
