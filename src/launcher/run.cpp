@@ -237,6 +237,9 @@ void evict_after_run(const Pool& pool, const std::vector<fs::path>& roots, const
 // once every graph of the run is stored, so none reads as made after it.
 void record_precompile(const Pool& pool, const GraphSource& source, util::WallTime started,
                        const std::string& compiler_version) {
+  // A run that took no graph (--command compile with none pending) is no
+  // pre-compile to judge a training run against: the last one stays so.
+  if (pool.items().empty()) return;
   cache::PrecompileRecord record;
   record.started = started;
   record.ended = std::chrono::system_clock::now();

@@ -20,6 +20,8 @@ std::string words(const std::vector<std::string>& list) {
 // Why the training run would compile the graph of `entry` (not done).
 std::string why_it_compiles(const cache::Cache& cache, const std::vector<cache::CacheKey>& keys,
                             const cache::Entry& entry, const cache::CacheKey& key) {
+  if (auto holder = entry.describe_holder())
+    return "being compiled now, held by " + *holder + ": done when that compile ends";
   if (entry.looks_failed())
     return "failed before (a cached failure): compiled again only where failures are retried "
            "(--retry_failed_compilation in NEURON_CC_FLAGS)";

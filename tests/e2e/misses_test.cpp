@@ -46,6 +46,12 @@ TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
   precompile(10);
   ASSERT_EQ(records(), 1u);
   EXPECT_EQ(misses_json()["misses"].size(), 0u);
+  // A run that takes no graph (none pending) records nothing: the trial's
+  // record stays the last pre-compile.
+  auto nothing = run_tool("neuron_parallel_compile",
+                          {"--command", "compile", "--parallel_compile_workdir=" + (dir() / "wd").string()});
+  ASSERT_EQ(nothing.exit_code, 0) << nothing.describe();
+  EXPECT_EQ(records(), 1u);
   auto none = run_tool("neuron_cache", {"misses"});
   EXPECT_EQ(none.out.rfind("no graph compiled after the pre-compile of ", 0), 0u) << none.out;
   EXPECT_NE(none.out.find(": 4 graph(s)\n"), std::string::npos) << none.out;

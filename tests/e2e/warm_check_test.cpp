@@ -92,6 +92,22 @@ TEST_F(WarmCheck, ACachedFailureIsSaidAsSuch) {
     EXPECT_NE(line.find(": failed before (a cached failure)"), std::string::npos) << line;
 }
 
+// A graph another process compiles now is said so, with its holder.
+TEST_F(WarmCheck, AGraphBeingCompiledNamesItsHolder) {
+  ASSERT_EQ(launch("collect", 10).exit_code, 0);
+  const auto found = entries();
+  ASSERT_EQ(found.size(), 4u);
+  // The framework's lock file, as torch-neuronx leaves it while it compiles.
+  write_text(found[0] / "model.hlo_module.pb.lock", "");
+  auto check = launch("check", 10);
+  EXPECT_EQ(check.exit_code, 4) << check.describe();
+  const auto lines = graph_lines(check.out);
+  ASSERT_EQ(lines.size(), 4u) << check.out;
+  std::size_t held = 0;
+  for (const auto& line : lines) held += line.find(": being compiled now, held by whoever made the lock ") != std::string::npos;
+  EXPECT_EQ(held, 1u) << check.out;
+}
+
 TEST_F(WarmCheck, ADryRunOfACheckIsRefused) {
   auto r = run_tool("neuron_parallel_compile", {"--command", "check", "--dry-run", "true"});
   EXPECT_EQ(r.exit_code, 2) << r.describe();
