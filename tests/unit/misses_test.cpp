@@ -64,7 +64,9 @@ TEST_F(MissesTest, ARecordReadsBackAsWrittenAndOnlyTheNewestAreKept) {
                                 {{"neuronxcc-2.0.0/MODULE_1+aa", "compiled"}, {"neuronxcc-2.0.0/MODULE_2+aa", "failed"}});
     r.pid = 100 + i;
     ASSERT_TRUE(write_precompile_record(*cache->storage(), r).ok());
-    if (i == 1) EXPECT_EQ(r.name, "20270115T080100Z-trn1-a-101.json") << "sorts as the start does";
+    if (i == 1) {
+      EXPECT_EQ(r.name, "20270115T080100Z-trn1-a-101.json") << "sorts as the start does";
+    }
   }
   // Something else in the folder is skipped with a warning, never an error.
   test::write_text(dir() / "cache" / std::string(kPrecompilesDir) / "29990101T000000Z-x-1.json", "{not json");
