@@ -5,6 +5,8 @@
 #include <mutex>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
@@ -99,15 +101,18 @@ std::string_view describe(MissCause cause) {
   return "?";
 }
 
-std::vector<CacheKey> list_keys(const Cache& cache) {
+Result<std::vector<CacheKey>> list_keys(const Cache& cache) {
   const storage::Storage& storage = *cache.storage();
   std::vector<CacheKey> keys;
   auto versions = storage.list("");
-  if (!versions) return keys;
+  if (!versions) return fail("cannot list the cache " + cache.describe() + ": " + versions.error());
   for (const auto& version : *versions) {
     if (!version.starts_with(kVersionDirPrefix)) continue;
     auto names = storage.list(version);
-    if (!names) continue;
+    if (!names) {
+      spdlog::warn("skipping {}: {}", storage.describe(version), names.error());
+      continue;
+    }
     for (const auto& name : *names)
       if (auto key = parse_key(version + "/" + name)) keys.push_back(*key);
   }
@@ -144,11 +149,13 @@ std::vector<SameGraphKey> same_graph_keys(const Cache& cache, const std::vector<
   return same;
 }
 
-Misses find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since) {
+Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since) {
   Misses found;
   found.since = since;
   const storage::Storage& storage = *cache.storage();
-  const std::vector<CacheKey> keys = list_keys(cache);
+  auto listed = list_keys(cache);
+  if (!listed) return fail(listed.error());
+  const std::vector<CacheKey>& keys = *listed;
   found.looked_at = keys.size();
   // Each graph's time: one stat each, over the cache's connections.
   std::vector<std::optional<util::WallTime>> written(keys.size());

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include <npc/cache/key.hpp>
 #include <npc/cache/misses.hpp>
 #include <npc/cache/precompile_record.hpp>
 #include <npc/cli/cache_commands.hpp>
@@ -15,12 +16,6 @@
 namespace npc::cli {
 
 namespace {
-
-std::string words(const std::vector<std::string>& list) {
-  std::string text;
-  for (const auto& w : list) text += (text.empty() ? "" : " ") + w;
-  return text;
-}
 
 // "2026-11-29T10:00:00Z to 10:05:12Z on trn1-a, trn1-b: 24 graphs"
 std::string describe_precompile(const std::vector<cache::PrecompileRecord>& run) {
@@ -41,9 +36,9 @@ std::string detail_of(const cache::Miss& miss) {
   switch (miss.cause) {
   case cache::MissCause::other_flags: {
     std::string text = "the trial's " + miss.trial_key->module_name();
-    if (!miss.flags_added.empty()) text += "; flags here, not in the trial: " + words(miss.flags_added);
+    if (!miss.flags_added.empty()) text += "; flags here, not in the trial: " + cache::joined_flags(miss.flags_added);
     if (!miss.flags_removed.empty())
-      text += "; flags in the trial, not here: " + words(miss.flags_removed);
+      text += "; flags in the trial, not here: " + cache::joined_flags(miss.flags_removed);
     if (miss.flags_added.empty() && miss.flags_removed.empty()) text += "; the same flags in another order";
     return text;
   }
@@ -136,7 +131,9 @@ int cmd_misses(cache::Tiers& tiers, std::size_t connections, const std::string& 
     since = last.front().ended;
     for (const auto& r : last) since = std::max(*since, r.ended);
   }
-  cache::Misses found = cache::find_misses(cache, std::move(last), *since);
+  auto found_or = cache::find_misses(cache, std::move(last), *since);
+  if (!found_or) throw EnvironmentError("misses: " + found_or.error());
+  const cache::Misses& found = *found_or;
   if (as_json) print_json(to_json(found));
   else print_text(found);
   return 0;

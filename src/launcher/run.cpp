@@ -235,7 +235,8 @@ void evict_after_run(const Pool& pool, const std::vector<fs::path>& roots, const
 // (cache/precompile_record.hpp), for `neuron_cache misses` to judge later
 // compiles against: each graph it took and how it ended. Its end is taken
 // once every graph of the run is stored, so none reads as made after it.
-void record_precompile(const Pool& pool, const GraphSource& source, util::WallTime started,
+void record_precompile(const Pool& pool, const GraphSource& source, const cache::Cache& cache,
+                       const std::vector<fs::path>& roots, util::WallTime started,
                        const std::string& compiler_version) {
   // A run that took no graph (--command compile with none pending) is no
   // pre-compile to judge a training run against: the last one stays so.
@@ -262,6 +263,14 @@ void record_precompile(const Pool& pool, const GraphSource& source, util::WallTi
     if (auto s = cache::write_precompile_record(*storage, record); !s) spdlog::warn("{}", s.error());
   } catch (const std::exception& e) {
     spdlog::warn("cannot record the pre-compile: {}", e.what());
+  }
+  // A trial of an older release stores its graphs in DIR/neuron-compile-cache,
+  // the root neuron_cache then finds: the record goes there too.
+  for (const auto& root : roots) {
+    std::error_code ec;
+    if (fs::equivalent(root, cache.root(), ec)) continue;
+    if (auto s = cache::write_precompile_record(*cache::Cache(root).storage(), record); !s)
+      spdlog::warn("{}", s.error());
   }
 }
 
@@ -469,7 +478,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
     return exit_status_for_signal(ran.interrupted_by);
   }
   if (count(pool).compiled > 0) evict_after_run(pool, roots, cache, settings);
-  record_precompile(pool, source, run_started, version);
+  record_precompile(pool, source, cache, roots, run_started, version);
   report_run(options, pool, cache, roots, facts, ran, compile_start_epoch);
   if (settings.count_usage) count_run_usage(pool, cache);
   cluster->report_end(task_totals(pool));

@@ -11,12 +11,6 @@ namespace npc::launcher {
 
 namespace {
 
-std::string words(const std::vector<std::string>& list) {
-  std::string text;
-  for (const auto& w : list) text += (text.empty() ? "" : " ") + w;
-  return text;
-}
-
 // Why the training run would compile the graph of `entry` (not done).
 std::string why_it_compiles(const cache::Cache& cache, const std::vector<cache::CacheKey>& keys,
                             const cache::Entry& entry, const cache::CacheKey& key) {
@@ -29,8 +23,8 @@ std::string why_it_compiles(const cache::Cache& cache, const std::vector<cache::
     if (!cache.entry(same.key).looks_done()) continue;
     if (same.same_version) {
       std::string text = "the same graph is compiled under other flags (" + same.key.module_name() + ")";
-      if (!same.flags_removed.empty()) text += "; flags here, not there: " + words(same.flags_removed);
-      if (!same.flags_added.empty()) text += "; flags there, not here: " + words(same.flags_added);
+      if (!same.flags_removed.empty()) text += "; flags here, not there: " + cache::joined_flags(same.flags_removed);
+      if (!same.flags_added.empty()) text += "; flags there, not here: " + cache::joined_flags(same.flags_added);
       if (same.flags_added.empty() && same.flags_removed.empty()) text += "; the same flags in another order";
       return text;
     }
@@ -58,7 +52,8 @@ int report_warm_check(const std::vector<fs::path>& entries, const cache::Cache& 
               << cache.describe() << "\n";
     return 0;
   }
-  const std::vector<cache::CacheKey> keys = cache::list_keys(cache);
+  // Without a listing, each graph is still named; only the why is less.
+  const std::vector<cache::CacheKey> keys = cache::list_keys(cache).value_or(std::vector<cache::CacheKey>{});
   std::cout << cold.size() << " graph(s) the trial ran would compile in the training run:\n";
   for (const auto& [key, entry] : cold)
     std::cout << "  " << key.str() << ": " << why_it_compiles(cache, keys, entry, key) << '\n';

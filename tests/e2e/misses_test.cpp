@@ -13,20 +13,21 @@ namespace {
 class Misses : public CacheTest {
 protected:
   // init + 2 train + eval = 4 graphs in 10 steps; a late graph at step 20.
-  std::vector<std::string> train(int steps) {
-    return {"--nproc_per_node", "2", "--steps_this_run", std::to_string(steps), "--graphs_per_step", "2",
-            "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden", "64",
-            "--workdir", (dir() / "train").string()};
+  // `protocol`: the stand-in's (wrapper, torch-neuronx, torch-neuronx-legacy).
+  std::vector<std::string> train(int steps, const std::string& protocol = "wrapper") {
+    return {"--protocol", protocol, "--nproc_per_node", "2", "--steps_this_run", std::to_string(steps),
+            "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden",
+            "64", "--workdir", (dir() / "train").string()};
   }
-  void precompile(int steps) {
+  void precompile(int steps, const std::string& protocol = "wrapper") {
     std::vector<std::string> args = {"--parallel_compile_workdir=" + (dir() / "wd").string(),
                                      tool_path("standin_train").string()};
-    for (auto& a : train(steps)) args.push_back(a);
+    for (auto& a : train(steps, protocol)) args.push_back(a);
     auto run = run_tool("neuron_parallel_compile", args);
     ASSERT_EQ(run.exit_code, 0) << run.describe();
   }
-  void training(int steps, std::map<std::string, std::string> env = {}) {
-    auto run = run_tool("standin_train", train(steps), std::move(env));
+  void training(int steps, std::map<std::string, std::string> env = {}, const std::string& protocol = "wrapper") {
+    auto run = run_tool("standin_train", train(steps, protocol), std::move(env));
     ASSERT_EQ(run.exit_code, 0) << run.describe();
   }
   nlohmann::json misses_json() {
@@ -84,6 +85,22 @@ TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
   EXPECT_NE(text.out.find("\nnever produced by the trial (1):\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("\nthe trial's graph under other compiler flags (4):\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("flags here, not in the trial: -O1"), std::string::npos) << text.out;
+}
+
+// Current torch-neuronx, and older releases, whose cache is
+// DIR/neuron-compile-cache: the record is where neuron_cache finds the graphs.
+TEST_F(Misses, TheLateGraphIsListedUnderEachFrameworkProtocol) {
+  for (const std::string protocol : {"torch-neuronx", "torch-neuronx-legacy"}) {
+    SCOPED_TRACE(protocol);
+    fs::remove_all(cache_root());
+    precompile(10, protocol);
+    training(25, {}, protocol);
+    nlohmann::json j = misses_json();
+    ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
+    EXPECT_EQ(j["misses"][0]["cause"], "not_in_trial");
+    ASSERT_EQ(j["precompile"].size(), 1u) << j.dump(1);
+    EXPECT_EQ(j["precompile"][0]["graphs"], 4);
+  }
 }
 
 TEST_F(Misses, AGraphOfThePrecompileRemovedSinceIsMadeAgain) {

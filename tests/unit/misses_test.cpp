@@ -160,7 +160,9 @@ TEST_F(MissesTest, EachGraphMadeAfterThePrecompileIsJudgedByItsKey) {
                                                 {"neuronxcc-2.0.0/MODULE_3+aaaa", "cached"},
                                                 {"neuronxcc-2.0.0/MODULE_4+aaaa", "compiled"},
                                                 {"neuronxcc-2.0.0/MODULE_5+aaaa", "compiled"}})};
-  Misses found = find_misses(*cache, last, kPrecompileEnd);
+  auto listed = find_misses(*cache, last, kPrecompileEnd);
+  ASSERT_TRUE(listed) << listed.error();
+  const Misses& found = *listed;
   EXPECT_EQ(found.looked_at, 8u);
   EXPECT_EQ(found.precompile.size(), 1u);
   ASSERT_EQ(found.misses.size(), 5u);
@@ -192,12 +194,26 @@ TEST_F(MissesTest, EachGraphMadeAfterThePrecompileIsJudgedByItsKey) {
 TEST_F(MissesTest, WithoutAPrecompileEveryGraphSinceIsListedAsSuch) {
   entry_at("neuronxcc-2.0.0/MODULE_1+aaaa", {}, kPrecompileStart);
   entry_at("neuronxcc-2.0.0/MODULE_2+aaaa", {}, kPrecompileEnd + seconds(1));
-  Misses found = find_misses(*cache, {}, kPrecompileEnd);
+  auto listed = find_misses(*cache, {}, kPrecompileEnd);
+  ASSERT_TRUE(listed) << listed.error();
+  const Misses& found = *listed;
   ASSERT_EQ(found.misses.size(), 1u);
   EXPECT_EQ(found.misses[0].key.str(), "neuronxcc-2.0.0/MODULE_2+aaaa");
   EXPECT_EQ(found.misses[0].cause, MissCause::no_precompile);
   // A graph written exactly at the time given is not after it.
-  EXPECT_TRUE(find_misses(*cache, {}, kPrecompileEnd + seconds(1)).misses.empty());
+  auto at_the_time = find_misses(*cache, {}, kPrecompileEnd + seconds(1));
+  ASSERT_TRUE(at_the_time) << at_the_time.error();
+  EXPECT_TRUE(at_the_time->misses.empty());
+}
+
+// A cache that cannot be listed is an error, never "nothing compiled".
+TEST_F(MissesTest, ACacheThatCannotBeListedIsAnError) {
+  test::write_text(dir() / "not-a-folder", "a file where the cache belongs");
+  const Cache unlistable(dir() / "not-a-folder");
+  auto listed = find_misses(unlistable, {}, kPrecompileEnd);
+  ASSERT_FALSE(listed);
+  EXPECT_NE(listed.error().find("cannot list the cache " + (dir() / "not-a-folder").string()), std::string::npos)
+      << listed.error();
 }
 
 } // namespace

@@ -70,12 +70,15 @@ struct Misses {
 };
 
 // The entries of `cache` whose graphs were written after `since`, judged
-// against `precompile` (last_precompile's records; may be empty).
-[[nodiscard]] Misses find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since);
+// against `precompile` (last_precompile's records; may be empty). Fails
+// when the cache cannot be listed.
+[[nodiscard]] Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since);
 
 // Every key of `cache`: one listing of its root and one of each compiler
-// version's folder.
-[[nodiscard]] std::vector<CacheKey> list_keys(const Cache& cache);
+// version's folder. A root that cannot be listed is an error (an empty
+// answer would pass for a cache with nothing in it); a version folder that
+// cannot be listed is skipped with a warning.
+[[nodiscard]] Result<std::vector<CacheKey>> list_keys(const Cache& cache);
 
 // An entry of the same graph as another key (the same graph part), under
 // other flags or another compiler version.
