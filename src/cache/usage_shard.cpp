@@ -33,7 +33,9 @@ double add_seconds(double a, double b) { return std::min(a + b, kMaxUsageSeconds
 
 // The value of a field, as the shard's text has it: for a message.
 std::string shown(const json& value) {
-  std::string text = value.dump();
+  // A key of the value's object may hold bytes that are not UTF-8 (nlohmann
+  // reads them as they are): replaced, or dump would throw.
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   constexpr std::size_t kShownChars = 40; // enough for any number; a long string is cut
   if (text.size() > kShownChars) text = text.substr(0, kShownChars) + "...";
   return text;
