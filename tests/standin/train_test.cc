@@ -172,6 +172,31 @@ TEST_F(StandinTrain, UnderTorchrunItIsOneRankAndDoesNotSpawn) {
   EXPECT_EQ(list_dir(workdir()), std::vector<std::string>{"rank-1"});
 }
 
+// Two nodes' trials on one machine may be given one --workdir: a run's rank
+// replaces its summary by renaming a whole new file into place, so another
+// run reading the old one (here: a hard link held to it) never sees it
+// truncated or half rewritten.
+TEST_F(StandinTrain, ASummaryIsReplacedWholeNeverRewrittenInPlace) {
+  const std::vector<std::string> two_ranks{"--nproc_per_node", "2", "--workdir", workdir()};
+  std::vector<std::string> first = two_ranks;
+  first.insert(first.end(), {"--steps_this_run", "2"});
+  ASSERT_EQ(train(first, compile_wrapper_).exit_code, 0);
+  const std::string summary = workdir() + "/rank-0/summary.txt";
+  const std::string held = path("held-summary.txt");
+  ASSERT_EQ(run({"/bin/ln", summary, held}).exit_code, 0);
+  const std::string before = read_file(held);
+  ASSERT_EQ(before.rfind("steps 2\n", 0), 0u) << before;
+
+  std::vector<std::string> second = two_ranks;
+  second.insert(second.end(), {"--steps_this_run", "3"});
+  ASSERT_EQ(train(second, compile_wrapper_).exit_code, 0);
+  EXPECT_EQ(read_file(held), before);
+  EXPECT_EQ(read_file(summary).rfind("steps 3\n", 0), 0u) << read_file(summary);
+  for (const std::string rank : {"rank-0", "rank-1"})
+    for (const std::string& name : list_dir(workdir() + "/" + rank))
+      EXPECT_EQ(name.find(".tmp"), std::string::npos) << rank << "/" << name;
+}
+
 TEST_F(StandinTrain, FailingRankStatusIsPropagated) {
   const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run", "4", "--crash_at_step", "1"}, compile_wrapper_);

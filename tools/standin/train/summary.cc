@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "entry_files.h"
 #include "error.h"
 
 namespace standin::train {
@@ -47,17 +48,18 @@ std::string total_line(const std::vector<RankSummary>& ranks) {
 }
 
 // Format: "steps N", "jit_compiles N", "cache_hits N", "compile_wait_s X",
-// then one "graph <sha>" line per distinct graph.
+// then one "graph <sha>" line per distinct graph. Written whole and renamed
+// into place: two runs given the same --workdir (two launchers on one
+// machine) then each read a whole summary, never one being rewritten.
 void save_summary(const RankSummary& summary, const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
+  std::ostringstream out;
   out.precision(kSecondsPrecision);
   out << "steps " << summary.steps << "\n"
       << "jit_compiles " << summary.jit_compiles << "\n"
       << "cache_hits " << summary.cache_hits << "\n"
       << "compile_wait_s " << summary.compile_wait_s << "\n";
   for (const std::string& sha : summary.graph_shas) out << "graph " << sha << "\n";
-  out.flush();
-  if (!out) throw failure("cannot write rank summary '" + path + "'");
+  publish_file(path, out.str(), IfPresent::kReplace, "rank summary");
 }
 
 RankSummary load_summary(const std::string& path) {
