@@ -360,7 +360,7 @@ Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::s
   const std::string flags_json = serialize_compile_flags(flags);
   for (int attempt = 0;; ++attempt) {
     for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
-      if (auto created = storage_->create_exclusive(key_of(name), bytes); !created) return fail(created.error());
+      if (auto created = storage_->write(key_of(name), bytes, storage::IfPresent::keep); !created) return fail(created.error());
     // An eviction may take the whole entry away between the two (its
     // compile_flags.json found there, the graph then written into a folder
     // made again): the flags are written again, not left missing.

@@ -62,8 +62,8 @@ Status Entry::publish_failure(const fs::path& log, const AttemptRecord& attempt)
 Status Entry::record_killed(const fs::path& log, const AttemptRecord& attempt) const {
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
-  if (auto s = storage_->write_atomic(key_of(kMetaFile), serialize_entry_meta(record)); !s) return s;
-  if (auto s = storage_->put_file(log, key_of(kKilledLogFile)); !s)
+  if (auto s = status_of(storage_->write(key_of(kMetaFile), serialize_entry_meta(record), storage::IfPresent::replace)); !s) return s;
+  if (auto s = status_of(storage_->put_file(log, key_of(kKilledLogFile), storage::IfPresent::replace)); !s)
     return fail("cannot keep the log: " + s.error());
   return ok_status();
 }

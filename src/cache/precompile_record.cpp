@@ -85,7 +85,7 @@ Result<PrecompileRecord> parse_precompile_record(std::string_view json_text) {
 
 Status write_precompile_record(storage::Storage& storage, PrecompileRecord& record) {
   record.name = compact_utc(record.started) + "-" + name_part(record.host) + "-" + std::to_string(record.pid) + ".json";
-  if (auto s = storage.write_atomic(record_key(record.name), serialize_precompile_record(record)); !s)
+  if (auto s = status_of(storage.write(record_key(record.name), serialize_precompile_record(record), storage::IfPresent::replace)); !s)
     return fail("cannot record the pre-compile in " + storage.describe(record_key(record.name)) + ": " + s.error());
   auto names = storage.list(kPrecompilesDir);
   if (!names) return ok_status();

@@ -43,21 +43,21 @@ Status publish_result(storage::Storage& storage, std::string_view entry_key, con
                       MayHold may_hold) {
   auto key_of = [&](std::string_view file) { return key_in_entry(entry_key, file); };
   if (result.flags)
-    if (auto placed = storage.put_file_if_absent(*result.flags, key_of(kFlagsFile)); !placed)
+    if (auto placed = storage.put_file(*result.flags, key_of(kFlagsFile), storage::IfPresent::keep); !placed)
       return fail(placed.error());
   if (result.graph)
-    if (auto placed = storage.put_file_if_absent(*result.graph, key_of(kGraphFile)); !placed)
+    if (auto placed = storage.put_file(*result.graph, key_of(kGraphFile), storage::IfPresent::keep); !placed)
       return fail(placed.error());
   auto write_record = [&]() -> Status {
     if (!result.record) return ok_status();
-    return storage.write_atomic(key_of(kMetaFile), *result.record);
+    return status_of(storage.write(key_of(kMetaFile), *result.record, storage::IfPresent::replace));
   };
   if (result.neff) {
     if (may_hold.done)
       if (auto s = storage.remove(key_of(kDoneFile)); !s) return s;
-    if (auto s = storage.put_file(*result.neff, key_of(kNeffFile)); !s) return s;
+    if (auto s = status_of(storage.put_file(*result.neff, key_of(kNeffFile), storage::IfPresent::replace)); !s) return s;
     if (auto s = write_record(); !s) return s;
-    if (auto s = storage.write_atomic(key_of(kDoneFile), ""); !s) return s;
+    if (auto s = status_of(storage.write(key_of(kDoneFile), "", storage::IfPresent::replace)); !s) return s;
     // Leftovers of earlier attempts: what failing to remove them costs is a
     // stale log beside a done entry, which readers ignore.
     if (may_hold.log) std::ignore = storage.remove(key_of(kLogFile));
@@ -66,7 +66,7 @@ Status publish_result(storage::Storage& storage, std::string_view entry_key, con
   }
   if (result.log) {
     if (auto s = write_record(); !s) return s;
-    return storage.put_file(*result.log, key_of(kLogFile));
+    return status_of(storage.put_file(*result.log, key_of(kLogFile), storage::IfPresent::replace));
   }
   return write_record();
 }
@@ -88,7 +88,7 @@ Status demote_result(storage::Storage& storage, std::string_view entry_key) {
   if (!record) return storage.remove(key_of(kMetaFile));
   record->neff_sha256.reset();
   record->neff_bytes.reset();
-  return storage.write_atomic(key_of(kMetaFile), serialize_entry_meta(*record));
+  return status_of(storage.write(key_of(kMetaFile), serialize_entry_meta(*record), storage::IfPresent::replace));
 }
 
 Result<bool> remove_entry(storage::Storage& storage, std::string_view entry_key) {

@@ -457,7 +457,7 @@ Status SharedTier::store_graph(const CacheKey& key, std::string_view graph_bytes
                                 const std::vector<std::string>& flags) const {
   const std::string flags_json = serialize_compile_flags(flags);
   for (auto [name, bytes] : {std::pair{kFlagsFile, std::string_view(flags_json)}, std::pair{kGraphFile, graph_bytes}})
-    if (auto created = shared_->create_exclusive(key_of(key, name), bytes); !created) return fail(created.error());
+    if (auto created = shared_->write(key_of(key, name), bytes, storage::IfPresent::keep); !created) return fail(created.error());
   return ok_status();
 }
 

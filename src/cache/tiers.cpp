@@ -11,11 +11,11 @@ Tiers::Tiers(fs::path root, std::optional<std::string> shared_url)
 
 std::vector<std::shared_ptr<storage::Storage>> Tiers::connect(std::size_t count) const {
   if (!url_) return {};
-  return storage::open(*url_, count);
+  return storage::open(*url_, count, learned_);
 }
 
 const std::vector<std::shared_ptr<storage::Storage>>& Tiers::common_connections(std::size_t count) {
-  if (url_ && connections_.empty()) connections_ = storage::open(*url_, count);
+  if (url_ && connections_.empty()) connections_ = storage::open(*url_, count, learned_);
   return connections_;
 }
 

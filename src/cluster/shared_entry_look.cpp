@@ -194,7 +194,8 @@ private:
   }
 
   // Once, before the first lock: where the server honours create-only
-  // PUTs, a lock is one PUT, not a HEAD, a PUT, a pause and a GET.
+  // PUTs, a lock is one PUT, not a HEAD, a PUT, a pause and a GET. The
+  // transfer connections, opened by the same cache::Tiers, know it too.
   void learn_exclusive_create() {
     if (create_learned_) return;
     create_learned_ = true;
@@ -202,7 +203,6 @@ private:
     if (!exact) spdlog::debug("cannot tell whether {} honours create-only writes: {}", shared_.storage()->describe(),
                               exact.error());
     else spdlog::debug("{} {} create-only writes", shared_.storage()->describe(), *exact ? "honours" : "ignores");
-    for (const auto& connection : transfer_connections_) connection->learn_exclusive_create_from(*shared_.storage());
   }
 
   // On a transfer thread, over its connection: the lock, then the graph.

@@ -134,14 +134,14 @@ Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage,
 Status StepMeeting::found(const std::vector<std::string>& graphs) {
   nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
                            {"graphs", graphs},    {"ended", false}};
-  return storage_->write_atomic(record_key(folder_, task_.index), record.dump());
+  return status_of(storage_->write(record_key(folder_, task_.index), record.dump(), storage::IfPresent::replace));
 }
 
 Status StepMeeting::report(const TaskTotals& mine) {
   nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
                            {"graphs", mine.graphs}, {"compiled", mine.compiled},
                            {"done", mine.done},     {"failed", mine.failed}, {"ended", true}};
-  return storage_->write_atomic(record_key(folder_, task_.index), record.dump());
+  return status_of(storage_->write(record_key(folder_, task_.index), record.dump(), storage::IfPresent::replace));
 }
 
 namespace {

@@ -48,7 +48,6 @@ LocalStorage::LocalStorage(fs::path root, fs::path trash) : root_(std::move(root
 
 fs::path LocalStorage::path(std::string_view key) const { return key.empty() ? root_ : root_ / fs::path(key); }
 
-std::string LocalStorage::describe() const { return root_.string(); }
 std::string LocalStorage::describe(std::string_view key) const { return path(key).string(); }
 
 Result<std::vector<std::string>> LocalStorage::list(std::string_view dir) const {
@@ -126,14 +125,13 @@ Result<bool> LocalStorage::get_file(std::string_view key, const fs::path& local)
   return true;
 }
 
-Status LocalStorage::write_atomic(std::string_view key, std::string_view bytes) {
+Result<bool> LocalStorage::write(std::string_view key, std::string_view bytes, IfPresent if_present) {
   fs::path p = path(key);
-  if (auto s = ensure_parent(p); !s) return s;
-  return util::write_file_atomic(p, bytes);
-}
-
-Result<bool> LocalStorage::create_exclusive(std::string_view key, std::string_view bytes) {
-  fs::path p = path(key);
+  if (if_present == IfPresent::replace) {
+    if (auto s = ensure_parent(p); !s) return fail(s.error());
+    if (auto s = util::write_file_atomic(p, bytes); !s) return fail(s.error());
+    return true;
+  }
   if (exists_no_follow(p)) return false;
   // The temp file is linked into place: link(2) fails with EEXIST for all
   // but one of many writers, and a reader never sees a partial file. A
@@ -151,25 +149,21 @@ Result<bool> LocalStorage::create_exclusive(std::string_view key, std::string_vi
   }
 }
 
-Status LocalStorage::put_file(const fs::path& local, std::string_view key) {
-  fs::path p = path(key);
-  if (auto s = ensure_parent(p); !s) return s;
-  return move_file(local, p);
-}
-
-Result<bool> LocalStorage::put_file_if_absent(const fs::path& local, std::string_view key) {
+Result<bool> LocalStorage::put_file(const fs::path& local, std::string_view key, IfPresent if_present) {
   fs::path p = path(key);
   if (auto s = ensure_parent(p); !s) return fail(s.error());
-  if (::link(local.c_str(), p.c_str()) == 0) {
-    std::ignore = ::unlink(local.c_str());
-    return true;
+  if (if_present == IfPresent::keep) {
+    if (::link(local.c_str(), p.c_str()) == 0) {
+      std::ignore = ::unlink(local.c_str());
+      return true;
+    }
+    if (errno == EEXIST || exists_no_follow(p)) {
+      std::ignore = ::unlink(local.c_str());
+      return false;
+    }
+    // A filesystem without hard links: rename, which would replace a file
+    // that appeared since the check above (the same content, for a cache).
   }
-  if (errno == EEXIST || exists_no_follow(p)) {
-    std::ignore = ::unlink(local.c_str());
-    return false;
-  }
-  // A filesystem without hard links: rename, which would replace a file
-  // that appeared since the check above (the same content, for a cache).
   if (auto s = move_file(local, p); !s) return fail(s.error());
   return true;
 }
@@ -223,29 +217,22 @@ Result<bool> unchanged(const fs::path& path, std::string_view bytes, std::option
 
 } // namespace
 
-Result<bool> LocalStorage::remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                               std::optional<Time> modified) {
+Result<bool> LocalStorage::change_if_unchanged(std::string_view key, const Seen& seen,
+                                               std::optional<std::string_view> replacement) {
   fs::path p = path(key);
   FolderTurn turn(p.parent_path());
   if (!turn.taken()) return errno == ENOENT ? Result<bool>(false) : fail(util::errno_text("cannot open", p.parent_path(), errno));
-  auto same = unchanged(p, bytes, modified);
+  auto same = unchanged(p, seen.bytes, seen.modified);
   if (!same || !*same) return same;
+  if (replacement) {
+    if (auto s = util::write_file_atomic(p, *replacement); !s) return fail(s.error());
+    return true;
+  }
   if (::unlink(p.c_str()) != 0) {
     if (errno == ENOENT) return false;
     if (errno != EISDIR) return fail(util::errno_text("cannot remove", p, errno));
     if (auto s = util::remove_tree(p); !s) return fail(s.error());
   }
-  return true;
-}
-
-Result<bool> LocalStorage::replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                                std::string_view replacement) {
-  fs::path p = path(key);
-  FolderTurn turn(p.parent_path());
-  if (!turn.taken()) return errno == ENOENT ? Result<bool>(false) : fail(util::errno_text("cannot open", p.parent_path(), errno));
-  auto same = unchanged(p, bytes, std::nullopt);
-  if (!same || !*same) return same;
-  if (auto s = util::write_file_atomic(p, replacement); !s) return fail(s.error());
   return true;
 }
 
@@ -275,8 +262,6 @@ Result<bool> LocalStorage::remove_tree(std::string_view dir, std::string_view /*
   if (auto s = util::remove_tree(p); !s) return fail(s.error());
   return true;
 }
-
-Result<Time> LocalStorage::last_use(std::string_view dir) const { return util::mtime(path(dir)); }
 
 Status LocalStorage::set_last_use(std::string_view dir, Time when) { return util::set_mtime(path(dir), when); }
 

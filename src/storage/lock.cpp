@@ -138,7 +138,7 @@ LockFacts judge_lock_read(std::string bytes, Time modified, std::chrono::seconds
 
 Result<bool> break_lock(Storage& storage, std::string_view key, const LockFacts& judged) {
   if (!judged.stale()) return false;
-  return storage.remove_if_unchanged(key, judged.bytes, judged.modified);
+  return storage.change_if_unchanged(key, {judged.bytes, judged.modified}, std::nullopt);
 }
 
 struct Lock::State {
@@ -158,7 +158,7 @@ struct Lock::State {
   Status renew(Time now) {
     LockRecord renewed = record;
     renewed.expires_unix = unix_seconds(now + ttl);
-    auto replaced = storage->replace_if_unchanged(key, record.serialize(), renewed.serialize());
+    auto replaced = storage->change_if_unchanged(key, {record.serialize(), std::nullopt}, renewed.serialize());
     if (!replaced) return fail(replaced.error());
     if (*replaced) {
       record = std::move(renewed);
@@ -234,7 +234,7 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
   // Two rounds: the second follows the breaking of a stale lock.
   for (int round = 0; round < 2; ++round) {
     const auto started = std::chrono::steady_clock::now();
-    auto created = storage->create_exclusive(key, bytes);
+    auto created = storage->write(key, bytes, IfPresent::keep);
     if (!created) return fail(created.error());
     if (*created && storage->exclusive_create_is_exact()) return taken();
     std::optional<LockFacts> judged;
@@ -270,7 +270,7 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
       spdlog::info("taking over the stale lock {} ({}; {})", storage->describe(key), facts.describe(),
                    to_string(facts.state));
       const auto started = std::chrono::steady_clock::now();
-      auto replaced = storage->replace_if_unchanged(key, facts.bytes, bytes);
+      auto replaced = storage->change_if_unchanged(key, {facts.bytes, std::nullopt}, bytes);
       if (!replaced) return fail(replaced.error());
       if (!*replaced) continue; // another took it over, or let it go: judged again
       if (storage->exclusive_create_is_exact()) return taken();
@@ -299,7 +299,7 @@ Result<std::optional<Lock>> Lock::try_create(std::shared_ptr<Storage> storage, s
     return std::optional<Lock>{};
   }
   LockRecord mine{me.serialize(), util::unique_suffix(), unix_seconds(now + times.ttl)};
-  auto created = storage->create_exclusive(key, mine.serialize());
+  auto created = storage->write(key, mine.serialize(), IfPresent::keep);
   if (!created) return fail(created.error());
   if (!*created) return std::optional<Lock>{};
   auto state = std::make_unique<State>();
@@ -359,7 +359,7 @@ Status Lock::release() {
   auto storage = std::move(state_->storage);
   state_->storage.reset();
   // Only while it is still our record: a successor's lock stays.
-  auto removed = storage->remove_if_unchanged(state_->key, state_->record.serialize(), std::nullopt);
+  auto removed = storage->change_if_unchanged(state_->key, {state_->record.serialize(), std::nullopt}, std::nullopt);
   if (!removed) return fail(removed.error());
   return ok_status();
 }

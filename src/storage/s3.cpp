@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -15,20 +14,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The marker holds a decimal number of seconds; anything longer is not ours.
-constexpr std::uint64_t kMaxLastUseBytes = 64;
-
 std::string join(std::string_view dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   return std::string(dir) + "/" + std::string(name);
-}
-
-std::optional<Time> parse_unix_seconds(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  long long seconds = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return Time(std::chrono::seconds(seconds));
 }
 
 // The caller keeps a local file it could not place, to try again; once the
@@ -50,22 +38,25 @@ Result<std::unique_ptr<S3Storage>> S3Storage::open(std::string_view url, const E
 }
 
 Result<std::vector<std::unique_ptr<S3Storage>>> S3Storage::open_many(std::string_view url, std::size_t count,
-                                                                       const EnvLookup& env, S3ClientOptions options) {
+                                                                       const EnvLookup& env, S3ClientOptions options,
+                                                                       std::shared_ptr<Learned> learned) {
   auto location = parse_s3_url(url);
   if (!location) return fail(location.error());
   auto config = load_s3_config(env);
   if (!config) return fail(config.error());
+  if (!learned) learned = std::make_shared<Learned>();
   std::vector<std::unique_ptr<S3Storage>> storages;
   for (std::size_t i = 0; i < count; ++i) {
     auto client = S3Client::create(*config, options);
     if (!client) return fail(client.error());
-    storages.push_back(std::make_unique<S3Storage>(std::move(*client), *location));
+    storages.push_back(std::make_unique<S3Storage>(std::move(*client), *location, learned));
   }
   return storages;
 }
 
-S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location)
-    : client_(std::move(client)), location_(std::move(location)) {
+S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location, std::shared_ptr<Learned> learned)
+    : client_(std::move(client)), location_(std::move(location)),
+      learned_(learned ? std::move(learned) : std::make_shared<Learned>()) {
   while (!location_.prefix.empty() && location_.prefix.back() == '/') location_.prefix.pop_back();
 }
 
@@ -81,11 +72,8 @@ std::string S3Storage::folder_prefix(std::string_view dir) const {
   return key.empty() ? key : key + "/";
 }
 
-std::string S3Storage::describe() const {
-  return "s3://" + location_.bucket + (location_.prefix.empty() ? "" : "/" + location_.prefix);
-}
-
 std::string S3Storage::describe(std::string_view key) const {
+  if (key.empty()) return "s3://" + location_.bucket + (location_.prefix.empty() ? "" : "/" + location_.prefix);
   return "s3://" + location_.bucket + "/" + object_key(key);
 }
 
@@ -146,7 +134,7 @@ Result<std::optional<ObjectInfo>> S3Storage::stat(std::string_view key) const {
   if (!page) return fail(page.error());
   if (page->objects.empty()) return std::optional<ObjectInfo>{};
   // A folder has no time of its own; that of the object found is as good
-  // as any (callers ask last_use() for an entry's age).
+  // as any (an entry's age comes from a listing of its files).
   return std::optional<ObjectInfo>(ObjectInfo{0, page->objects.front().modified, true});
 }
 
@@ -163,16 +151,14 @@ Result<bool> S3Storage::get_file(std::string_view key, const fs::path& local) co
   return client_->get_file(location_.bucket, object_key(key), local);
 }
 
-Status S3Storage::write_atomic(std::string_view key, std::string_view bytes) {
+Result<bool> S3Storage::write(std::string_view key, std::string_view bytes, IfPresent if_present) {
   std::lock_guard lock(mutex_);
   // S3 makes a PUT visible whole or not at all: no temp name is needed.
-  auto put = client_->put_object(location_.bucket, object_key(key), bytes);
-  if (!put) return fail(put.error());
-  return ok_status();
-}
-
-Result<bool> S3Storage::create_exclusive(std::string_view key, std::string_view bytes) {
-  std::lock_guard lock(mutex_);
+  if (if_present == IfPresent::replace) {
+    auto put = client_->put_object(location_.bucket, object_key(key), bytes);
+    if (!put) return fail(put.error());
+    return true;
+  }
   // The HEAD first: on a server that ignores If-None-Match, a creator that
   // comes after the first one (the usual case, not a race) then leaves the
   // first content as it is. The conditional PUT then decides real races on
@@ -180,7 +166,7 @@ Result<bool> S3Storage::create_exclusive(std::string_view key, std::string_view 
   // all "win" and the last PUT's bytes stay (whole: a PUT is atomic).
   // Once learn_exclusive_create found the condition honoured, the PUT alone
   // decides.
-  if (!exact_create_) {
+  if (!learned_->exclusive_create_exact) {
     auto head = client_->head_object(location_.bucket, object_key(key));
     if (!head) return fail(head.error());
     if (*head) return false;
@@ -206,37 +192,28 @@ Result<bool> S3Storage::learn_exclusive_create() {
   }
   if (auto s = client_->delete_object(location_.bucket, probe); !s)
     spdlog::debug("cannot remove the probe s3://{}/{}: {}", location_.bucket, probe, s.error());
-  exact_create_ = honoured;
+  learned_->exclusive_create_exact = honoured;
   return honoured;
 }
 
-void S3Storage::learn_exclusive_create_from(const Storage& learned) {
-  if (const auto* s3 = dynamic_cast<const S3Storage*>(&learned); s3 != nullptr && s3->location_.bucket == location_.bucket)
-    exact_create_ = s3->exact_create_.load();
-}
-
-Status S3Storage::put_file(const fs::path& local, std::string_view key) {
+Result<bool> S3Storage::put_file(const fs::path& local, std::string_view key, IfPresent if_present) {
   std::lock_guard lock(mutex_);
   // Streamed from disk (a NEFF can be hundreds of MiB); the upload is
   // visible only once complete, so readers see the old object or the new.
-  auto put = client_->put_file(location_.bucket, object_key(key), local);
-  if (!put) return fail(put.error());
-  remove_placed(local);
-  return ok_status();
-}
-
-Result<bool> S3Storage::put_file_if_absent(const fs::path& local, std::string_view key) {
-  std::lock_guard lock(mutex_);
-  // As create_exclusive, and the HEAD also saves uploading a large file
-  // that would be refused (or, where If-None-Match is ignored, replace an
-  // existing object with the same result of a compile).
-  auto head = client_->head_object(location_.bucket, object_key(key));
-  if (!head) return fail(head.error());
-  if (*head) {
-    remove_placed(local);
-    return false;
+  // Create-only, the HEAD first as for write, which also saves uploading a
+  // large file that would be refused (or, where If-None-Match is ignored,
+  // replace an existing object with the same result of a compile).
+  S3PutOptions options;
+  if (if_present == IfPresent::keep) {
+    auto head = client_->head_object(location_.bucket, object_key(key));
+    if (!head) return fail(head.error());
+    if (*head) {
+      remove_placed(local);
+      return false;
+    }
+    options.if_exists = IfExists::keep;
   }
-  auto put = client_->put_file(location_.bucket, object_key(key), local, {.if_exists = IfExists::keep});
+  auto put = client_->put_file(location_.bucket, object_key(key), local, options);
   if (!put) return fail(put.error());
   remove_placed(local);
   return *put == PutOutcome::written;
@@ -266,40 +243,34 @@ Result<bool> object_holds(S3Client& client, const std::string& bucket, const std
 
 } // namespace
 
-// S3 has no delete-if-unchanged that every server honours (the RADOS
-// Gateway ignores If-Match on a DELETE): this compares, then removes, and
+// A removal compares, then removes: S3 has no delete-if-unchanged that
+// every server honours (the RADOS Gateway ignores If-Match on a DELETE), and
 // what changes within that window can be removed. A lock taken on S3 where
 // exclusive create is not exact is read back (lock.hpp), which catches it.
-Result<bool> S3Storage::remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                            std::optional<Time> modified) {
+// A replacement is sent If-Match the ETag of the object compared, where the
+// server honours it (AWS S3, the RADOS Gateway, MinIO): of two writers that
+// compared the same object, one replaces it and the other finds it changed,
+// which is what lets one of several launchers take a stale lock over
+// (storage/lock.hpp).
+Result<bool> S3Storage::change_if_unchanged(std::string_view key, const Seen& seen,
+                                            std::optional<std::string_view> replacement) {
   std::lock_guard lock(mutex_);
   const std::string object = object_key(key);
-  if (modified) {
+  std::string etag;
+  if (seen.modified || replacement) {
     auto head = client_->head_object(location_.bucket, object);
     if (!head) return fail(head.error());
-    if (!*head || (*head)->modified != *modified || (*head)->size != bytes.size()) return false;
+    if (!*head || (*head)->size != seen.bytes.size()) return false;
+    if (seen.modified && (*head)->modified != *seen.modified) return false;
+    etag = (*head)->etag;
   }
-  auto same = object_holds(*client_, location_.bucket, object, bytes);
+  auto same = object_holds(*client_, location_.bucket, object, seen.bytes);
   if (!same || !*same) return same;
-  if (auto s = client_->delete_object(location_.bucket, object); !s) return fail(s.error());
-  return true;
-}
-
-// The replacement is sent If-Match the ETag of the object compared, where
-// the server honours it (AWS S3, the RADOS Gateway, MinIO): of two writers
-// that compared the same object, one replaces it and the other finds it
-// changed, which is what lets one of several launchers take a stale lock
-// over (storage/lock.hpp).
-Result<bool> S3Storage::replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                             std::string_view replacement) {
-  std::lock_guard lock(mutex_);
-  const std::string object = object_key(key);
-  auto head = client_->head_object(location_.bucket, object);
-  if (!head) return fail(head.error());
-  if (!*head || (*head)->size != bytes.size()) return false;
-  auto same = object_holds(*client_, location_.bucket, object, bytes);
-  if (!same || !*same) return same;
-  auto put = put_if_match(object, replacement, (*head)->etag);
+  if (!replacement) {
+    if (auto s = client_->delete_object(location_.bucket, object); !s) return fail(s.error());
+    return true;
+  }
+  auto put = put_if_match(object, *replacement, etag);
   if (!put) return fail(put.error());
   return *put == PutOutcome::written;
 }
@@ -360,27 +331,6 @@ Result<bool> S3Storage::remove_tree(std::string_view dir, std::string_view first
     if (auto s = client_->delete_object(location_.bucket, object.key); !s) return fail(s.error());
   }
   return true;
-}
-
-Result<Time> S3Storage::last_use(std::string_view dir) const {
-  std::lock_guard lock(mutex_);
-  // S3 cannot set an object's LastModified, and an entry read by others
-  // (torch-neuronx reading S3 directly) leaves no trace at all: the last use
-  // is what we record on our hits, in a marker object. Its content, not its
-  // LastModified, is the time, so that set_last_use(t) gives back exactly t.
-  auto marker = client_->get_object(location_.bucket, object_key(join(dir, kS3LastUseFile)), kMaxLastUseBytes);
-  if (!marker) return fail(marker.error());
-  if (*marker) {
-    if (auto when = parse_unix_seconds(**marker)) return *when;
-  }
-  // Never used by us (or the marker is not ours): the entry was last
-  // touched when its newest object was written.
-  auto page = list_under(dir, "");
-  if (!page) return fail(page.error());
-  if (page->objects.empty()) return fail("cannot read the last use of " + describe(dir) + ": no such folder");
-  auto newest = std::max_element(page->objects.begin(), page->objects.end(),
-                                 [](const auto& a, const auto& b) { return a.modified < b.modified; });
-  return newest->modified;
 }
 
 Status S3Storage::set_last_use(std::string_view dir, Time when) {

@@ -14,7 +14,6 @@ class ForwardingStorage : public storage::Storage {
 public:
   explicit ForwardingStorage(std::shared_ptr<storage::Storage> inner) : inner_(std::move(inner)) {}
 
-  std::string describe() const override { return inner_->describe(); }
   std::string describe(std::string_view key) const override { return inner_->describe(key); }
   Result<std::vector<std::string>> list(std::string_view dir) const override { return inner_->list(dir); }
   Result<std::vector<storage::TreeFile>> list_tree(std::string_view dir) const override {
@@ -25,32 +24,22 @@ public:
   Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override {
     return inner_->get_file(key, local);
   }
-  Status write_atomic(std::string_view key, std::string_view bytes) override {
-    return inner_->write_atomic(key, bytes);
+  Result<bool> write(std::string_view key, std::string_view bytes, storage::IfPresent if_present) override {
+    return inner_->write(key, bytes, if_present);
   }
-  Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
-    return inner_->create_exclusive(key, bytes);
-  }
-  Status put_file(const std::filesystem::path& local, std::string_view key) override {
-    return inner_->put_file(local, key);
-  }
-  Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override {
-    return inner_->put_file_if_absent(local, key);
+  Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
+                        storage::IfPresent if_present) override {
+    return inner_->put_file(local, key, if_present);
   }
   bool exclusive_create_is_exact() const override { return inner_->exclusive_create_is_exact(); }
   Status remove(std::string_view key) override { return inner_->remove(key); }
-  Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                   std::optional<storage::Time> modified) override {
-    return inner_->remove_if_unchanged(key, bytes, modified);
-  }
-  Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                    std::string_view replacement) override {
-    return inner_->replace_if_unchanged(key, bytes, replacement);
+  Result<bool> change_if_unchanged(std::string_view key, const storage::Seen& seen,
+                                   std::optional<std::string_view> replacement) override {
+    return inner_->change_if_unchanged(key, seen, replacement);
   }
   Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
     return inner_->remove_tree(dir, first_file);
   }
-  Result<storage::Time> last_use(std::string_view dir) const override { return inner_->last_use(dir); }
   Status set_last_use(std::string_view dir, storage::Time when) override { return inner_->set_last_use(dir, when); }
   std::string_view last_use_file() const override { return inner_->last_use_file(); }
 

@@ -150,8 +150,8 @@ class LauncherRollLeftoverTest : public test::TwoTiersTest {};
 
 TEST_F(LauncherRollLeftoverTest, ADeadLaunchersRecordGoesAtTheNextJoin) {
   auto storage = remote_storage();
-  ASSERT_TRUE(storage->write_atomic(std::string(kRollFolder) + "/dead.1.00000000.json", "{}").ok());
-  ASSERT_TRUE(storage->write_atomic(std::string(kRollFolder) + "/quiet.1.00000000.json", "{}").ok());
+  ASSERT_TRUE(storage->write(std::string(kRollFolder) + "/dead.1.00000000.json", "{}", storage::IfPresent::replace).ok());
+  ASSERT_TRUE(storage->write(std::string(kRollFolder) + "/quiet.1.00000000.json", "{}", storage::IfPresent::replace).ok());
   const fs::path folder = dir() / "remote" / kRollFolder;
   fs::last_write_time(folder / "dead.1.00000000.json",
                       fs::file_time_type::clock::now() - kRollRecordLeftover - 1min);
@@ -185,8 +185,8 @@ TEST_F(LauncherRollLeftoverTest, ALauncherOfThisHostThatDiedIsOffTheRollAtOnce) 
   for (char c : util::this_host()) here += std::isalnum(static_cast<unsigned char>(c)) || c == '-' ? c : '_';
   const std::string dead_here = here + ".999999.0badf00d";
   const std::string elsewhere = "other-host.999999.0badf00d";
-  ASSERT_TRUE(storage->write_atomic(LauncherRoll::record_key(dead_here), record(999999, util::this_host())).ok());
-  ASSERT_TRUE(storage->write_atomic(LauncherRoll::record_key(elsewhere), record(999999, "other-host")).ok());
+  ASSERT_TRUE(storage->write(LauncherRoll::record_key(dead_here), record(999999, util::this_host()), storage::IfPresent::replace).ok());
+  ASSERT_TRUE(storage->write(LauncherRoll::record_key(elsewhere), record(999999, "other-host"), storage::IfPresent::replace).ok());
   auto joined = LauncherRoll::join(storage, remote_storage());
   ASSERT_TRUE(joined) << joined.error();
   auto names = (*joined)->members(std::chrono::system_clock::now());

@@ -1,6 +1,6 @@
 // The local directory backend of the Storage interface: each operation's
-// contract, and the two that many processes race on (create_exclusive,
-// put_file_if_absent) with many processes at once.
+// contract, and the two that many processes race on (create-only write and
+// put_file) with many processes at once.
 
 #include <algorithm>
 #include <cerrno>
@@ -58,7 +58,7 @@ template <typename Body> std::vector<int> in_processes(int n, Body body) {
 
 TEST_F(LocalStorageTest, WriteReadStatAndListGoUnderTheRoot) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("v1/MODULE_a+b/model.neff", "neff bytes"));
+  ASSERT_TRUE(s.write("v1/MODULE_a+b/model.neff", "neff bytes", storage::IfPresent::replace));
   EXPECT_EQ(test::read_text(root() / "v1" / "MODULE_a+b" / "model.neff"), "neff bytes");
   auto bytes = s.read("v1/MODULE_a+b/model.neff", 1 << 20);
   ASSERT_TRUE(bytes) << bytes.error();
@@ -93,7 +93,7 @@ TEST_F(LocalStorageTest, AbsentThingsAreEmptyNotErrors) {
 
 TEST_F(LocalStorageTest, ReadRefusesMoreThanAskedAndWhatIsNotAFile) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("big", std::string(100, 'x')));
+  ASSERT_TRUE(s.write("big", std::string(100, 'x'), storage::IfPresent::replace));
   EXPECT_FALSE(s.read("big", 10));
   ASSERT_EQ(::mkfifo((root() / "fifo").c_str(), 0600), 0);
   auto fifo = s.read("fifo", 100); // would block without O_NONBLOCK
@@ -103,10 +103,10 @@ TEST_F(LocalStorageTest, ReadRefusesMoreThanAskedAndWhatIsNotAFile) {
 
 TEST_F(LocalStorageTest, CreateExclusiveKeepsTheFirstContent) {
   auto s = storage();
-  auto first = s.create_exclusive("e/graph", "one");
+  auto first = s.write("e/graph", "one", storage::IfPresent::keep);
   ASSERT_TRUE(first) << first.error();
   EXPECT_TRUE(*first);
-  auto second = s.create_exclusive("e/graph", "two");
+  auto second = s.write("e/graph", "two", storage::IfPresent::keep);
   ASSERT_TRUE(second) << second.error();
   EXPECT_FALSE(*second);
   EXPECT_EQ(test::read_text(root() / "e" / "graph"), "one");
@@ -115,7 +115,7 @@ TEST_F(LocalStorageTest, CreateExclusiveKeepsTheFirstContent) {
 TEST_F(LocalStorageTest, OfSixteenProcessesCreatingOneKeyExactlyOneWins) {
   auto s = storage();
   auto codes = in_processes(16, [&](int i) {
-    auto made = s.create_exclusive("v/MODULE_x+y/model.hlo_module.pb", "writer " + std::to_string(i));
+    auto made = s.write("v/MODULE_x+y/model.hlo_module.pb", "writer " + std::to_string(i), storage::IfPresent::keep);
     if (!made) return 2;
     return *made ? 10 + i : 0;
   });
@@ -138,7 +138,7 @@ TEST_F(LocalStorageTest, OfSixteenProcessesPlacingOneFileExactlyOneWinsAndNoLoca
   fs::create_directories(dir() / "incoming");
   for (int i = 0; i < 16; ++i) test::write_text(dir() / "incoming" / std::to_string(i), "copy " + std::to_string(i));
   auto codes = in_processes(16, [&](int i) {
-    auto placed = s.put_file_if_absent(dir() / "incoming" / std::to_string(i), "e/model.neff");
+    auto placed = s.put_file(dir() / "incoming" / std::to_string(i), "e/model.neff", storage::IfPresent::keep);
     if (!placed) return 2;
     return *placed ? 10 + i : 0;
   });
@@ -154,17 +154,17 @@ TEST_F(LocalStorageTest, OfSixteenProcessesPlacingOneFileExactlyOneWinsAndNoLoca
 
 TEST_F(LocalStorageTest, PutFileReplacesAndConsumesTheLocalFile) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("e/model.log", "old"));
+  ASSERT_TRUE(s.write("e/model.log", "old", storage::IfPresent::replace));
   test::write_text(dir() / "log", "new");
-  ASSERT_TRUE(s.put_file(dir() / "log", "e/model.log"));
+  ASSERT_TRUE(s.put_file(dir() / "log", "e/model.log", storage::IfPresent::replace));
   EXPECT_EQ(test::read_text(root() / "e" / "model.log"), "new");
   EXPECT_FALSE(fs::exists(dir() / "log"));
 }
 
 TEST_F(LocalStorageTest, RemoveTreeGoesThroughTheTrashAndLeavesNothing) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.neff", "x"));
-  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.done", ""));
+  ASSERT_TRUE(s.write("v/MODULE_a+b/model.neff", "x", storage::IfPresent::replace));
+  ASSERT_TRUE(s.write("v/MODULE_a+b/model.done", "", storage::IfPresent::replace));
   auto removed = s.remove_tree("v/MODULE_a+b", "");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
@@ -200,7 +200,7 @@ TEST_F(LocalStorageTest, RemoveTreeRemovesNestedFoldersAndNeverFollowsALink) {
 
 TEST_F(LocalStorageTest, RemoveTreeMakesTheTrashWhenItIsMissing) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/model.neff", "x"));
+  ASSERT_TRUE(s.write("v/MODULE_a+b/model.neff", "x", storage::IfPresent::replace));
   ASSERT_FALSE(fs::exists(trash()));
   auto removed = s.remove_tree("v/MODULE_a+b", "");
   ASSERT_TRUE(removed) << removed.error();
@@ -220,7 +220,7 @@ TEST_F(LocalStorageTest, RemoveTreeMakesTheTrashWhenItIsMissing) {
 
 TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFails) {
   auto s = storage();
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(s.write_atomic("v/MODULE_a+b/file" + std::to_string(i), "x"));
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(s.write("v/MODULE_a+b/file" + std::to_string(i), "x", storage::IfPresent::replace));
   auto codes = in_processes(8, [&](int) {
     auto removed = s.remove_tree("v/MODULE_a+b", "");
     if (!removed) return 2;
@@ -234,12 +234,15 @@ TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFai
 
 TEST_F(LocalStorageTest, LastUseIsKeptPerFolder) {
   auto s = storage();
-  ASSERT_TRUE(s.write_atomic("v/e/model.neff", "x"));
+  ASSERT_TRUE(s.write("v/e/model.neff", "x", storage::IfPresent::replace));
   Time when = std::chrono::system_clock::from_time_t(1700000000);
   ASSERT_TRUE(s.set_last_use("v/e", when));
-  auto used = s.last_use("v/e");
+  EXPECT_EQ(s.last_use_file(), "");
+  auto used = s.stat("v/e");
   ASSERT_TRUE(used) << used.error();
-  EXPECT_EQ(std::chrono::system_clock::to_time_t(*used), 1700000000);
+  ASSERT_TRUE(used->has_value());
+  EXPECT_TRUE((*used)->directory);
+  EXPECT_EQ(std::chrono::system_clock::to_time_t((*used)->modified), 1700000000);
 }
 
 } // namespace

@@ -55,6 +55,9 @@ class LockPlace {
 public:
   virtual ~LockPlace() = default;
   [[nodiscard]] virtual std::shared_ptr<Storage> open() = 0;
+  // A connection that shares what it learns of the server with the others
+  // opened with `learned` (storage/open.hpp).
+  [[nodiscard]] virtual std::shared_ptr<Storage> open_sharing(std::shared_ptr<storage::Learned> learned) = 0;
 
   Storage& storage() {
     if (!storage_) storage_ = open();
@@ -64,7 +67,7 @@ public:
     storage();
     return storage_;
   }
-  void put(const std::string& bytes) { ASSERT_TRUE(storage().write_atomic(kLockKey, bytes)); }
+  void put(const std::string& bytes) { ASSERT_TRUE(storage().write(kLockKey, bytes, storage::IfPresent::replace)); }
   std::optional<LockRecord> record() {
     auto text = storage().read(kLockKey, 1 << 20);
     return text ? LockRecord::parse(*text) : std::nullopt;
@@ -93,15 +96,17 @@ protected:
   std::shared_ptr<Storage> open() override {
     return std::make_shared<LocalStorage>(dir() / "cache", dir() / "trash");
   }
+  std::shared_ptr<Storage> open_sharing(std::shared_ptr<storage::Learned>) override { return open(); }
   fs::path file() const { return dir() / "cache" / kLockKey; }
 };
 
 class LockS3Test : public test::S3ServerTest, public LockPlace {
 protected:
-  std::shared_ptr<Storage> open() override {
+  std::shared_ptr<Storage> open() override { return open_sharing(nullptr); }
+  std::shared_ptr<Storage> open_sharing(std::shared_ptr<storage::Learned> learned) override {
     auto client = S3Client::create(server_.config());
     if (!client) throw std::runtime_error(client.error());
-    return std::make_shared<S3Storage>(std::move(*client), S3Location{test::kS3TestBucket, "c"});
+    return std::make_shared<S3Storage>(std::move(*client), S3Location{test::kS3TestBucket, "c"}, std::move(learned));
   }
 };
 
@@ -430,7 +435,7 @@ void OneOfTheRacersTakesOverAStaleLock(LockPlace& place) {
     util::LockHolder elsewhere = holder("neuron_cc_wrapper");
     elsewhere.host = "a-dead-host";
     const auto lapsed = std::chrono::duration_cast<std::chrono::seconds>((Clock::now() - 5s).time_since_epoch());
-    ASSERT_TRUE(place.storage().write_atomic(key, LockRecord{elsewhere.serialize(), "dead", lapsed.count()}.serialize()));
+    ASSERT_TRUE(place.storage().write(key, LockRecord{elsewhere.serialize(), "dead", lapsed.count()}.serialize(), storage::IfPresent::replace));
     std::vector<std::shared_ptr<Storage>> storages;
     for (int i = 0; i < kRacers; ++i) {
       storages.push_back(place.open());
@@ -463,23 +468,22 @@ protected:
 TEST_F(LockS3rverTest, OneOfTheRacersTakesItOnAServerThatIgnoresTheCondition) { OneOfTheRacersTakesIt(*this); }
 
 // Racers that each create once (Lock::try_create, what the launcher does
-// before a worker starts), after the first learned what the storage
-// promises and the others took it from the first (as a launcher's
-// transfer connections take it from its own), in round 0; in the other
-// rounds each learned for itself.
+// before a worker starts): in round 0 opened sharing what they learn (as a
+// launcher's connections, all opened by one cache::Tiers), of which the
+// first learned what the storage promises; in the other rounds each
+// learned for itself.
 void OneCreatorOfManyTakesIt(LockPlace& place, bool exact) {
   constexpr int kRacers = 6;
   for (int round = 0; round < 3; ++round) {
     const std::string key = "create-" + std::to_string(round) + "/model.hlo_module.pb.lock";
     std::vector<std::shared_ptr<Storage>> storages;
+    auto learned = std::make_shared<storage::Learned>();
     for (int i = 0; i < kRacers; ++i) {
-      storages.push_back(place.open());
-      if (round == 0 && i > 0) {
-        storages.back()->learn_exclusive_create_from(*storages.front());
-      } else {
-        auto learned = storages.back()->learn_exclusive_create();
-        ASSERT_TRUE(learned) << learned.error();
-        EXPECT_EQ(*learned, exact);
+      storages.push_back(round == 0 ? place.open_sharing(learned) : place.open());
+      if (round != 0 || i == 0) {
+        auto found = storages.back()->learn_exclusive_create();
+        ASSERT_TRUE(found) << found.error();
+        EXPECT_EQ(*found, exact);
       }
       EXPECT_EQ(storages.back()->exclusive_create_is_exact(), exact) << "round " << round << ", racer " << i;
     }
@@ -631,14 +635,15 @@ TEST_F(LockTest, ADirectoryWhereTheLockBelongsIsJudgedByItsAge) {
 TEST_F(LockTest, AFailedRenewalIsTriedAgainSoonerThanThePeriod) {
   struct RefusingRenewals : test::ForwardingStorage {
     using ForwardingStorage::ForwardingStorage;
-    Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                      std::string_view replacement) override {
+    Result<bool> change_if_unchanged(std::string_view key, const storage::Seen& seen,
+                                     std::optional<std::string_view> replacement) override {
+      if (!replacement) return ForwardingStorage::change_if_unchanged(key, seen, replacement);
       {
         std::lock_guard guard(mutex);
         tried_at.push_back(std::chrono::steady_clock::now());
         if (tried_at.size() <= 2) return fail("throttled");
       }
-      return ForwardingStorage::replace_if_unchanged(key, bytes, replacement);
+      return ForwardingStorage::change_if_unchanged(key, seen, replacement);
     }
     std::size_t tries() {
       std::lock_guard guard(mutex);

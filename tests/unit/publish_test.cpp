@@ -32,35 +32,22 @@ public:
       : ForwardingStorage(std::make_shared<storage::LocalStorage>(root, root.parent_path() / "trash")) {}
   std::vector<std::string> changes;
 
-  Status write_atomic(std::string_view key, std::string_view bytes) override {
-    note("write", key);
-    return ForwardingStorage::write_atomic(key, bytes);
+  Result<bool> write(std::string_view key, std::string_view bytes, storage::IfPresent if_present) override {
+    note(if_present == storage::IfPresent::keep ? "create" : "write", key);
+    return ForwardingStorage::write(key, bytes, if_present);
   }
-  Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
-    note("create", key);
-    return ForwardingStorage::create_exclusive(key, bytes);
-  }
-  Status put_file(const fs::path& local, std::string_view key) override {
-    note("put", key);
-    return ForwardingStorage::put_file(local, key);
-  }
-  Result<bool> put_file_if_absent(const fs::path& local, std::string_view key) override {
-    note("put-if-absent", key);
-    return ForwardingStorage::put_file_if_absent(local, key);
+  Result<bool> put_file(const fs::path& local, std::string_view key, storage::IfPresent if_present) override {
+    note(if_present == storage::IfPresent::keep ? "put-if-absent" : "put", key);
+    return ForwardingStorage::put_file(local, key, if_present);
   }
   Status remove(std::string_view key) override {
     note("remove", key);
     return ForwardingStorage::remove(key);
   }
-  Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                   std::optional<Time> modified) override {
-    note("remove-if-unchanged", key);
-    return ForwardingStorage::remove_if_unchanged(key, bytes, modified);
-  }
-  Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                    std::string_view replacement) override {
-    note("replace-if-unchanged", key);
-    return ForwardingStorage::replace_if_unchanged(key, bytes, replacement);
+  Result<bool> change_if_unchanged(std::string_view key, const storage::Seen& seen,
+                                   std::optional<std::string_view> replacement) override {
+    note(replacement ? "replace-if-unchanged" : "remove-if-unchanged", key);
+    return ForwardingStorage::change_if_unchanged(key, seen, replacement);
   }
   Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
     changes.push_back("remove-tree " + std::string(dir) + " " + std::string(first_file) + " first");

@@ -116,7 +116,7 @@ TEST_F(S3Fault, ThrottledPutGetListHeadAreRetriedExactly) {
     const std::string data = random_bytes(100 * 1024 + 7, 1);
     FaultCounts before = proxy_->counts();
     proxy_->throttle(2, connection);
-    auto put = storage_->write_atomic("t/obj", data);
+    auto put = storage_->write("t/obj", data, storage::IfPresent::replace);
     ASSERT_TRUE(put) << put.error();
     EXPECT_EQ(client_->last_attempts(), 3);
     FaultCounts seen = proxy_->counts() - before;
@@ -161,7 +161,7 @@ TEST_F(S3Fault, ThrottledFileUploadIsRetriedAndWhole) {
   npc::test::write_text(dir() / "up.bin", data);
   FaultCounts before = proxy_->counts();
   proxy_->throttle(2);
-  auto put = storage_->put_file(dir() / "up.bin", "f/up.bin");
+  auto put = storage_->put_file(dir() / "up.bin", "f/up.bin", storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client_->last_attempts(), 3);
   FaultCounts seen = proxy_->counts() - before;
@@ -174,7 +174,7 @@ TEST_F(S3Fault, ThrottledFileUploadIsRetriedAndWhole) {
 
 TEST_F(S3Fault, ResetMidDownloadIsRetriedAndTheFileIsWhole) {
   const std::string data = random_bytes(2 * 1024 * 1024 + 3, 3);
-  ASSERT_TRUE(storage_->write_atomic("d/big", data));
+  ASSERT_TRUE(storage_->write("d/big", data, storage::IfPresent::replace));
   fs::create_directories(dir() / "down");
   FaultCounts before = proxy_->counts();
   proxy_->reset_responses(2, 64 * 1024);
@@ -205,7 +205,7 @@ TEST_F(S3Fault, ResetMidUploadIsRetriedAndTheObjectIsWhole) {
   npc::test::write_text(dir() / "up.bin", data);
   FaultCounts before = proxy_->counts();
   proxy_->reset_requests(2, 100 * 1024);
-  auto put = storage_->put_file(dir() / "up.bin", "u/up.bin");
+  auto put = storage_->put_file(dir() / "up.bin", "u/up.bin", storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client_->last_attempts(), 3);
   FaultCounts seen = proxy_->counts() - before;
@@ -219,7 +219,7 @@ TEST_F(S3Fault, ResetMidUploadIsRetriedAndTheObjectIsWhole) {
   const std::string small = random_bytes(50 * 1000, 5);
   before = proxy_->counts();
   proxy_->reset_requests(1, 1000);
-  auto written = storage_->write_atomic("u/small", small);
+  auto written = storage_->write("u/small", small, storage::IfPresent::replace);
   ASSERT_TRUE(written) << written.error();
   EXPECT_EQ(client_->last_attempts(), 2);
   EXPECT_EQ((proxy_->counts() - before).requests, 2);
@@ -227,7 +227,7 @@ TEST_F(S3Fault, ResetMidUploadIsRetriedAndTheObjectIsWhole) {
 }
 
 TEST_F(S3Fault, StalledResponseIsGivenUpAndRetried) {
-  ASSERT_TRUE(storage_->write_atomic("s/obj", "stalled once"));
+  ASSERT_TRUE(storage_->write("s/obj", "stalled once", storage::IfPresent::replace));
   FaultCounts before = proxy_->counts();
   proxy_->stall_responses(1);
   auto read = storage_->read("s/obj", 100);
@@ -240,7 +240,7 @@ TEST_F(S3Fault, StalledResponseIsGivenUpAndRetried) {
 }
 
 TEST_F(S3Fault, MoreThrottlingThanAttemptsFailsInOneLine) {
-  ASSERT_TRUE(storage_->write_atomic("m/obj", "x"));
+  ASSERT_TRUE(storage_->write("m/obj", "x", storage::IfPresent::replace));
   FaultCounts before = proxy_->counts();
   proxy_->throttle(100);
   auto started = std::chrono::steady_clock::now();
@@ -260,7 +260,7 @@ TEST_F(S3Fault, MoreThrottlingThanAttemptsFailsInOneLine) {
 
 TEST_F(S3Fault, StalledEveryTimeFailsInOneLineNamingTheEndpoint) {
   open_storage(2);
-  ASSERT_TRUE(storage_->write_atomic("s/obj", "x"));
+  ASSERT_TRUE(storage_->write("s/obj", "x", storage::IfPresent::replace));
   proxy_->stall_responses(100);
   auto started = std::chrono::steady_clock::now();
   auto read = storage_->read("s/obj", 100);
@@ -276,7 +276,7 @@ TEST_F(S3Fault, StalledEveryTimeFailsInOneLineNamingTheEndpoint) {
 // request_timeout, far before the stall limit (30 s here, as by default),
 // retries it, and fails in one line naming the endpoint.
 TEST_F(S3Fault, AHungServerCostsEachSmallRequestItsTimeoutPerAttempt) {
-  ASSERT_TRUE(storage_->write_atomic("h/obj", "x"));
+  ASSERT_TRUE(storage_->write("h/obj", "x", storage::IfPresent::replace));
   S3Config config = server_.config();
   config.endpoint = proxy_->endpoint();
   S3ClientOptions options = fast_options(3);
@@ -325,7 +325,7 @@ TEST_F(S3Fault, AHungServerCostsEachSmallRequestItsTimeoutPerAttempt) {
     return r ? std::nullopt : std::optional<std::string>(r.error());
   });
   check("PUT", [&]() -> std::optional<std::string> {
-    auto r = storage.write_atomic("h/obj", "y");
+    auto r = storage.write("h/obj", "y", storage::IfPresent::replace);
     return r ? std::nullopt : std::optional<std::string>(r.error());
   });
   check("DELETE", [&]() -> std::optional<std::string> {
@@ -334,7 +334,7 @@ TEST_F(S3Fault, AHungServerCostsEachSmallRequestItsTimeoutPerAttempt) {
   });
   // The server answers again: the next requests go through at once (the
   // stalled requests did reach s3rver, the DELETE last: no h/obj now).
-  ASSERT_TRUE(storage.write_atomic("h/again", "z"));
+  ASSERT_TRUE(storage.write("h/again", "z", storage::IfPresent::replace));
   EXPECT_EQ(client->last_attempts(), 1);
   auto read = storage.read("h/again", 100);
   ASSERT_TRUE(read) << read.error();
@@ -381,7 +381,7 @@ TEST_F(S3Fault, FileTransfersAreNotBoundedByTheRequestTimeout) {
   S3Storage storage(std::move(*made), S3Location{kS3TestBucket, "cache"});
   const std::string data = random_bytes(3 * 1024 * 1024 + 13, 6);
   npc::test::write_text(dir() / "up.bin", data);
-  auto put = storage.put_file(dir() / "up.bin", "big/up.bin");
+  auto put = storage.put_file(dir() / "up.bin", "big/up.bin", storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client->last_attempts(), 1);
   EXPECT_EQ(util::sha256_hex(object("cache/big/up.bin")), util::sha256_hex(data));
@@ -414,7 +414,7 @@ TEST_F(S3FaultOwnServer, ServerKilledMidRun) {
     auto deadline = std::chrono::steady_clock::now() + kFaultHangLimit;
     for (int i = 0; std::chrono::steady_clock::now() < deadline; ++i) {
       std::string key = "k/" + std::to_string(i % 10);
-      auto put = storage.write_atomic(key, key);
+      auto put = storage.write(key, key, storage::IfPresent::replace);
       if (!put) {
         first_failure = put.error();
         return;

@@ -72,10 +72,10 @@ protected:
 // object of its own, so that they check our side against either server.
 TEST_F(S3StorageTest, WriteReadStatAndListGoUnderThePrefix) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("v1/MODULE_a+b/model.neff", "neff bytes"));
-  ASSERT_TRUE(s->write_atomic("v1/MODULE_a+b/model.done", ""));
-  ASSERT_TRUE(s->write_atomic("v1/npc-version", "1"));
-  ASSERT_TRUE(s->write_atomic("top", "t"));
+  ASSERT_TRUE(s->write("v1/MODULE_a+b/model.neff", "neff bytes", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v1/MODULE_a+b/model.done", "", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v1/npc-version", "1", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("top", "t", storage::IfPresent::replace));
   EXPECT_EQ(keys(), (std::vector<std::string>{"cache/root/top", "cache/root/v1/MODULE_a+b/model.done",
                                               "cache/root/v1/MODULE_a+b/model.neff", "cache/root/v1/npc-version"}));
   EXPECT_EQ(object("cache/root/v1/MODULE_a+b/model.neff"), "neff bytes");
@@ -130,15 +130,12 @@ TEST_F(S3StorageTest, AbsentThingsAreEmptyNotErrors) {
   auto read = s->read("nothing/here", 100);
   ASSERT_FALSE(read);
   EXPECT_EQ(read.error(), "cannot read s3://test-bucket/cache/root/nothing/here: no such object");
-  auto used = s->last_use("nothing");
-  ASSERT_FALSE(used);
-  EXPECT_EQ(used.error(), "cannot read the last use of s3://test-bucket/cache/root/nothing: no such folder");
   EXPECT_EQ(keys(), std::vector<std::string>{});
 }
 
 TEST_F(S3StorageTest, ReadRefusesMoreThanAsked) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("big", std::string(100, 'x')));
+  ASSERT_TRUE(s->write("big", std::string(100, 'x'), storage::IfPresent::replace));
   auto small = s->read("big", 10);
   ASSERT_FALSE(small);
   EXPECT_NE(small.error().find("s3://test-bucket/cache/root/big is larger than 10"), std::string::npos) << small.error();
@@ -149,18 +146,18 @@ TEST_F(S3StorageTest, ReadRefusesMoreThanAsked) {
 
 TEST_F(S3StorageTest, WriteAtomicReplaces) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("e/npc-entry.json", "old"));
-  ASSERT_TRUE(s->write_atomic("e/npc-entry.json", "new, longer"));
+  ASSERT_TRUE(s->write("e/npc-entry.json", "old", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("e/npc-entry.json", "new, longer", storage::IfPresent::replace));
   EXPECT_EQ(object("cache/root/e/npc-entry.json"), "new, longer");
   EXPECT_EQ(keys(), std::vector<std::string>{"cache/root/e/npc-entry.json"});
 }
 
 TEST_F(S3StorageTest, CreateExclusiveKeepsTheFirstContent) {
   auto s = storage();
-  auto first = s->create_exclusive("e/graph", "one");
+  auto first = s->write("e/graph", "one", storage::IfPresent::keep);
   ASSERT_TRUE(first) << first.error();
   EXPECT_TRUE(*first);
-  auto second = s->create_exclusive("e/graph", "two");
+  auto second = s->write("e/graph", "two", storage::IfPresent::keep);
   ASSERT_TRUE(second) << second.error();
   EXPECT_FALSE(*second);
   EXPECT_EQ(object("cache/root/e/graph"), "one");
@@ -183,7 +180,7 @@ TEST_F(S3StorageTest, OfSixteenThreadsCreatingOneKeyExactlyOneWinsAndItsBytesSta
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
         start.arrive_and_wait();
-        auto made = storages[i]->create_exclusive("v/MODULE_x+y/model.hlo_module.pb", content(i));
+        auto made = storages[i]->write("v/MODULE_x+y/model.hlo_module.pb", content(i), storage::IfPresent::keep);
         if (!made) errors[i] = made.error();
         outcome[i] = !made ? 2 : *made ? 1 : 0;
       });
@@ -198,7 +195,7 @@ TEST_F(S3StorageTest, OfSixteenThreadsCreatingOneKeyExactlyOneWinsAndItsBytesSta
   EXPECT_EQ(final_content, content(winner));
 
   for (int i = 0; i < 4; ++i) {
-    auto late = storages[i]->create_exclusive("v/MODULE_x+y/model.hlo_module.pb", "late");
+    auto late = storages[i]->write("v/MODULE_x+y/model.hlo_module.pb", "late", storage::IfPresent::keep);
     ASSERT_TRUE(late) << late.error();
     EXPECT_FALSE(*late);
   }
@@ -207,13 +204,13 @@ TEST_F(S3StorageTest, OfSixteenThreadsCreatingOneKeyExactlyOneWinsAndItsBytesSta
 
 TEST_F(S3StorageTest, PutFileReplacesAndConsumesTheLocalFile) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("e/model.log", "old"));
+  ASSERT_TRUE(s->write("e/model.log", "old", storage::IfPresent::replace));
   npc::test::write_text(dir() / "log", "new");
-  ASSERT_TRUE(s->put_file(dir() / "log", "e/model.log"));
+  ASSERT_TRUE(s->put_file(dir() / "log", "e/model.log", storage::IfPresent::replace));
   EXPECT_EQ(object("cache/root/e/model.log"), "new");
   EXPECT_FALSE(fs::exists(dir() / "log"));
   // A missing local file fails, naming it, and places nothing.
-  auto missing = s->put_file(dir() / "absent", "e/other");
+  auto missing = s->put_file(dir() / "absent", "e/other", storage::IfPresent::replace);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find((dir() / "absent").string()), std::string::npos) << missing.error();
   EXPECT_EQ(keys(), std::vector<std::string>{"cache/root/e/model.log"});
@@ -222,12 +219,12 @@ TEST_F(S3StorageTest, PutFileReplacesAndConsumesTheLocalFile) {
 TEST_F(S3StorageTest, PutFileIfAbsentKeepsTheExistingObjectAndRemovesTheLocalFile) {
   auto s = storage();
   npc::test::write_text(dir() / "first", "first neff");
-  auto placed = s->put_file_if_absent(dir() / "first", "e/model.neff");
+  auto placed = s->put_file(dir() / "first", "e/model.neff", storage::IfPresent::keep);
   ASSERT_TRUE(placed) << placed.error();
   EXPECT_TRUE(*placed);
   EXPECT_FALSE(fs::exists(dir() / "first"));
   npc::test::write_text(dir() / "second", "second neff");
-  auto again = s->put_file_if_absent(dir() / "second", "e/model.neff");
+  auto again = s->put_file(dir() / "second", "e/model.neff", storage::IfPresent::keep);
   ASSERT_TRUE(again) << again.error();
   EXPECT_FALSE(*again);
   EXPECT_FALSE(fs::exists(dir() / "second"));
@@ -236,8 +233,8 @@ TEST_F(S3StorageTest, PutFileIfAbsentKeepsTheExistingObjectAndRemovesTheLocalFil
 
 TEST_F(S3StorageTest, RemoveIsPerObjectAndFineWhenAbsent) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("e/a", "x"));
-  ASSERT_TRUE(s->write_atomic("e/b", "y"));
+  ASSERT_TRUE(s->write("e/a", "x", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("e/b", "y", storage::IfPresent::replace));
   ASSERT_TRUE(s->remove("e/a"));
   ASSERT_TRUE(s->remove("e/a"));
   EXPECT_EQ(keys(), std::vector<std::string>{"cache/root/e/b"});
@@ -247,11 +244,11 @@ TEST_F(S3StorageTest, RemoveTreeRemovesEverythingUnderThePrefixAndOnlyThat) {
   auto s = storage();
   // More objects than one listing page (1000) holds.
   constexpr int kMany = 1005;
-  for (int i = 0; i < kMany; ++i) ASSERT_TRUE(s->write_atomic("v/MODULE_1/sub/f" + std::to_string(i), "x"));
-  ASSERT_TRUE(s->write_atomic("v/MODULE_1/model.neff", "neff"));
-  ASSERT_TRUE(s->write_atomic("v/MODULE_1/model.done", ""));
-  ASSERT_TRUE(s->write_atomic("v/MODULE_10/model.done", "sibling"));
-  ASSERT_TRUE(s->write_atomic("v/MODULE_1.txt", "neighbour"));
+  for (int i = 0; i < kMany; ++i) ASSERT_TRUE(s->write("v/MODULE_1/sub/f" + std::to_string(i), "x", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v/MODULE_1/model.neff", "neff", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v/MODULE_1/model.done", "", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v/MODULE_10/model.done", "sibling", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("v/MODULE_1.txt", "neighbour", storage::IfPresent::replace));
   ASSERT_TRUE(raw_->put_object(kS3TestBucket, "cache/rootless/v/MODULE_1/model.done", "outside the prefix"));
 
   auto sub = s->list("v/MODULE_1/sub");
@@ -277,54 +274,32 @@ TEST_F(S3StorageTest, RemoveTreeRemovesEverythingUnderThePrefixAndOnlyThat) {
   EXPECT_FALSE(*again);
 }
 
-TEST_F(S3StorageTest, LastUseRoundTripsAnExactTimeInAMarkerObject) {
+// S3 cannot set an object's LastModified: a use is a marker object, whose
+// time in a listing (what eviction reads, cache/store.cpp) is when it was
+// written; its content is the time asked for, for people reading the bucket.
+TEST_F(S3StorageTest, ALastUseIsAMarkerObjectListedAtTheTimeOfTheUse) {
   auto s = storage();
-  ASSERT_TRUE(s->write_atomic("v/e/model.neff", "x"));
+  ASSERT_TRUE(s->write("v/e/model.neff", "x", storage::IfPresent::replace));
   Time when = std::chrono::system_clock::from_time_t(1700000000);
+  const auto before = std::chrono::system_clock::now();
   ASSERT_TRUE(s->set_last_use("v/e", when));
   EXPECT_EQ(object("cache/root/v/e/npc-last-use"), "1700000000");
-  auto used = s->last_use("v/e");
-  ASSERT_TRUE(used) << used.error();
-  EXPECT_EQ(*used, when);
-  Time later = std::chrono::system_clock::from_time_t(1800000000);
-  ASSERT_TRUE(s->set_last_use("v/e", later));
-  auto again = s->last_use("v/e");
-  ASSERT_TRUE(again) << again.error();
-  EXPECT_EQ(*again, later);
+  auto listed = s->list_tree("v/e");
+  ASSERT_TRUE(listed) << listed.error();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[1].key, "npc-last-use");
+  // The server's clock, in whole seconds, against ours.
+  EXPECT_GE((*listed)[1].modified, std::chrono::floor<std::chrono::seconds>(before) - 5s);
+  EXPECT_LE((*listed)[1].modified, std::chrono::system_clock::now() + 5s);
+  ASSERT_TRUE(s->set_last_use("v/e", std::chrono::system_clock::from_time_t(1800000000)));
+  EXPECT_EQ(object("cache/root/v/e/npc-last-use"), "1800000000");
   EXPECT_EQ(keys(), (std::vector<std::string>{"cache/root/v/e/model.neff", "cache/root/v/e/npc-last-use"}));
-}
-
-TEST_F(S3StorageTest, LastUseWithoutAMarkerIsTheNewestObjectsTime) {
-  auto s = storage();
-  ASSERT_TRUE(s->write_atomic("v/e/model.hlo_module.pb", "graph"));
-  // LastModified may count whole seconds: the NEFF is written again until
-  // the server's clock has moved past the graph's.
-  Result<S3ListPage> listed = fail("not listed");
-  ASSERT_TRUE(test::wait_until(
-      [&] {
-        if (!s->write_atomic("v/e/model.neff", "neff")) return false;
-        listed = raw_->list_all(kS3TestBucket, {.prefix = "cache/root/v/e/"});
-        return listed && listed->objects.size() == 2 && listed->objects[0].modified < listed->objects[1].modified;
-      },
-      5s, 100ms));
-  ASSERT_EQ(listed->objects[1].key, "cache/root/v/e/model.neff");
-  auto used = s->last_use("v/e");
-  ASSERT_TRUE(used) << used.error();
-  EXPECT_EQ(*used, listed->objects[1].modified);
-  // A marker that is not a number is not ours: ignored.
-  ASSERT_TRUE(raw_->put_object(kS3TestBucket, "cache/root/v/e/npc-last-use", "yesterday"));
-  auto marker = raw_->list_all(kS3TestBucket, {.prefix = "cache/root/v/e/npc-last-use"});
-  ASSERT_TRUE(marker) << marker.error();
-  ASSERT_EQ(marker->objects.size(), 1u);
-  auto ignored = s->last_use("v/e");
-  ASSERT_TRUE(ignored) << ignored.error();
-  EXPECT_EQ(*ignored, std::max(marker->objects[0].modified, listed->objects[1].modified));
 }
 
 TEST_F(S3StorageTest, AStorageWithoutAPrefixUsesTheBucketsTop) {
   auto s = storage("");
-  ASSERT_TRUE(s->write_atomic("neuronxcc-2.0/MODULE_a+b/model.neff", "n"));
-  ASSERT_TRUE(s->write_atomic("neuronxcc-2.0/npc-version", "2"));
+  ASSERT_TRUE(s->write("neuronxcc-2.0/MODULE_a+b/model.neff", "n", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("neuronxcc-2.0/npc-version", "2", storage::IfPresent::replace));
   EXPECT_EQ(keys(), (std::vector<std::string>{"neuronxcc-2.0/MODULE_a+b/model.neff", "neuronxcc-2.0/npc-version"}));
   auto top = s->list("");
   ASSERT_TRUE(top) << top.error();
@@ -349,7 +324,7 @@ TEST_F(S3StorageTest, AStorageWithoutAPrefixUsesTheBucketsTop) {
 TEST_F(S3StorageTest, KeysWithSpacesAndPlusSigns) {
   auto s = storage("a prefix+x");
   const std::string key = "v 1/MODULE_a+b c/model file+1.neff";
-  ASSERT_TRUE(s->write_atomic(key, "spaced"));
+  ASSERT_TRUE(s->write(key, "spaced", storage::IfPresent::replace));
   EXPECT_EQ(keys(), std::vector<std::string>{"a prefix+x/" + key});
   auto bytes = s->read(key, 100);
   ASSERT_TRUE(bytes) << bytes.error();
@@ -361,7 +336,7 @@ TEST_F(S3StorageTest, KeysWithSpacesAndPlusSigns) {
   ASSERT_TRUE(info) << info.error();
   ASSERT_TRUE(info->has_value());
   EXPECT_EQ((*info)->size, 6u);
-  auto made = s->create_exclusive("v 1/MODULE_a+b c/model file+1.neff", "again");
+  auto made = s->write("v 1/MODULE_a+b c/model file+1.neff", "again", storage::IfPresent::keep);
   ASSERT_TRUE(made) << made.error();
   EXPECT_FALSE(*made);
   auto removed = s->remove_tree("v 1/MODULE_a+b c", "model.done");
@@ -381,7 +356,7 @@ TEST_F(S3StorageTest, OpenTakesTheUrlAndTheEnvironment) {
   ASSERT_TRUE(s) << s.error();
   EXPECT_EQ((*s)->location().prefix, "team/cache");
   EXPECT_EQ((*s)->describe(), "s3://test-bucket/team/cache");
-  ASSERT_TRUE((*s)->write_atomic("k", "v"));
+  ASSERT_TRUE((*s)->write("k", "v", storage::IfPresent::replace));
   EXPECT_EQ(object("team/cache/k"), "v");
 
   auto bad = S3Storage::open("s3://Bad_Bucket/x", env);

@@ -231,9 +231,9 @@ TEST_F(StoredCacheTest, ExplainDownloadsTheTargetAndOnlyTheEntriesOfItsGraphSize
 class LockRefusingStorage final : public test::ForwardingStorage {
 public:
   using ForwardingStorage::ForwardingStorage;
-  Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override {
+  Result<bool> write(std::string_view key, std::string_view bytes, storage::IfPresent if_present) override {
     if (key.ends_with(".lock")) return fail("PUT " + std::string(key) + ": 403 AccessDenied");
-    return ForwardingStorage::create_exclusive(key, bytes);
+    return ForwardingStorage::write(key, bytes, if_present);
   }
 };
 

@@ -68,10 +68,30 @@ TEST_F(TiersS3Test, ACacheNamedByUrlHasTheStoreInCommonAndTheMirrorAfterIt) {
   const auto own = tiers.connect(2);
   ASSERT_EQ(own.size(), 2u);
   EXPECT_NE(own.front(), opened.front());
-  ASSERT_TRUE(own.front()->write_atomic("probe", "written through its own connection").ok());
+  ASSERT_TRUE(own.front()->write("probe", "written through its own connection", storage::IfPresent::replace).ok());
   auto read = common.storage()->read("probe", 1024);
   ASSERT_TRUE(read) << read.error();
   EXPECT_EQ(*read, "written through its own connection");
+}
+
+// Whether the gateway honours create-only PUTs is learned over one
+// connection and known on every connection the same Tiers opened, before or
+// after (a launcher's look learns it, its transfer threads use it); another
+// Tiers (another program) learns for itself.
+TEST_F(TiersS3Test, WhatOneConnectionLearnsEveryConnectionOfTheTiersKnows) {
+  Tiers tiers(dir() / "mirror", std::string("s3://") + test::kS3TestBucket + "/team");
+  const auto before = tiers.connect(2);
+  const auto common = tiers.common_connections(2);
+  for (const auto& connection : before) EXPECT_FALSE(connection->exclusive_create_is_exact());
+  auto learned = before.front()->learn_exclusive_create();
+  ASSERT_TRUE(learned) << learned.error();
+  ASSERT_TRUE(*learned) << "the RADOS Gateway honours If-None-Match";
+  for (const auto& connection : before) EXPECT_TRUE(connection->exclusive_create_is_exact());
+  for (const auto& connection : common) EXPECT_TRUE(connection->exclusive_create_is_exact());
+  for (const auto& connection : tiers.connect(3)) EXPECT_TRUE(connection->exclusive_create_is_exact());
+
+  Tiers other(dir() / "other-mirror", std::string("s3://") + test::kS3TestBucket + "/team");
+  EXPECT_FALSE(other.connect().front()->exclusive_create_is_exact());
 }
 
 } // namespace

@@ -129,7 +129,7 @@ protected:
     return text ? *text : std::string();
   }
   void write_shared(const fs::path& key, const std::string& text) const {
-    auto written = shared_storage()->write_atomic(key.generic_string(), text);
+    auto written = shared_storage()->write(key.generic_string(), text, storage::IfPresent::replace);
     ASSERT_TRUE(written.ok()) << written.error();
   }
 

@@ -47,6 +47,7 @@ public:
   [[nodiscard]] const std::optional<std::string>& shared_url() const { return url_; }
 
   // `count` new connections to the shared store; none when there is none.
+  // What one connection it opened learns of the server, all of them know.
   [[nodiscard]] std::vector<std::shared_ptr<storage::Storage>> connect(std::size_t count = 1) const;
 
   // The cache every host sees: the shared store's objects, over `count`
@@ -65,6 +66,7 @@ private:
   std::optional<std::string> url_;
   std::vector<std::shared_ptr<storage::Storage>> connections_;
   std::optional<Cache> common_;
+  std::shared_ptr<storage::Learned> learned_ = std::make_shared<storage::Learned>();
 };
 
 } // namespace npc::cache

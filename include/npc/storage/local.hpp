@@ -20,25 +20,21 @@ public:
   // The local path of `key`.
   [[nodiscard]] std::filesystem::path path(std::string_view key) const;
 
-  [[nodiscard]] std::string describe() const override;
+  using Storage::describe;
   [[nodiscard]] std::string describe(std::string_view key) const override;
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
   [[nodiscard]] Result<std::vector<TreeFile>> list_tree(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
   [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
   [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;
-  [[nodiscard]] Status write_atomic(std::string_view key, std::string_view bytes) override;
-  [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
-  [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
-  [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
+  [[nodiscard]] Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) override;
+  [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
+                                      IfPresent if_present) override;
   [[nodiscard]] bool exclusive_create_is_exact() const override { return true; }
   [[nodiscard]] Status remove(std::string_view key) override;
-  [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                                 std::optional<Time> modified) override;
-  [[nodiscard]] Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                                  std::string_view replacement) override;
+  [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
+                                                 std::optional<std::string_view> replacement) override;
   [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
-  [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
   [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
   [[nodiscard]] std::string_view last_use_file() const override { return {}; }
 

@@ -21,7 +21,9 @@ namespace npc::storage {
 // many threads), where it is and who we are looked up once (for S3, from the
 // AWS environment: s3_config.hpp). Throws EnvironmentError naming the URL
 // when it cannot be opened (no credentials, a bad endpoint, a scheme we do
-// not know).
-[[nodiscard]] std::vector<std::shared_ptr<Storage>> open(const std::string& url, std::size_t count = 1);
+// not know). What one of them learns of the server goes to `learned`, which
+// every connection opened with it shares (a new one when none is given).
+[[nodiscard]] std::vector<std::shared_ptr<Storage>> open(const std::string& url, std::size_t count = 1,
+                                                         std::shared_ptr<Learned> learned = {});
 
 } // namespace npc::storage

@@ -8,7 +8,7 @@
 // objects under it, and exists exactly while it has some. What follows from
 // that, operation by operation, is in s3.cpp; in short:
 //  - writes are atomic per object (a single PUT), never across objects;
-//  - create_exclusive and put_file_if_absent use If-None-Match: *, which
+//  - create-only writes (IfPresent::keep) use If-None-Match: *, which
 //    AWS S3 honours (of racing creators exactly one wins) and some
 //    S3-compatible servers ignore (there they are best effort: two racing
 //    creators can both win, the last one's bytes staying);
@@ -17,7 +17,9 @@
 //    partial entry that is not done, never a done entry without its NEFF;
 //    of many processes removing
 //    one folder at once, several may report true;
-//  - an entry's last use is kept in an object of its own, npc-last-use.
+//  - an entry's last use is kept in an object of its own, npc-last-use,
+//    whose time in a listing is the use (its content, the unix seconds
+//    asked for, is for people reading the bucket).
 //
 // One S3Storage may be shared between threads: its calls are serialised
 // over its one connection. Threads that must not wait on each other open a
@@ -51,43 +53,40 @@ public:
                                                                S3ClientOptions options = {});
   // `count` storages of one cache, a connection each, for threads that must
   // not wait on each other: the credentials are looked up once.
+  // They share `learned` (a new one when none is given).
   [[nodiscard]] static Result<std::vector<std::unique_ptr<S3Storage>>> open_many(std::string_view url, std::size_t count,
                                                                                  const EnvLookup& env = process_environment(),
-                                                                                 S3ClientOptions options = {});
+                                                                                 S3ClientOptions options = {},
+                                                                                 std::shared_ptr<Learned> learned = {});
   // A trailing '/' of the prefix is dropped: "p/" and "p" are one folder.
-  S3Storage(std::unique_ptr<S3Client> client, S3Location location);
+  // What it learns of the server goes to `learned` (its own when none).
+  S3Storage(std::unique_ptr<S3Client> client, S3Location location, std::shared_ptr<Learned> learned = {});
 
   [[nodiscard]] const S3Location& location() const { return location_; }
   // The object name of `key`: <prefix>/<key> ("" is the prefix itself).
   [[nodiscard]] std::string object_key(std::string_view key) const;
 
-  [[nodiscard]] std::string describe() const override;
+  using Storage::describe;
   [[nodiscard]] std::string describe(std::string_view key) const override;
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
   [[nodiscard]] Result<std::vector<TreeFile>> list_tree(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
   [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
   [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;
-  [[nodiscard]] Status write_atomic(std::string_view key, std::string_view bytes) override;
-  [[nodiscard]] Result<bool> create_exclusive(std::string_view key, std::string_view bytes) override;
-  [[nodiscard]] Status put_file(const std::filesystem::path& local, std::string_view key) override;
-  [[nodiscard]] Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) override;
-  [[nodiscard]] bool exclusive_create_is_exact() const override { return exact_create_; }
+  [[nodiscard]] Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) override;
+  [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
+                                      IfPresent if_present) override;
+  [[nodiscard]] bool exclusive_create_is_exact() const override { return learned_->exclusive_create_exact; }
   // Two create-only PUTs of one probe object (under .npc/): the second
   // refused (412) is a server that honours If-None-Match, as AWS S3, the
-  // RADOS Gateway and MinIO do; then create_exclusive is one PUT, with no
+  // RADOS Gateway and MinIO do; then a create-only write is one PUT, with no
   // HEAD before it, and a lock needs no read-back (storage/lock.hpp).
   [[nodiscard]] Result<bool> learn_exclusive_create() override;
-  // From another connection to the same bucket only.
-  void learn_exclusive_create_from(const Storage& learned) override;
   [[nodiscard]] Probe probe() const override;
   [[nodiscard]] Status remove(std::string_view key) override;
-  [[nodiscard]] Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                                 std::optional<Time> modified) override;
-  [[nodiscard]] Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                                  std::string_view replacement) override;
+  [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
+                                                 std::optional<std::string_view> replacement) override;
   [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
-  [[nodiscard]] Result<Time> last_use(std::string_view dir) const override;
   [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
   [[nodiscard]] std::string_view last_use_file() const override { return kS3LastUseFile; }
 
@@ -105,7 +104,7 @@ private:
   S3Location location_;
   // The client holds one connection and is not thread-safe.
   mutable std::mutex mutex_;
-  std::atomic<bool> exact_create_{false};
+  std::shared_ptr<Learned> learned_;
   // How the server takes If-Match, found out at the first replacement:
   // quoted as RFC 9110 has it (AWS S3), bare (the RADOS Gateway of Ceph 16
   // refuses the quoted form), or not at all (a refusal of both while the

@@ -1,13 +1,15 @@
 #pragma once
 // Where a cache's files live. A cache entry (cache/entry.hpp) reads and
 // writes its files through this interface only for what every backend can
-// do: list, stat, read, write atomically, create exclusively, place a local
-// file, remove, and keep an entry's last use. The local directory is one
+// do: list, stat, read, write (replacing or create-only), place a local
+// file, change a file only while it is as read, remove, and mark an entry
+// used. The local directory is one
 // backend (local.hpp); an object store is another.
 //
 // Keys are '/'-separated paths relative to the storage's root
 // ("neuronxcc-2.15.128.0/MODULE_1+abcd/model.neff"); "" is the root.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -52,14 +54,37 @@ struct TreeFile {
   Time modified;
 };
 
+// What connections to one store learn about it, shared by every connection
+// opened with it (storage/open.hpp): one connection asks, all know.
+struct Learned {
+  // Whether the server lets exactly one of racing create-only writes win.
+  std::atomic<bool> exclusive_create_exact{false};
+};
+
+// What a write does when something is already at its key.
+enum class IfPresent {
+  replace, // the new content takes its place
+  keep     // it stays, and the write reports false
+};
+
+// What a conditional change (Storage::change_if_unchanged) compares a key
+// against: the bytes read from it (a folder where a file was expected reads
+// as empty) and, when known, its time as stat gave it.
+struct Seen {
+  std::string_view bytes;
+  std::optional<Time> modified;
+};
+
+// The primitives every backend implements; what a cache does with them
+// (entries, last use, locks, eviction) is built above, in cache/ and in
+// lock.hpp.
 class Storage {
 public:
   virtual ~Storage() = default;
 
-  // The root, as users name it (a path, or a URL), for messages.
-  [[nodiscard]] virtual std::string describe() const = 0;
-  // Where `key` is, as users name it.
+  // Where `key` is, as users name it (a path, or a URL); "" is the root.
   [[nodiscard]] virtual std::string describe(std::string_view key) const = 0;
+  [[nodiscard]] std::string describe() const { return describe(std::string_view{}); }
 
   // The names directly under `dir`; an absent folder has none.
   [[nodiscard]] virtual Result<std::vector<std::string>> list(std::string_view dir) const = 0;
@@ -75,30 +100,26 @@ public:
   // renamed, so nothing partial is ever at `local`: false when absent.
   [[nodiscard]] virtual Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const = 0;
 
-  // Readers see the old content or the new one, never a part.
-  [[nodiscard]] virtual Status write_atomic(std::string_view key, std::string_view bytes) = 0;
-  // Writes only when nothing is at `key`: false when something was (it is
-  // left as it is). Of many processes racing, exactly one gets true.
-  [[nodiscard]] virtual Result<bool> create_exclusive(std::string_view key, std::string_view bytes) = 0;
-  // Moves a local file to `key` (replacing what is there), atomically for
-  // readers; the local file is gone afterwards.
-  [[nodiscard]] virtual Status put_file(const std::filesystem::path& local, std::string_view key) = 0;
-  // As put_file, but when something is already at `key` it stays and the
-  // local file is removed: false then.
-  [[nodiscard]] virtual Result<bool> put_file_if_absent(const std::filesystem::path& local, std::string_view key) = 0;
+  // Writes `bytes` at `key`: readers see the old content or the new one,
+  // never a part. With IfPresent::keep it writes only when nothing is at
+  // `key` (false then, and what is there stays); of many processes racing,
+  // exactly one gets true where exclusive_create_is_exact().
+  [[nodiscard]] virtual Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) = 0;
+  // As write, from a local file that is moved to `key` (streamed, for large
+  // files); the local file is gone once placed, or refused by keep.
+  [[nodiscard]] virtual Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
+                                              IfPresent if_present) = 0;
 
-  // Whether create_exclusive lets exactly one of racing creators win
-  // everywhere it runs. An object store cannot promise it: some
-  // S3-compatible servers ignore the condition.
+  // Whether a write with IfPresent::keep lets exactly one of racing
+  // creators win everywhere it runs. An object store cannot promise it:
+  // some S3-compatible servers ignore the condition.
   [[nodiscard]] virtual bool exclusive_create_is_exact() const = 0;
   // Finds out whether this server lets exactly one of racing creators win,
   // where that depends on the server (S3: whether it honours If-None-Match),
-  // with a few requests; exclusive_create_is_exact() says so afterwards.
-  // What an error leaves is the cautious answer.
+  // with a few requests; exclusive_create_is_exact() says so afterwards, on
+  // this connection and on every one sharing its Learned. What an error
+  // leaves is the cautious answer.
   [[nodiscard]] virtual Result<bool> learn_exclusive_create() { return exclusive_create_is_exact(); }
-  // What learn_exclusive_create found on `learned`, another connection to
-  // the same server, without asking the server again.
-  virtual void learn_exclusive_create_from(const Storage& learned) { (void)learned; }
 
   // Whether the storage answers, with these credentials, at its root, in
   // one cheap request (S3: a LIST of at most one key under the prefix),
@@ -107,19 +128,14 @@ public:
 
   // Removes one file; an absent one is fine.
   [[nodiscard]] virtual Status remove(std::string_view key) = 0;
-  // Removes `key` only while it is still what was read: `bytes`, and
-  // `modified` as stat gave it when given (a folder where a file was
-  // expected reads as empty). False, and the object left as it is, when it
-  // changed or is gone. What breaks a stale lock: a lock taken again
-  // meanwhile stays. Exact among processes of one host on a directory; on
-  // an object store, and across hosts, the look and the removal are two
-  // steps.
-  [[nodiscard]] virtual Result<bool> remove_if_unchanged(std::string_view key, std::string_view bytes,
-                                                         std::optional<Time> modified) = 0;
-  // Replaces `key` with `replacement` only while it still holds `bytes`, as
-  // remove_if_unchanged: false when it changed or is gone. What renews a lock.
-  [[nodiscard]] virtual Result<bool> replace_if_unchanged(std::string_view key, std::string_view bytes,
-                                                          std::string_view replacement) = 0;
+  // Replaces `key` with `replacement`, or removes it when there is none,
+  // only while it is still what was `seen`: false, and the object left as
+  // it is, when it changed or is gone. What breaks, takes over and renews a
+  // lock: a lock taken again meanwhile stays. Exact among processes of one
+  // host on a directory; on an object store a removal is a look and a
+  // DELETE (a replacement is one PUT If-Match where the server honours it).
+  [[nodiscard]] virtual Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
+                                                         std::optional<std::string_view> replacement) = 0;
   // Removes a folder and all below it, so that readers see all of it or
   // none; false when it was absent. Where a folder cannot vanish at once
   // (an object store removes one object at a time), `first_file` (a name
@@ -127,12 +143,11 @@ public:
   // that trusts it never takes the folder while its other files go.
   [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir, std::string_view first_file) = 0;
 
-  // When an entry (a folder) was last used; eviction takes the oldest.
-  [[nodiscard]] virtual Result<Time> last_use(std::string_view dir) const = 0;
+  // Marks a folder used at `when`; eviction takes the entries used longest
+  // ago. A directory keeps it as the folder's time, an object store in
+  // last_use_file(): its time in a listing is the use.
   [[nodiscard]] virtual Status set_last_use(std::string_view dir, Time when) = 0;
-  // The file in a folder that records its last use, for a backend that
-  // cannot set a folder's time (its time in a listing is the use); empty
-  // when the folder's own time is kept.
+  // That file's name, or empty when the folder's own time is kept.
   [[nodiscard]] virtual std::string_view last_use_file() const = 0;
 };
 

@@ -52,4 +52,11 @@ inline Status ok_status() { return Unit{}; }
 
 inline Failure fail(std::string message) { return Failure{std::move(message)}; }
 
+// Whether `result` succeeded, its value dropped: for a caller that needs only
+// that (a replacing write, whose "written" is always true).
+template <typename T> Status status_of(const Result<T>& result) {
+  if (!result) return fail(result.error());
+  return ok_status();
+}
+
 } // namespace npc
