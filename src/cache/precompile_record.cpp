@@ -109,6 +109,12 @@ Result<std::vector<PrecompileRecord>> read_precompile_records(const storage::Sto
   for (const auto& name : sorted) {
     auto text = storage.read(record_key(name), kMaxPrecompileRecordBytes);
     if (!text) {
+      // Pruned by a launcher recording meanwhile (the oldest go): nothing
+      // was lost that the listing needs.
+      if (auto there = storage.stat(record_key(name)); there && !there->has_value()) {
+        spdlog::debug("the pre-compile record {} was pruned as it was read", storage.describe(record_key(name)));
+        continue;
+      }
       spdlog::warn("cannot read the pre-compile record {}: {}", storage.describe(record_key(name)), text.error());
       continue;
     }

@@ -16,7 +16,11 @@
 #include <npc/cache/store.hpp>
 #include <npc/util/fs.hpp>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include "files.hpp"
+#include "forwarding_storage.hpp"
 #include "temp_dir.hpp"
 #include "two_tiers.hpp"
 
@@ -123,6 +127,40 @@ TEST_F(MissesTest, ManyLaunchersRecordAtOnceAndTheNewestAreKeptWhole) {
     EXPECT_EQ((*read)[k].graphs.size(), 100u);
   }
   EXPECT_EQ(last_precompile(*read).size(), kKeptPrecompileRecords) << "one run: their times overlap";
+}
+
+// A record listed, then pruned by a launcher recording meanwhile, before it
+// is read: skipped without a warning (it was the oldest); one that is there
+// but cannot be read still warns.
+TEST_F(MissesTest, ARecordPrunedAsItIsReadIsSkippedQuietly) {
+  PrecompileRecord kept = record(kPrecompileStart, kPrecompileEnd);
+  ASSERT_TRUE(write_precompile_record(*cache->storage(), kept).ok());
+  struct ListingAPrunedRecord : test::ForwardingStorage {
+    using ForwardingStorage::ForwardingStorage;
+    Result<std::vector<std::string>> list(std::string_view dir) const override {
+      auto names = ForwardingStorage::list(dir);
+      if (names && dir == kPrecompilesDir) names->push_back("1799999999000-trn1-a-1.json");
+      return names;
+    }
+  };
+  ListingAPrunedRecord storage(cache->storage());
+  std::ostringstream logged;
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(logged)));
+  auto read = read_precompile_records(storage);
+  ASSERT_TRUE(util::ensure_dir(dir() / "cache" / std::string(kPrecompilesDir) / "1700000000000-trn1-a-2.json").ok());
+  auto with_a_folder = read_precompile_records(storage);
+  spdlog::set_default_logger(previous);
+  ASSERT_TRUE(read) << read.error();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].started, kept.started);
+  ASSERT_TRUE(with_a_folder) << with_a_folder.error();
+  EXPECT_EQ(with_a_folder->size(), 1u);
+  const std::string text = logged.str();
+  EXPECT_EQ(text.find("1799999999000-trn1-a-1.json"), std::string::npos) << text;
+  EXPECT_NE(text.find("cannot read the pre-compile record"), std::string::npos) << text;
+  EXPECT_NE(text.find("1700000000000-trn1-a-2.json"), std::string::npos) << text;
 }
 
 TEST_F(MissesTest, TheLastPrecompileIsTheNewestRecordAndThoseOverlappingIt) {
