@@ -17,7 +17,7 @@ namespace npc::cli {
 
 namespace {
 
-// "2026-11-29T10:00:00Z to 10:05:12Z on trn1-a, trn1-b: 24 graphs"
+// "2026-11-29T10:00:00.125Z to 2026-11-29T10:05:12.500Z on trn1-a, trn1-b: 24 graph(s)"
 std::string describe_precompile(const std::vector<cache::PrecompileRecord>& run) {
   util::WallTime started = run.front().started, ended = run.front().ended;
   std::string hosts;
@@ -28,7 +28,7 @@ std::string describe_precompile(const std::vector<cache::PrecompileRecord>& run)
     if (hosts.find(r.host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + r.host;
     for (const auto& g : r.graphs) keys.insert(g.key);
   }
-  return util::format_utc(started) + " to " + util::format_utc(ended) + " on " + hosts + ": " +
+  return util::format_utc_ms(started) + " to " + util::format_utc_ms(ended) + " on " + hosts + ": " +
          std::to_string(keys.size()) + " graph(s)";
 }
 
@@ -55,8 +55,8 @@ nlohmann::json to_json(const cache::Misses& found) {
     precompile = nlohmann::json::array();
     for (const auto& r : found.precompile)
       precompile.push_back({{"record", r.name},
-                            {"started", util::format_utc(r.started)},
-                            {"ended", util::format_utc(r.ended)},
+                            {"started", util::format_utc_ms(r.started)},
+                            {"ended", util::format_utc_ms(r.ended)},
                             {"host", r.host},
                             {"compiler_version", r.compiler_version},
                             {"graphs", r.graphs.size()}});
@@ -67,7 +67,7 @@ nlohmann::json to_json(const cache::Misses& found) {
     nlohmann::json one = {{"key", m.key.str()},
                           {"cause", cache::to_string(m.cause)},
                           {"state", cache::to_string(m.state)},
-                          {"written", util::format_utc(m.written)}};
+                          {"written", util::format_utc_ms(m.written)}};
     if (m.trial_key) one["trial_key"] = m.trial_key->str();
     if (m.cause == cache::MissCause::other_flags) {
       one["flags_added"] = m.flags_added;
@@ -77,7 +77,7 @@ nlohmann::json to_json(const cache::Misses& found) {
     ++by_cause[std::string(cache::to_string(m.cause))];
   }
   return {{"precompile", std::move(precompile)},
-          {"since", util::format_utc(found.since)},
+          {"since", util::format_utc_ms(found.since)},
           {"entries", found.looked_at},
           {"misses", std::move(misses)},
           {"by_cause", by_cause}};
@@ -85,7 +85,7 @@ nlohmann::json to_json(const cache::Misses& found) {
 
 void print_text(const cache::Misses& found) {
   const std::string after = found.precompile.empty()
-                                ? "since " + util::format_utc(found.since)
+                                ? "since " + util::format_utc_ms(found.since)
                                 : "after the pre-compile of " + describe_precompile(found.precompile);
   if (found.misses.empty()) {
     std::cout << "no graph compiled " << after << '\n';
@@ -100,7 +100,7 @@ void print_text(const cache::Misses& found) {
     std::cout << cache::describe(cause) << " (" << end - i << "):\n";
     for (; i < end; ++i) {
       const cache::Miss& m = found.misses[i];
-      std::cout << "  " << m.key.str() << "  " << cache::to_string(m.state) << "  " << util::format_utc(m.written);
+      std::cout << "  " << m.key.str() << "  " << cache::to_string(m.state) << "  " << util::format_utc_ms(m.written);
       if (auto detail = detail_of(m); !detail.empty()) std::cout << "  " << detail;
       std::cout << '\n';
     }

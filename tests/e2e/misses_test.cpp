@@ -149,7 +149,7 @@ TEST_F(Misses, WithoutAPrecompileOnlySinceATimeAndABadTimeIsRefused) {
   ASSERT_EQ(since.exit_code, 0) << since.describe();
   nlohmann::json j = nlohmann::json::parse(since.out);
   EXPECT_TRUE(j["precompile"].is_null());
-  EXPECT_EQ(j["since"], "2000-01-01T00:00:00Z");
+  EXPECT_EQ(j["since"], "2000-01-01T00:00:00.000Z");
   EXPECT_EQ(j["by_cause"], (nlohmann::json{{"no_precompile", 4}}));
 
   auto bad = run_tool("neuron_cache", {"misses", "--since", "last tuesday"});

@@ -10,14 +10,16 @@ namespace {
 class WarmCheck : public CacheTest {
 protected:
   // init + 2 train + eval = 4 graphs in 10 steps; a late graph at step 20.
-  std::vector<std::string> train(int steps) {
-    return {tool_path("standin_train").string(), "--nproc_per_node", "2", "--steps_this_run", std::to_string(steps),
-            "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden",
-            "64", "--workdir", (dir() / "train").string()};
+  // `protocol`: the stand-in's (wrapper, torch-neuronx, torch-neuronx-legacy).
+  std::vector<std::string> train(int steps, const std::string& protocol) {
+    return {tool_path("standin_train").string(), "--protocol", protocol, "--nproc_per_node", "2", "--steps_this_run",
+            std::to_string(steps), "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20",
+            "--layers", "2", "--hidden", "64", "--workdir", (dir() / "train").string()};
   }
-  RunResult launch(const std::string& command, int steps, std::map<std::string, std::string> env = {}) {
+  RunResult launch(const std::string& command, int steps, std::map<std::string, std::string> env = {},
+                   const std::string& protocol = "wrapper") {
     std::vector<std::string> args = {"--command", command, "--parallel_compile_workdir=" + (dir() / "wd").string()};
-    for (auto& a : train(steps)) args.push_back(a);
+    for (auto& a : train(steps, protocol)) args.push_back(a);
     return run_tool("neuron_parallel_compile", args, std::move(env));
   }
   // The check's lines naming graphs: "  neuronxcc-.../MODULE_...: why".
@@ -80,6 +82,25 @@ TEST_F(WarmCheck, EachGraphThatWouldCompileIsListedAndCountedInTheExitStatus) {
               std::string::npos)
         << line;
   EXPECT_EQ(compiles(), 4u) << "a check compiles nothing";
+}
+
+// Under current torch-neuronx, and older releases, whose cache is
+// DIR/neuron-compile-cache: the check looks where the framework's trial put
+// the graphs.
+TEST_F(WarmCheck, TheCheckJudgesTheGraphsOfEachFrameworkProtocol) {
+  for (const std::string protocol : {"torch-neuronx", "torch-neuronx-legacy"}) {
+    SCOPED_TRACE(protocol);
+    fs::remove_all(cache_root());
+    ASSERT_EQ(launch("all", 10, {}, protocol).exit_code, 0);
+    auto warm = launch("check", 10, {}, protocol);
+    EXPECT_EQ(warm.exit_code, 0) << warm.describe();
+    EXPECT_TRUE(graph_lines(warm.out).empty()) << warm.out;
+    auto longer = launch("check", 25, {}, protocol);
+    EXPECT_EQ(longer.exit_code, 1) << longer.describe();
+    const auto lines = graph_lines(longer.out);
+    ASSERT_EQ(lines.size(), 1u) << longer.out;
+    EXPECT_TRUE(lines[0].ends_with(": not compiled in this cache")) << lines[0];
+  }
 }
 
 TEST_F(WarmCheck, ACachedFailureIsSaidAsSuch) {
