@@ -166,8 +166,13 @@ Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> pre
   });
   const TrialGraphs trial(precompile);
   const bool recorded = !precompile.empty();
+  util::WallTime precompile_end{};
+  for (const auto& r : precompile) precompile_end = std::max(precompile_end, r.ended);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (!written[i] || *written[i] <= since) continue;
+    // A graph of the trial's written by its end is the pre-compile's own
+    // work (listed from an earlier --since), not a miss.
+    if (recorded && *written[i] <= precompile_end && trial.outcome_by_key.contains(keys[i].str())) continue;
     Miss miss;
     miss.key = keys[i];
     miss.written = *written[i];

@@ -131,18 +131,34 @@ Result<StepMeeting> StepMeeting::join(std::shared_ptr<storage::Storage> storage,
   return meeting;
 }
 
+namespace {
+
+// Task `task`'s record, its graphs and counts in `fields`, written whole in
+// place of the one before.
+Status write_record(storage::Storage& storage, const std::string& folder, const StepTask& task,
+                    nlohmann::json fields) {
+  fields["task"] = task.index;
+  fields["tasks"] = task.count;
+  fields["node"] = task.node;
+  return status_of(storage.write(record_key(folder, task.index), fields.dump(), storage::IfPresent::replace));
+}
+
+} // namespace
+
 Status StepMeeting::found(const std::vector<std::string>& graphs) {
-  nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
-                           {"graphs", graphs},    {"ended", false}};
-  return status_of(storage_->write(record_key(folder_, task_.index), record.dump(), storage::IfPresent::replace));
+  return write_record(*storage_, folder_, task_, {{"graphs", graphs}, {"ended", false}});
 }
 
 Status StepMeeting::report(const TaskTotals& mine) {
-  nlohmann::json record = {{"task", task_.index}, {"tasks", task_.count}, {"node", task_.node},
-                           {"graphs", mine.graphs}, {"compiled", mine.compiled},
-                           {"done", mine.done},     {"failed", mine.failed}, {"ended", true}};
-  return status_of(storage_->write(record_key(folder_, task_.index), record.dump(), storage::IfPresent::replace));
+  return write_record(*storage_, folder_, task_,
+                      {{"graphs", mine.graphs},
+                       {"compiled", mine.compiled},
+                       {"done", mine.done},
+                       {"failed", mine.failed},
+                       {"ended", true}});
 }
+
+
 
 namespace {
 

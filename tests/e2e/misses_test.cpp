@@ -85,6 +85,13 @@ TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
   EXPECT_NE(text.out.find("\nnever produced by the trial (1):\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("\nthe trial's graph under other compiler flags (4):\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("flags here, not in the trial: -O1"), std::string::npos) << text.out;
+
+  // From another time: the header names it, and what the listing is judged against.
+  auto since = run_tool("neuron_cache", {"misses", "--since", "2000-01-01"});
+  ASSERT_EQ(since.exit_code, 0) << since.describe();
+  EXPECT_EQ(since.out.rfind("5 graph(s) compiled since 2000-01-01T00:00:00.000Z, judged against the pre-compile of ", 0),
+            0u)
+      << since.out;
 }
 
 // Current torch-neuronx, and older releases, whose cache is

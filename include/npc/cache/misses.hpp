@@ -69,7 +69,8 @@ struct Misses {
   std::vector<Miss> misses;   // by cause, then by time
 };
 
-// The entries of `cache` whose graphs were written after `since`, judged
+// The entries of `cache` whose graphs were written after `since` (less the
+// pre-compile's own: its graphs written by its end), judged
 // against `precompile` (last_precompile's records; may be empty). Fails
 // when the cache cannot be listed.
 [[nodiscard]] Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> precompile, util::WallTime since);
