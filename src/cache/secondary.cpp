@@ -1,5 +1,7 @@
 #include <npc/cache/secondary.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/util/strings.hpp>
@@ -32,6 +34,30 @@ FetchResult fetch_from_secondary(const Cache& local, const fs::path& secondary_r
   auto got = fetch_result(secondary, local, key, {.lock_wait = lock_wait, .failures = false});
   if (!got) return {FetchOutcome::rejected, got.error(), false};
   return *got;
+}
+
+bool bring_from_secondary(const Cache& local, const std::optional<fs::path>& root, const CacheKey& key,
+                          std::chrono::milliseconds lock_wait) {
+  if (!root) return false;
+  std::error_code ec;
+  if (!fs::is_directory(*root, ec)) {
+    spdlog::warn("the secondary cache {} is not a directory; not used", root->string());
+    return false;
+  }
+  auto result = fetch_from_secondary(local, *root, key, lock_wait);
+  switch (result.outcome) {
+  case FetchOutcome::copied:
+    spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
+    return true;
+  case FetchOutcome::already_done: return true;
+  case FetchOutcome::rejected:
+    spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
+    return false;
+  case FetchOutcome::miss:
+  case FetchOutcome::failure_copied: // not asked for
+  case FetchOutcome::busy: return false;
+  }
+  return false;
 }
 
 } // namespace npc::cache

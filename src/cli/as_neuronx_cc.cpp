@@ -110,13 +110,12 @@ int compile_cached(const compile::RealCompilerCall& call, const fs::path& real, 
     job.environment->set(compile::kMasqueradeActiveEnv, "1"); // see there
   };
   CachedCompile cached{
-      .cache = cache,
       .tiers = tiers,
-      .key = key,
-      .legacy_key = std::nullopt,
-      // The read-only secondary cache, as the wrapper's compile reads it.
-      .secondary_root = [] { return cache::secondary_root_from_environment(); },
-      .lock_wait = compile::kDefaultLockWait,
+      .lookup = {.key = key,
+                 .legacy_key = std::nullopt,
+                 // The read-only secondary cache, as the wrapper's compile reads it.
+                 .secondary_root = [] { return cache::secondary_root_from_environment(); },
+                 .lock_wait = compile::kDefaultLockWait},
       .eviction = {settings.cache.size_limit(), settings.cache.ttl()},
       .deliver = [&](const cache::Entry& done) { return serve(done, call.output); },
       .store_graph =

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/secondary.hpp>
 #include <npc/cli/neff_output.hpp>
 #include <npc/util/error.hpp>
 
@@ -15,48 +14,16 @@ namespace {
 CachedCompileEnd hit(const CachedCompile& call, const cache::Entry& served, bool brought_in) {
   std::ignore = served.touch();
   call.count(cache::hit_of(served.dir()));
-  if (brought_in) cache::evict_after_write(call.cache, call.eviction);
+  if (brought_in) cache::evict_after_write(call.tiers.directory(), call.eviction);
   return {served, {compile::EntryOutcome::already_done, std::nullopt, {}, {}}};
 }
 
 } // namespace
 
-bool fetch_from_secondary_cache(const cache::Cache& cache, const std::optional<fs::path>& root,
-                                const cache::CacheKey& key, std::chrono::milliseconds lock_wait) {
-  if (!root) return false;
-  std::error_code ec;
-  if (!fs::is_directory(*root, ec)) {
-    spdlog::warn("the secondary cache {} is not a directory; not used", root->string());
-    return false;
-  }
-  auto result = cache::fetch_from_secondary(cache, *root, key, lock_wait);
-  switch (result.outcome) {
-  case cache::FetchOutcome::copied:
-    spdlog::info("copied {} from the secondary cache {}", key.str(), root->string());
-    return true;
-  case cache::FetchOutcome::already_done: return true;
-  case cache::FetchOutcome::rejected:
-    spdlog::warn("not using {} from the secondary cache {}: {}", key.str(), root->string(), result.detail);
-    return false;
-  case cache::FetchOutcome::miss:
-  case cache::FetchOutcome::failure_copied: // not asked for
-  case cache::FetchOutcome::busy: return false;
-  }
-  return false;
-}
 
 CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::EntryCompileOptions options) {
-  // The hot path: one existence check, one read that hashes and copies.
-  const cache::Entry entry = call.cache.entry(call.key);
-  if (entry.looks_done() && call.deliver(entry)) return hit(call, entry, false);
-  if (call.legacy_key && *call.legacy_key != call.key) {
-    cache::Entry legacy = call.cache.entry(*call.legacy_key);
-    if (legacy.looks_done() && call.deliver(legacy)) return hit(call, legacy, false);
-  }
-  if (call.tiers.fetch(call.key, call.lock_wait) && call.deliver(entry)) return hit(call, entry, true);
-  if (call.secondary_root && fetch_from_secondary_cache(call.cache, call.secondary_root(), call.key, call.lock_wait) &&
-      call.deliver(entry))
-    return hit(call, entry, true);
+  if (auto found = call.tiers.find(call.lookup, call.deliver)) return hit(call, found->entry, found->brought_in);
+  const cache::Entry entry = call.tiers.directory().entry(call.lookup.key);
   if (entry.looks_failed() && !options.retry_failed) {
     call.count({.failed = 1});
     return {std::nullopt, {compile::EntryOutcome::cached_failure, std::nullopt, {}, entry.log_path()}};
@@ -71,7 +38,7 @@ CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::Entry
   });
   options.while_done_and_locked = [&](const cache::Entry& done) { delivery(done); };
   options.store_missing_graph = [&](const cache::Entry&) { call.store_graph(); };
-  compile::EntryCompileResult result = call.tiers.compile(call.key, entry.dir(), options);
+  compile::EntryCompileResult result = call.tiers.compile(call.lookup.key, entry.dir(), options);
   // Removed by another process (an eviction with --ttl 0 as soon as the
   // compile that held the lock released it, `neuron_cache rm`): what was
   // asked for still stands, so the graph is stored again and compiled, a
@@ -81,7 +48,7 @@ CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::Entry
        ++again) {
     spdlog::warn("{} was removed by another process; storing its graph again", entry.dir().string());
     call.store_graph();
-    result = compile::compile_entry(call.cache, entry.dir(), options);
+    result = compile::compile_entry(call.tiers.directory(), entry.dir(), options);
   }
   call.count(delivery.usage_of(result, entry.dir()));
   if (result.outcome != compile::EntryOutcome::compiled && result.outcome != compile::EntryOutcome::already_done)
@@ -93,7 +60,7 @@ CachedCompileEnd compile_through_cache(const CachedCompile& call, compile::Entry
   if (!delivery.delivered() && !call.deliver(entry))
     throw StoredNeffFault("the NEFF of " + entry.dir().string() + " fails its check");
   std::ignore = entry.touch();
-  if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(call.cache, call.eviction);
+  if (result.outcome == compile::EntryOutcome::compiled) cache::evict_after_write(call.tiers.directory(), call.eviction);
   return {std::nullopt, std::move(result)};
 }
 

@@ -365,12 +365,11 @@ int cmd_compile(const std::vector<std::string>& words) {
                                        context.settings.cache.retry_failed_compilation,
                                        context.settings.cache.compile_workdir, context.settings.cache.dump_dir, {}, {}, {}, true};
   CachedCompile call{
-      .cache = cache,
       .tiers = tiers,
-      .key = key,
-      .legacy_key = keys.legacy,
-      .secondary_root = [&] { return secondary_root(command.common); },
-      .lock_wait = command.common.lock_wait,
+      .lookup = {.key = key,
+                 .legacy_key = keys.legacy,
+                 .secondary_root = [&] { return secondary_root(command.common); },
+                 .lock_wait = command.common.lock_wait},
       .eviction = {context.settings.cache.size_limit(), context.settings.cache.ttl()},
       .deliver = [&](const cache::Entry& done) { return deliver(done, command.output); },
       .store_graph =

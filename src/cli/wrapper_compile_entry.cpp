@@ -96,7 +96,7 @@ int compile_entry_command(const std::vector<std::string>& words, std::optional<f
                                        settings.cache.compile_workdir, settings.cache.dump_dir, {}, {}, {}, true};
   if (!run.run.empty()) options.run = run;
   // The read-only secondary cache, if one is named, before compiling.
-  if (fetch_from_secondary_cache(cache, secondary_root(common), *key, common.lock_wait)) {
+  if (cache::bring_from_secondary(cache, secondary_root(common), *key, common.lock_wait)) {
     report.outcome = compile::EntryOutcome::already_done;
     print_line(stdout, "Already compiled: " + dir.string());
     return 0;

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/secondary.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/strings.hpp>
 
@@ -159,6 +160,22 @@ bool CacheTiers::fetch(const cache::CacheKey& key, std::chrono::milliseconds loc
     unusable(e);
     return false;
   }
+}
+
+std::optional<Found> CacheTiers::find(const Lookup& lookup, const std::function<bool(const cache::Entry&)>& take) {
+  const cache::Cache& directory = tiers_.directory();
+  // The hot path: one existence check, then `take`'s read that hashes and copies.
+  const cache::Entry entry = directory.entry(lookup.key);
+  if (entry.looks_done() && take(entry)) return Found{entry, false};
+  if (lookup.legacy_key && *lookup.legacy_key != lookup.key) {
+    cache::Entry legacy = directory.entry(*lookup.legacy_key);
+    if (legacy.looks_done() && take(legacy)) return Found{std::move(legacy), false};
+  }
+  if (fetch(lookup.key, lookup.lock_wait) && take(entry)) return Found{entry, true};
+  if (lookup.secondary_root &&
+      cache::bring_from_secondary(directory, lookup.secondary_root(), lookup.key, lookup.lock_wait) && take(entry))
+    return Found{entry, true};
+  return std::nullopt;
 }
 
 EntryCompileResult CacheTiers::compile(const cache::CacheKey& key, const fs::path& entry_dir,

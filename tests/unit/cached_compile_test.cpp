@@ -51,12 +51,11 @@ protected:
     options.compiler = compiler;
     const cache::Entry entry = cache->entry(key);
     CachedCompile call{
-        .cache = *cache,
         .tiers = tiers,
-        .key = key,
-        .legacy_key = legacy_key,
-        .secondary_root = [this] { return secondary_root; },
-        .lock_wait = std::chrono::seconds(5),
+        .lookup = {.key = key,
+                   .legacy_key = legacy_key,
+                   .secondary_root = [this] { return secondary_root; },
+                   .lock_wait = std::chrono::seconds(5)},
         .eviction = eviction,
         .deliver =
             [this](const cache::Entry& done) {
@@ -217,12 +216,9 @@ TEST_F(CachedCompileTest, AnOutputThatCannotTakeTheNeffStopsAHitWithoutACompile)
   const fs::path unwritable = dir() / "file" / "out.neff"; // a file where a folder belongs
   const cache::Tiers directory_only(cache->root(), std::nullopt);
   compile::CacheTiers tiers(directory_only, compile::CacheTiers::Unusable::fail);
-  CachedCompile call{.cache = *cache,
-                     .tiers = tiers,
-                     .key = key,
-                     .legacy_key = std::nullopt,
-                     .secondary_root = {},
-                     .lock_wait = std::chrono::seconds(5),
+  CachedCompile call{.tiers = tiers,
+                     .lookup = {.key = key, .legacy_key = std::nullopt, .secondary_root = {},
+                                .lock_wait = std::chrono::seconds(5)},
                      .eviction = {},
                      .deliver =
                          [&](const cache::Entry& done) {

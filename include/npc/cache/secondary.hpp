@@ -50,4 +50,12 @@ inline constexpr const char* kSecondaryCacheEnv = "NEURON_COMPILE_CACHE_SECONDAR
 [[nodiscard]] FetchResult fetch_from_secondary(const Cache& local, const fs::path& secondary_root, const CacheKey& key,
                                                std::chrono::milliseconds lock_wait);
 
+// fetch_from_secondary for a compile about to miss, what it found said in
+// the log: true when the entry of `key` is done in `local` now, copied from
+// the secondary cache at `root` (or published by another process
+// meanwhile). A root that is not a directory is warned of and not used;
+// none (nullopt) is a miss.
+[[nodiscard]] bool bring_from_secondary(const Cache& local, const std::optional<fs::path>& root, const CacheKey& key,
+                                        std::chrono::milliseconds lock_wait);
+
 } // namespace npc::cache

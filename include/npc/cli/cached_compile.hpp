@@ -4,17 +4,16 @@
 // and the neuronx-cc masquerade (cli/as_neuronx_cc.hpp). The programs keep
 // their command lines, their messages and their exit statuses; the order in
 // which the cache is asked, and what follows a compile, are here:
-//  1. the entry's NEFF, when the entry is done in the directory (the cache,
-//     or an S3 cache's local mirror);
-//  2. the entry an earlier release stored under its own key, when done;
-//  3. the shared tier's result, brought into the directory (compile/cache_tiers.hpp);
-//  4. the read-only secondary cache's, copied into the directory;
-//  5. a failure cached for the entry, unless failures are retried;
-//  6. otherwise the graph stored and compiled under the entry's lock (the
+//  1. a done entry in the lookup order (compile/cache_tiers.hpp's
+//     CacheTiers::find: the directory, the earlier release's key, the shared
+//     tier, the read-only secondary cache) whose NEFF reaches the output;
+//  2. a failure cached for the entry, unless failures are retried;
+//  3. otherwise the graph stored and compiled under the entry's lock (the
 //     shared tier's when there is one), the NEFF copied to the output while
 //     the lock is held; started over, a few times, when another process
 //     removes the entry meanwhile.
-// A hit from 3 or 4, and a compile, are followed by an eviction pass.
+// A hit brought in from another tier, and a compile, are followed by an
+// eviction pass.
 
 #include <chrono>
 #include <filesystem>
@@ -48,14 +47,9 @@ public:
 };
 
 struct CachedCompile {
-  const cache::Cache& cache;
+  // The directory it works in is the tiers' (CacheTiers::directory).
   compile::CacheTiers& tiers;
-  cache::CacheKey key;
-  std::optional<cache::CacheKey> legacy_key;  // 2: where an earlier release stored it
-  // 4: where the read-only secondary cache is (none when not named), asked
-  // only on a miss; may be empty.
-  std::function<std::optional<fs::path>()> secondary_root;
-  std::chrono::milliseconds lock_wait;
+  compile::Lookup lookup;
   cache::EvictionPolicy eviction;
   // Copies a done entry's NEFF, verified, to the output: false when the NEFF
   // fails its check or cannot be read (the program says which, or throws
@@ -76,13 +70,6 @@ struct CachedCompileEnd {
   // at the output.
   compile::EntryCompileResult result;
 };
-
-// Step 4 alone (also the launcher's workers', `neuron_cc_wrapper
-// compile-entry`, before they compile): true when the entry of `key` is done
-// in `cache` now, copied from the read-only secondary cache at `root` (or
-// published by another process meanwhile).
-[[nodiscard]] bool fetch_from_secondary_cache(const cache::Cache& cache, const std::optional<fs::path>& root,
-                                              const cache::CacheKey& key, std::chrono::milliseconds lock_wait);
 
 // Runs the protocol above. `options` are the compile's (compiler, timeout,
 // failures retried or cached, the job's adjustments); its hooks for the

@@ -51,6 +51,28 @@ namespace fs = std::filesystem;
 // How often a waiter looks at a shared entry whose lock another host holds.
 inline constexpr auto kSharedLockPoll = std::chrono::seconds(2);
 
+// Where a compile's result may already be: what CacheTiers::find asks, in
+// its order.
+struct Lookup {
+  cache::CacheKey key;
+  // Where an earlier release stored the same compile, when its key differs.
+  std::optional<cache::CacheKey> legacy_key;
+  // Where the read-only secondary cache is (cache/secondary.hpp), asked only
+  // when every tier missed, as naming it may read the environment; may be
+  // empty, or give nothing, for none.
+  std::function<std::optional<fs::path>()> secondary_root;
+  // How long a copy into the directory waits for its entry's lock.
+  std::chrono::milliseconds lock_wait{0};
+};
+
+// A done entry find() found and the caller took.
+struct Found {
+  cache::Entry entry;
+  // Copied into the directory just now (from the shared tier or the
+  // secondary cache): the directory grew, an eviction pass is due.
+  bool brought_in = false;
+};
+
 class CacheTiers {
 public:
   enum class Unusable { compile_here, fail };
@@ -62,19 +84,30 @@ public:
   // EnvironmentError when it cannot be stored.
   [[nodiscard]] std::optional<std::string> store_shared_graph(const cache::CacheKey& key, std::string_view graph,
                                                               const std::vector<std::string>& flags);
-  // A miss in the directory: the shared tier's result brought into it
-  // (cache/shared_tier.hpp's fetch_result, waiting up to `lock_wait` for the
-  // directory entry's lock). True when the directory's entry is done now.
-  [[nodiscard]] bool fetch(const cache::CacheKey& key, std::chrono::milliseconds lock_wait);
+  // The lookup order: the first done entry `take` accepts (it delivers the
+  // NEFF; false when the NEFF fails its check, and the next place is asked),
+  // of
+  //  1. the directory's entry of the key (the cache, or the shared tier's mirror);
+  //  2. the directory's entry of the earlier release's key;
+  //  3. the shared tier's result, brought into the directory
+  //     (cache/shared_tier.hpp's fetch_result; a shared tier that cannot be
+  //     used is dropped or thrown on, as for a compile);
+  //  4. the read-only secondary cache's, copied into the directory.
+  // nullopt when none has it (or `take` refused each): a miss.
+  [[nodiscard]] std::optional<Found> find(const Lookup& lookup, const std::function<bool(const cache::Entry&)>& take);
   // Compiles the directory's entry of `key` (at `entry_dir`, its graph and
   // flags there): under the shared tier's lock, and pushed there, when there
   // is one (see above).
   [[nodiscard]] EntryCompileResult compile(const cache::CacheKey& key, const fs::path& entry_dir,
                                            const EntryCompileOptions& options);
+  // This machine's directory: the cache, or the shared tier's mirror.
+  [[nodiscard]] const cache::Cache& directory() const { return tiers_.directory(); }
   // Whether compiles go through the shared tier (named, and usable so far).
   [[nodiscard]] bool compiles_shared() const { return tiers_.shared() && !dropped_; }
 
 private:
+  // 3 above: true when the directory's entry is done now.
+  [[nodiscard]] bool fetch(const cache::CacheKey& key, std::chrono::milliseconds lock_wait);
   // Runs before_open once, before the shared tier is first opened.
   void prepare();
   // Opens the shared tier once; false when there is none or it was dropped.
