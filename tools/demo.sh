@@ -7,9 +7,10 @@
 #   2. neuron_parallel_compile over a short trial of the same script, on an
 #      empty cache;
 #   3. the training run again: it finds every graph compiled;
-#   4. a run the trial did not cover (longer: it reaches a graph at step 25):
-#      the gate (--command check) says so before it, `neuron_cache misses`
-#      after it.
+#   4. a run the trial did not cover (longer: it reaches a graph at step 25,
+#      and its dataset ends with a partial batch of 3 rows): the gate
+#      (--command check) says so before it, `neuron_cache misses` after it,
+#      each graph with the trial's nearest and what differs.
 # Step 2 writes its timeline (--trace); NPC_DEMO_TRACE=FILE keeps a copy of
 # it (tools/trace-picture.sh draws docs/images/demo-trace.png from it).
 set -euo pipefail
@@ -60,9 +61,9 @@ warm_time=$(elapsed "$start")
 grep 'total:' "$work/warm.log"
 
 echo
-echo "== 4. a longer run than the trial covered (a graph at step 25)"
-longer=("${train[@]}" --steps_this_run 30 --late_graph_step 25)
-echo "\$ neuron_parallel_compile --command check ... --steps_this_run 30"
+echo "== 4. a longer run than the trial covered (a graph at step 25, a last batch of 3 rows)"
+longer=("${train[@]}" --steps_this_run 30 --late_graph_step 25 --last_batch 3)
+echo "\$ neuron_parallel_compile --command check ... --steps_this_run 30 --last_batch 3"
 status=0
 neuron_parallel_compile --command check --parallel_compile_workdir "$work/workdir" "${longer[@]}" \
   > "$work/check.log" 2>&1 || status=$?

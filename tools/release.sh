@@ -74,7 +74,8 @@ in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root 
 # 2. The toolchain and libraries. Bullseye has no libcli11-dev: Debian 12's
 # (header-only) is installed from the host's registry.
 packages=(cmake ninja-build g++ pkg-config file binutils ca-certificates help2man dpkg-dev curl xz-utils make
-  libspdlog-dev nlohmann-json3-dev libssl-dev libzstd-dev libcurl4-openssl-dev zlib1g-dev)
+  libspdlog-dev nlohmann-json3-dev libssl-dev libzstd-dev libcurl4-openssl-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler)
 missing=()
 for p in "${packages[@]}"; do
   in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

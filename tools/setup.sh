@@ -21,6 +21,7 @@ packages=(
   libgtest-dev libgmock-dev
   libarchive-dev libzstd-dev
   libcurl4-openssl-dev
+  libprotobuf-dev protobuf-compiler # the HLO modules frameworks write (proto/hlo_module.proto)
   help2man dpkg-dev file lintian
   python3 # tests read our reports as Python does; tools/check-unity-names.py
   librsvg2-bin fonts-dejavu-core # tools/trace_picture.py: a trace drawn as a PNG

@@ -10,6 +10,7 @@
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/explain.hpp>
 #include <npc/cache/layout.hpp>
+#include <npc/cache/nearest_graph.hpp>
 #include <npc/cache/store.hpp>
 
 namespace npc::cache {
@@ -168,6 +169,9 @@ Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> pre
   const bool recorded = !precompile.empty();
   util::WallTime precompile_end{};
   for (const auto& r : precompile) precompile_end = std::max(precompile_end, r.ended);
+  std::vector<CacheKey> trial_keys;
+  for (const auto& [graph, key] : trial.by_graph) trial_keys.push_back(key);
+  NearestTrialGraph nearest(storage, std::move(trial_keys));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (!written[i] || *written[i] <= since) continue;
     // A graph of the trial's written by its end is the pre-compile's own
@@ -179,6 +183,13 @@ Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> pre
     auto info = cache.entry(keys[i]).inspect();
     miss.state = info ? info->state : EntryState::incomplete;
     judge_miss(storage, trial, recorded, miss);
+    if (miss.cause == MissCause::not_in_trial) {
+      auto verdict = nearest.judge(miss.key);
+      miss.trial_key = std::move(verdict.trial_key);
+      miss.differences = std::move(verdict.comparison.differences);
+      miss.hint = std::move(verdict.comparison.hint);
+      miss.undecodable = std::move(verdict.undecodable);
+    }
     found.misses.push_back(std::move(miss));
   }
   std::sort(found.misses.begin(), found.misses.end(), [](const Miss& a, const Miss& b) {

@@ -8,6 +8,7 @@
 
 #include <npc/cache/key.hpp>
 #include <npc/cache/misses.hpp>
+#include <npc/cache/nearest_graph.hpp>
 #include <npc/cache/precompile_record.hpp>
 #include <npc/cli/cache_commands.hpp>
 #include <npc/util/error.hpp>
@@ -60,6 +61,8 @@ std::string detail_of(const cache::Miss& miss) {
     if (miss.flags_added.empty() && miss.flags_removed.empty()) text += "; the same flags in another order";
     return text;
   }
+  case cache::MissCause::not_in_trial:
+    return cache::describe_nearest(miss.trial_key, {miss.differences, miss.hint}, miss.undecodable);
   case cache::MissCause::other_compiler_version:
     return "compiler " + miss.key.compiler_version + " here, " + miss.trial_key->compiler_version +
            " in the pre-compile";
@@ -87,6 +90,13 @@ nlohmann::json to_json(const cache::Misses& found) {
                           {"state", cache::to_string(m.state)},
                           {"written", util::format_utc_ms(m.written)}};
     if (m.trial_key) one["trial_key"] = m.trial_key->str();
+    if (m.cause == cache::MissCause::not_in_trial) {
+      if (!m.undecodable.empty()) one["undecodable"] = m.undecodable;
+      else if (m.trial_key) {
+        one["differences"] = m.differences;
+        one["hint"] = m.hint;
+      }
+    }
     if (m.cause == cache::MissCause::other_flags) {
       one["flags_added"] = m.flags_added;
       one["flags_removed"] = m.flags_removed;

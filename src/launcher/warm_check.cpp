@@ -5,15 +5,33 @@
 #include <npc/cache/entry.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/misses.hpp>
+#include <npc/cache/nearest_graph.hpp>
+#include <npc/cache/precompile_record.hpp>
 #include <npc/util/exit_code.hpp>
 
 namespace npc::launcher {
 
 namespace {
 
+// The graphs of the cache's last pre-compile, to compare a graph with that
+// none of them is; none when no pre-compile is recorded in `cache` (or its
+// records cannot be read: the check still names every graph).
+std::optional<cache::NearestTrialGraph> last_trial(const cache::Cache& cache) {
+  auto records = cache::read_precompile_records(*cache.storage());
+  if (!records) return std::nullopt;
+  auto last = cache::last_precompile(std::move(*records));
+  if (last.empty()) return std::nullopt;
+  std::vector<cache::CacheKey> keys;
+  for (const auto& r : last)
+    for (const auto& g : r.graphs)
+      if (auto key = cache::parse_key(g.key)) keys.push_back(*key);
+  return std::optional<cache::NearestTrialGraph>(std::in_place, *cache.storage(), std::move(keys));
+}
+
 // Why the training run would compile the graph of `entry` (not done).
 std::string why_it_compiles(const cache::Cache& cache, const std::vector<cache::CacheKey>& keys,
-                            const cache::Entry& entry, const cache::CacheKey& key) {
+                            const cache::Entry& entry, const cache::CacheKey& key,
+                            std::optional<cache::NearestTrialGraph>& trial) {
   if (auto holder = entry.describe_holder())
     return "being compiled now, held by " + *holder + ": done when that compile ends";
   if (entry.looks_failed())
@@ -31,7 +49,14 @@ std::string why_it_compiles(const cache::Cache& cache, const std::vector<cache::
     return "the same graph is compiled under compiler " + same.key.compiler_version + " (" + same.key.str() +
            "), not " + key.compiler_version;
   }
-  return "not compiled in this cache";
+  std::string why = "not compiled in this cache";
+  if (trial) {
+    auto verdict = trial->judge(key);
+    std::string nearest = cache::describe_nearest(verdict.trial_key, verdict.comparison, verdict.undecodable,
+                                                 "the last pre-compile's");
+    if (!nearest.empty()) why += "; " + nearest;
+  }
+  return why;
 }
 
 } // namespace
@@ -54,9 +79,10 @@ int report_warm_check(const std::vector<fs::path>& entries, const cache::Cache& 
   }
   // Without a listing, each graph is still named; only the why is less.
   const std::vector<cache::CacheKey> keys = cache::list_keys(cache).value_or(std::vector<cache::CacheKey>{});
+  std::optional<cache::NearestTrialGraph> trial = last_trial(cache);
   std::cout << cold.size() << " graph(s) the trial ran would compile in the training run:\n";
   for (const auto& [key, entry] : cold)
-    std::cout << "  " << key.str() << ": " << why_it_compiles(cache, keys, entry, key) << '\n';
+    std::cout << "  " << key.str() << ": " << why_it_compiles(cache, keys, entry, key, trial) << '\n';
   return exit_status_for_failed_graphs(cold.size());
 }
 

@@ -94,6 +94,34 @@ TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
       << since.out;
 }
 
+// A graph the trial never produced is compared with the trial's graphs: the
+// nearest is named, with what differs and the likely cause.
+TEST_F(Misses, AGraphTheTrialNeverProducedIsExplainedByTheNearestTrialGraph) {
+  precompile(10);
+  std::vector<std::string> args = train(10);
+  args.insert(args.end(), {"--last_batch", "3"});
+  auto run = run_tool("standin_train", args);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  nlohmann::json j = misses_json();
+  ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
+  const auto& m = j["misses"][0];
+  EXPECT_EQ(m["cause"], "not_in_trial");
+  EXPECT_EQ(m["hint"], "a smaller last batch?");
+  EXPECT_EQ(m["differences"], nlohmann::json::array({"parameter 0 is f32[3,64] here, f32[8,64] there"}))
+      << m.dump(1);
+  // The trial's train0: the graph of a full batch of 8 rows.
+  const std::string trial_key = m["trial_key"];
+  auto graph = test::read_text(cache_root() / trial_key / "model.hlo_module.pb");
+  EXPECT_NE(graph.find("entry_computation_layout={(f32[8,64]{1,0}"), std::string::npos) << graph.substr(0, 200);
+
+  auto text = run_tool("neuron_cache", {"misses"});
+  ASSERT_EQ(text.exit_code, 0) << text.describe();
+  EXPECT_NE(text.out.find("  nearest the trial's " + trial_key.substr(trial_key.find('/') + 1) +
+                          ": parameter 0 is f32[3,64] here, f32[8,64] there: a smaller last batch?\n"),
+            std::string::npos)
+      << text.out;
+}
+
 // Current torch-neuronx, and older releases, whose cache is
 // DIR/neuron-compile-cache: the record is where neuron_cache finds the graphs.
 TEST_F(Misses, TheLateGraphIsListedUnderEachFrameworkProtocol) {

@@ -12,10 +12,14 @@ protected:
   // init + 2 train + eval = 4 graphs in 10 steps; a late graph at step 20.
   // `protocol`: the stand-in's (wrapper, torch-neuronx, torch-neuronx-legacy).
   std::vector<std::string> train(int steps, const std::string& protocol) {
-    return {tool_path("standin_train").string(), "--protocol", protocol, "--nproc_per_node", "2", "--steps_this_run",
-            std::to_string(steps), "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20",
-            "--layers", "2", "--hidden", "64", "--workdir", (dir() / "train").string()};
+    std::vector<std::string> args = {tool_path("standin_train").string(), "--protocol", protocol, "--nproc_per_node",
+                                     "2", "--steps_this_run", std::to_string(steps), "--graphs_per_step", "2",
+                                     "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden",
+                                     "64", "--workdir", (dir() / "train").string()};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    return args;
   }
+  std::vector<std::string> extra_args; // more of the training script's options
   RunResult launch(const std::string& command, int steps, std::map<std::string, std::string> env = {},
                    const std::string& protocol = "wrapper") {
     std::vector<std::string> args = {"--command", command, "--parallel_compile_workdir=" + (dir() / "wd").string()};
@@ -57,7 +61,20 @@ TEST_F(WarmCheck, EachGraphThatWouldCompileIsListedAndCountedInTheExitStatus) {
       << longer.out;
   auto lines = graph_lines(longer.out);
   ASSERT_EQ(lines.size(), 1u) << longer.out;
-  EXPECT_TRUE(lines[0].ends_with(": not compiled in this cache")) << lines[0];
+  EXPECT_NE(lines[0].find(": not compiled in this cache; nearest the last pre-compile's MODULE_"), std::string::npos)
+      << lines[0];
+  EXPECT_TRUE(lines[0].ends_with(": a step the trial did not run (an evaluation step, or one past the trial's last)?"))
+      << lines[0];
+
+  // A last partial batch: the trial's full-batch graph is the nearest.
+  extra_args = {"--last_batch", "3"};
+  auto partial = launch("check", 10);
+  extra_args.clear();
+  EXPECT_EQ(partial.exit_code, 1) << partial.describe();
+  lines = graph_lines(partial.out);
+  ASSERT_EQ(lines.size(), 1u) << partial.out;
+  EXPECT_TRUE(lines[0].ends_with(": parameter 0 is f32[3,64] here, f32[8,64] there: a smaller last batch?"))
+      << lines[0];
 
   // Other flags: each graph is compiled under the trial's, one word apart.
   auto flags = launch("check", 10, {{"NEURON_CC_FLAGS", "--cache_dir=" + cache_root().string() + " -O1"}});
@@ -99,7 +116,9 @@ TEST_F(WarmCheck, TheCheckJudgesTheGraphsOfEachFrameworkProtocol) {
     EXPECT_EQ(longer.exit_code, 1) << longer.describe();
     const auto lines = graph_lines(longer.out);
     ASSERT_EQ(lines.size(), 1u) << longer.out;
-    EXPECT_TRUE(lines[0].ends_with(": not compiled in this cache")) << lines[0];
+    EXPECT_NE(lines[0].find(": not compiled in this cache; nearest the last pre-compile's MODULE_"),
+              std::string::npos)
+        << lines[0];
   }
 }
 

@@ -8,6 +8,7 @@
 #include <npc/bundle/manifest.hpp>
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/nearest_graph.hpp>
 #include <npc/cache/usage_shard.hpp>
 #include <npc/config/neuron_cc_flags.hpp>
 #include <npc/launcher/collect.hpp>
@@ -279,6 +280,27 @@ Violation bundle_manifest(std::string_view input) {
   return std::nullopt;
 }
 
+Violation graph_summary(std::string_view input) {
+  try {
+    auto summary = cache::summarize_graph(input);
+    if (!summary) return summary.error().empty() ? Violation("a graph was refused with no reason") : std::nullopt;
+    for (const auto* list : {&summary->parameters, &summary->results})
+      for (const auto& shape : *list) {
+        if (shape.type == "tuple") continue;
+        std::string text = shape.type + "[";
+        for (std::size_t i = 0; i < shape.dims.size(); ++i) text += (i == 0 ? "" : ",") + std::to_string(shape.dims[i]);
+        if (text + "]" != shape.text) return "an array's text is not its type and dimensions: " + show(shape.text);
+      }
+    if (cache::graph_distance(*summary, *summary) != 0) return "a graph is not at distance 0 from itself";
+    auto self = cache::compare_graphs(*summary, *summary);
+    if (self.differences != std::vector<std::string>{"the same parameters, results and instruction count"})
+      return "a graph compared with itself differs: " + show(self.differences.front());
+  } catch (const std::exception& e) {
+    return std::string("reading a graph threw: ") + e.what();
+  }
+  return std::nullopt;
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"shell_words", "util::split_shell_words", shell_words},
@@ -290,6 +312,7 @@ const std::vector<Target>& targets() {
       {"trial_line", "launcher::parse_extraction_line + Collector", trial_line},
       {"cache_key", "cache::parse_key", cache_key},
       {"bundle_manifest", "bundle::parse_manifest", bundle_manifest},
+      {"graph_summary", "cache::summarize_graph", graph_summary},
   };
   return all;
 }

@@ -52,6 +52,12 @@ Violation cache_key(std::string_view input);
 // and file.
 Violation bundle_manifest(std::string_view input);
 
+// cache::summarize_graph (HLO text or a binary HloModuleProto, from any
+// cache entry): never throws; every array's text is its type and
+// dimensions; a graph is at distance 0 from itself, and compared with
+// itself differs in nothing.
+Violation graph_summary(std::string_view input);
+
 [[nodiscard]] const std::vector<Target>& targets();
 [[nodiscard]] const Target* find_target(std::string_view name);
 

@@ -103,6 +103,26 @@ TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
   EXPECT_EQ(lines_with(second.out, "total: ranks=2 graphs=5 jit_compiles=10 ").size(), 1u) << second.out;
 }
 
+// --last_batch: the last step trains on fewer rows, a graph of its own; the
+// steps before it are the full-batch run's.
+TEST_F(StandinTrain, ALastPartialBatchIsAGraphOfItsOwnOnTheLastStep) {
+  const RunResult result = train({"--steps_this_run", "3", "--eval_every", "0", "--hidden", "64", "--last_batch",
+                                  "3", "--workdir", workdir()},
+                                 compile_wrapper_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=3 graphs=3 jit_compiles=3 ").size(), 1u) << result.out;
+  std::vector<std::string> partial;
+  for (const std::string& name : list_dir(workdir() + "/rank-0"))
+    if (name.rfind("MODULE_partial3_", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".hlo")
+      partial.push_back(name);
+  ASSERT_EQ(partial.size(), 1u);
+  EXPECT_NE(read_file(workdir() + "/rank-0/" + partial[0]).find("entry_computation_layout={(f32[3,64]{1,0}"),
+            std::string::npos);
+
+  const RunResult bad = train({"--last_batch", "-1", "--workdir", workdir()}, compile_wrapper_);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 TEST_F(StandinTrain, CacheHitsAreRecognisedFromWrapperOutput) {
   const RunResult result = train({"--steps_this_run", "3", "--workdir", workdir()}, hit_wrapper_);
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -9,7 +9,9 @@
 // is when the entry was made. The causes, judged on keys alone
 // (neuronxcc-<version>/MODULE_<graph>+<flags>; the framework names the same
 // graph alike under any flags and version):
-//   not_in_trial            no graph of the trial has this graph part
+//   not_in_trial            no graph of the trial has this graph part; the
+//                           trial's graph nearest it is found by reading
+//                           both (nearest_graph.hpp)
 //   other_flags             the trial's graph, under other compiler flags
 //   other_compiler_version  the trial's graph, under another compiler version
 //   failed_in_precompile    this very key failed in the pre-compile
@@ -53,9 +55,16 @@ struct Miss {
   EntryState state = EntryState::pending; // now
   util::WallTime written;                 // its graph's time: when the entry was made
   // The trial's graph it differs from: other_flags, other_compiler_version
-  // (the nearest: the same version first), and the key itself for
-  // failed_in_precompile and made_again.
+  // (the nearest: the same version first), the key itself for
+  // failed_in_precompile and made_again, and for not_in_trial the trial's
+  // graph nearest it (nearest_graph.hpp; none when no trial graph is left
+  // to read).
   std::optional<CacheKey> trial_key;
+  // not_in_trial: what differs from that nearest graph, and the likely
+  // cause; or why this graph could not be decoded.
+  std::vector<std::string> differences;
+  std::string hint;
+  std::string undecodable;
   // other_flags: the words of this entry's flags not in the trial's, and
   // the other way round (empty when either cannot be read).
   std::vector<std::string> flags_added;

@@ -112,9 +112,9 @@ std::pair<std::vector<Layer>, Value> forward(HloBuilder& hlo, const Dims& d,
   return {layers, sum_all(hlo, activation)};
 }
 
-std::string train_graph(const Dims& d, long variant) {
+// A training step over `batch` rows.
+std::string train_graph(const Dims& d, long batch) {
   HloBuilder hlo;
-  const long batch = (variant + 1) * kTrainBatch;
   const Value input = hlo.parameter(Shape{{batch, d.full}});
   const std::vector<Value> weights = weight_parameters(hlo, d);
   const auto [layers, loss] = forward(hlo, d, weights, input);
@@ -192,7 +192,8 @@ std::string make_graph(const GraphSpec& spec, const ModelShape& shape) {
   const Dims d = dims_of(shape);
   switch (spec.kind) {
     case GraphKind::kInit: return init_graph(d);
-    case GraphKind::kTrain: return train_graph(d, spec.variant);
+    case GraphKind::kTrain: return train_graph(d, (spec.variant + 1) * kTrainBatch);
+    case GraphKind::kPartialBatch: return train_graph(d, spec.variant);
     case GraphKind::kEval: return eval_graph(d);
     case GraphKind::kLate: return late_graph(d);
   }

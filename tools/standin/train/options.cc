@@ -40,6 +40,8 @@ TrainOptions parse_train_options(const std::vector<std::string>& args) {
       options.eval_every = int_value(0, kMaxCount);
     } else if (name == "--late_graph_step") {
       options.late_graph_step = int_value(0, kMaxCount);
+    } else if (name == "--last_batch") {
+      options.last_batch = int_value(0, kMaxHidden);
     } else if (name == "--graphs_per_step") {
       options.graphs_per_step = int_value(1, kMaxGraphsPerStep);
     } else if (name == "--crash_at_step") {
@@ -63,7 +65,7 @@ const char* train_usage() {
   return "usage: standin_train [-h] [--nproc_per_node R] [--steps_this_run N] [--layers L]\n"
          "                     [--hidden H] [--eval_every K] [--late_graph_step N]\n"
          "                     [--graphs_per_step G] [--crash_at_step K] [--step_ms MS]\n"
-         "                     [--workdir DIR]\n"
+         "                     [--last_batch ROWS] [--workdir DIR]\n"
          "                     [--protocol {wrapper,torch-neuronx,torch-neuronx-legacy}]\n"
          "                     [--script_cache_dir DIR]\n"
          "\n"

@@ -20,6 +20,7 @@ struct TrainOptions {
   long hidden = 256;
   long eval_every = 5;       // 0: never evaluate
   long late_graph_step = 0;  // 0: no late graph
+  long last_batch = 0;       // rows of the last step's batch; 0: a full batch
   long graphs_per_step = 1;
   std::optional<long> crash_at_step;
   long step_ms = 0;

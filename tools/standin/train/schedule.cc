@@ -10,6 +10,7 @@ std::string GraphSpec::name() const {
     case GraphKind::kTrain: return "train" + std::to_string(variant);
     case GraphKind::kEval: return "eval";
     case GraphKind::kLate: return "late";
+    case GraphKind::kPartialBatch: return "partial" + std::to_string(variant);
   }
   return "unknown";
 }
@@ -21,8 +22,10 @@ bool GraphSpec::operator<(const GraphSpec& other) const {
 std::vector<GraphSpec> graphs_for_step(const TrainOptions& options, long step) {
   std::vector<GraphSpec> graphs;
   if (step == 0) graphs.push_back({GraphKind::kInit, 0});
+  const bool last = step == options.steps_this_run - 1;
   for (long variant = 0; variant < options.graphs_per_step; ++variant) {
-    graphs.push_back({GraphKind::kTrain, variant});
+    if (variant == 0 && last && options.last_batch > 0) graphs.push_back({GraphKind::kPartialBatch, options.last_batch});
+    else graphs.push_back({GraphKind::kTrain, variant});
   }
   if (options.eval_every > 0 && step % options.eval_every == options.eval_every - 1) {
     graphs.push_back({GraphKind::kEval, 0});

@@ -10,11 +10,12 @@
 
 namespace standin::train {
 
-enum class GraphKind { kInit, kTrain, kEval, kLate };
+enum class GraphKind { kInit, kTrain, kEval, kLate, kPartialBatch };
 
 struct GraphSpec {
   GraphKind kind = GraphKind::kTrain;
-  long variant = 0;  // training micro-batch variant, 0..graphs_per_step-1
+  long variant = 0;  // training micro-batch variant, 0..graphs_per_step-1;
+                     // kPartialBatch: the rows of the partial batch
 
   // Stable name, e.g. "train1"; the same on every rank.
   std::string name() const;
@@ -24,7 +25,9 @@ struct GraphSpec {
 // Graphs of step `step` (0-based), in execution order: the initialisation
 // graph on step 0, every training-step variant, the evaluation graph when
 // step % eval_every == eval_every - 1, and the late graph from
-// late_graph_step on.
+// late_graph_step on. With last_batch, the run's last step trains variant 0
+// on that many rows (the partial batch a dataset whose size the batch does
+// not divide ends with): a graph of its own.
 std::vector<GraphSpec> graphs_for_step(const TrainOptions& options, long step);
 
 }  // namespace standin::train
