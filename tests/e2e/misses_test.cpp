@@ -17,8 +17,9 @@ protected:
   std::vector<std::string> train(int steps, const std::string& protocol = "wrapper") {
     return {"--protocol", protocol, "--nproc_per_node", "2", "--steps_this_run", std::to_string(steps),
             "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden",
-            "64", "--workdir", (dir() / "train").string()};
+            "64", "--graph_format", graph_format, "--workdir", (dir() / "train").string()};
   }
+  std::string graph_format = "text"; // the stand-in's dumps: HLO text, or binary HloModuleProto
   void precompile(int steps, const std::string& protocol = "wrapper") {
     std::vector<std::string> args = {"--parallel_compile_workdir=" + (dir() / "wd").string(),
                                      tool_path("standin_train").string()};
@@ -97,29 +98,35 @@ TEST_F(Misses, EveryGraphTheTrainingRunsCompiledIsListedByCause) {
 // A graph the trial never produced is compared with the trial's graphs: the
 // nearest is named, with what differs and the likely cause.
 TEST_F(Misses, AGraphTheTrialNeverProducedIsExplainedByTheNearestTrialGraph) {
-  precompile(10);
-  std::vector<std::string> args = train(10);
-  args.insert(args.end(), {"--last_batch", "3"});
-  auto run = run_tool("standin_train", args);
-  ASSERT_EQ(run.exit_code, 0) << run.describe();
-  nlohmann::json j = misses_json();
-  ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
-  const auto& m = j["misses"][0];
-  EXPECT_EQ(m["cause"], "not_in_trial");
-  EXPECT_EQ(m["hint"], "a smaller last batch?");
-  EXPECT_EQ(m["differences"], nlohmann::json::array({"parameter 0 is f32[3,64] here, f32[8,64] there"}))
-      << m.dump(1);
-  // The trial's train0: the graph of a full batch of 8 rows.
-  const std::string trial_key = m["trial_key"];
-  auto graph = test::read_text(cache_root() / trial_key / "model.hlo_module.pb");
-  EXPECT_NE(graph.find("entry_computation_layout={(f32[8,64]{1,0}"), std::string::npos) << graph.substr(0, 200);
+  // As torch-neuronx dumps them (binary HloModuleProto), and as HLO text.
+  for (const std::string format : {"binary", "text"}) {
+    SCOPED_TRACE(format);
+    graph_format = format;
+    fs::remove_all(cache_root());
+    precompile(10);
+    std::vector<std::string> args = train(10);
+    args.insert(args.end(), {"--last_batch", "3"});
+    auto run = run_tool("standin_train", args);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    nlohmann::json j = misses_json();
+    ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
+    const auto& m = j["misses"][0];
+    EXPECT_EQ(m["cause"], "not_in_trial");
+    EXPECT_EQ(m["hint"], "a smaller last batch?");
+    EXPECT_EQ(m["differences"], nlohmann::json::array({"parameter 0 is f32[3,64] here, f32[8,64] there"}))
+        << m.dump(1);
+    // The trial's train0: the graph of a full batch of 8 rows, in the format asked for.
+    const std::string trial_key = m["trial_key"];
+    auto graph = test::read_text(cache_root() / trial_key / "model.hlo_module.pb");
+    EXPECT_EQ(graph.rfind("HloModule ", 0) == 0, format == "text") << graph.substr(0, 100);
 
-  auto text = run_tool("neuron_cache", {"misses"});
-  ASSERT_EQ(text.exit_code, 0) << text.describe();
-  EXPECT_NE(text.out.find("  nearest the trial's " + trial_key.substr(trial_key.find('/') + 1) +
-                          ": parameter 0 is f32[3,64] here, f32[8,64] there: a smaller last batch?\n"),
-            std::string::npos)
-      << text.out;
+    auto text = run_tool("neuron_cache", {"misses"});
+    ASSERT_EQ(text.exit_code, 0) << text.describe();
+    EXPECT_NE(text.out.find("  nearest the trial's " + trial_key.substr(trial_key.find('/') + 1) +
+                            ": parameter 0 is f32[3,64] here, f32[8,64] there: a smaller last batch?\n"),
+              std::string::npos)
+        << text.out;
+  }
 }
 
 // Current torch-neuronx, and older releases, whose cache is

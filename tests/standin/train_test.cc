@@ -123,6 +123,32 @@ TEST_F(StandinTrain, ALastPartialBatchIsAGraphOfItsOwnOnTheLastStep) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
+// --graph_format binary: the graphs are binary HloModuleProtos, as
+// torch-neuronx writes them, byte-identical on every rank and compiled alike.
+TEST_F(StandinTrain, BinaryGraphsAreWrittenAlikeOnEveryRank) {
+  const RunResult result =
+      train({"--nproc_per_node=2", "--steps_this_run", "5", "--graph_format", "binary", "--workdir", workdir()},
+            compile_wrapper_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "total: ranks=2 graphs=3 jit_compiles=6 ").size(), 1u) << result.out;
+  int graphs = 0;
+  for (const std::string& name : list_dir(workdir() + "/rank-0")) {
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".hlo") continue;
+    ++graphs;
+    const std::string bytes = read_file(workdir() + "/rank-0/" + name);
+    EXPECT_EQ(bytes, read_file(workdir() + "/rank-1/" + name)) << name;
+    ASSERT_FALSE(bytes.empty());
+    EXPECT_EQ(bytes[0], '\x0a') << name << ": field 1 (the module's name) first";
+    EXPECT_NE(bytes.find("SyncTensorsGraph."), std::string::npos) << name;
+    EXPECT_EQ(bytes.find("HloModule "), std::string::npos) << name;
+  }
+  EXPECT_EQ(graphs, 3);  // init, train, eval
+
+  const RunResult bad = train({"--graph_format", "json", "--workdir", workdir()}, compile_wrapper_);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("argument --graph_format: invalid choice: 'json'"), std::string::npos) << bad.err;
+}
+
 TEST_F(StandinTrain, CacheHitsAreRecognisedFromWrapperOutput) {
   const RunResult result = train({"--steps_this_run", "3", "--workdir", workdir()}, hit_wrapper_);
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -113,7 +113,7 @@ std::pair<std::vector<Layer>, Value> forward(HloBuilder& hlo, const Dims& d,
 }
 
 // A training step over `batch` rows.
-std::string train_graph(const Dims& d, long batch) {
+std::string train_graph(const Dims& d, long batch, GraphFormat format) {
   HloBuilder hlo;
   const Value input = hlo.parameter(Shape{{batch, d.full}});
   const std::vector<Value> weights = weight_parameters(hlo, d);
@@ -136,18 +136,18 @@ std::string train_graph(const Dims& d, long batch) {
     const Value step = hlo.instruction("multiply", weight.shape, {grad_w, lr_b});
     outputs.push_back(hlo.instruction("subtract", weight.shape, {weight, step}, metadata("optimizer__sgd")));
   }
-  return hlo.build(outputs);
+  return hlo.build(outputs, format);
 }
 
-std::string eval_graph(const Dims& d) {
+std::string eval_graph(const Dims& d, GraphFormat format) {
   HloBuilder hlo;
   const Value input = hlo.parameter(Shape{{kEvalBatch, d.full}});
   const std::vector<Value> weights = weight_parameters(hlo, d);
   const auto [layers, loss] = forward(hlo, d, weights, input);
-  return hlo.build({loss, layers.back().output});
+  return hlo.build({loss, layers.back().output}, format);
 }
 
-std::string init_graph(const Dims& d) {
+std::string init_graph(const Dims& d, GraphFormat format) {
   HloBuilder hlo;
   std::vector<Value> outputs;
   for (long l = 0; l < d.layers; ++l) {
@@ -157,12 +157,12 @@ std::string init_graph(const Dims& d) {
                                       "distribution=rng_uniform, " + metadata("aten__uniform")));
     outputs.push_back(bias_constant(hlo, l, d.shard));
   }
-  return hlo.build(outputs);
+  return hlo.build(outputs, format);
 }
 
 // Gradient-norm clipping before a checkpoint: a path short trial runs
 // never reach.
-std::string late_graph(const Dims& d) {
+std::string late_graph(const Dims& d, GraphFormat format) {
   HloBuilder hlo;
   const std::vector<Value> weights = weight_parameters(hlo, d);
   Value total = hlo.scalar_constant("0");
@@ -183,19 +183,19 @@ std::string late_graph(const Dims& d) {
     const Value bias_b = hlo.instruction("broadcast", weight.shape, {bias}, "dimensions={1}");
     outputs.push_back(hlo.instruction("add", weight.shape, {scaled, bias_b}));
   }
-  return hlo.build(outputs);
+  return hlo.build(outputs, format);
 }
 
 }  // namespace
 
-std::string make_graph(const GraphSpec& spec, const ModelShape& shape) {
+std::string make_graph(const GraphSpec& spec, const ModelShape& shape, GraphFormat format) {
   const Dims d = dims_of(shape);
   switch (spec.kind) {
-    case GraphKind::kInit: return init_graph(d);
-    case GraphKind::kTrain: return train_graph(d, (spec.variant + 1) * kTrainBatch);
-    case GraphKind::kPartialBatch: return train_graph(d, spec.variant);
-    case GraphKind::kEval: return eval_graph(d);
-    case GraphKind::kLate: return late_graph(d);
+    case GraphKind::kInit: return init_graph(d, format);
+    case GraphKind::kTrain: return train_graph(d, (spec.variant + 1) * kTrainBatch, format);
+    case GraphKind::kPartialBatch: return train_graph(d, spec.variant, format);
+    case GraphKind::kEval: return eval_graph(d, format);
+    case GraphKind::kLate: return late_graph(d, format);
   }
   return {};
 }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "hlo_builder.h"
 #include "schedule.h"
 
 namespace standin::train {
@@ -16,6 +17,7 @@ struct ModelShape {
   long world_size = 1;
 };
 
-std::string make_graph(const GraphSpec& spec, const ModelShape& shape);
+// The graph as HLO text, or as the binary HloModuleProto torch-neuronx writes.
+std::string make_graph(const GraphSpec& spec, const ModelShape& shape, GraphFormat format = GraphFormat::kText);
 
 }  // namespace standin::train

@@ -42,6 +42,11 @@ TrainOptions parse_train_options(const std::vector<std::string>& args) {
       options.late_graph_step = int_value(0, kMaxCount);
     } else if (name == "--last_batch") {
       options.last_batch = int_value(0, kMaxHidden);
+    } else if (name == "--graph_format") {
+      const std::string format = take_value(args, i, option);
+      if (format == "text") options.graph_format = GraphFormat::kText;
+      else if (format == "binary") options.graph_format = GraphFormat::kBinary;
+      else throw usage_error("argument --graph_format: invalid choice: '" + format + "' (choose from 'text', 'binary')");
     } else if (name == "--graphs_per_step") {
       options.graphs_per_step = int_value(1, kMaxGraphsPerStep);
     } else if (name == "--crash_at_step") {
@@ -65,7 +70,8 @@ const char* train_usage() {
   return "usage: standin_train [-h] [--nproc_per_node R] [--steps_this_run N] [--layers L]\n"
          "                     [--hidden H] [--eval_every K] [--late_graph_step N]\n"
          "                     [--graphs_per_step G] [--crash_at_step K] [--step_ms MS]\n"
-         "                     [--last_batch ROWS] [--workdir DIR]\n"
+         "                     [--last_batch ROWS] [--graph_format {text,binary}]\n"
+         "                     [--workdir DIR]\n"
          "                     [--protocol {wrapper,torch-neuronx,torch-neuronx-legacy}]\n"
          "                     [--script_cache_dir DIR]\n"
          "\n"

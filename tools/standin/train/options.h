@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hlo_builder.h"
 #include "protocol.h"
 
 namespace standin::train {
@@ -21,6 +22,8 @@ struct TrainOptions {
   long eval_every = 5;       // 0: never evaluate
   long late_graph_step = 0;  // 0: no late graph
   long last_batch = 0;       // rows of the last step's batch; 0: a full batch
+  // How graphs are dumped: HLO text, or the binary HloModuleProto.
+  GraphFormat graph_format = GraphFormat::kText;
   long graphs_per_step = 1;
   std::optional<long> crash_at_step;
   long step_ms = 0;

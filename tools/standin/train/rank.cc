@@ -89,7 +89,7 @@ class Trainer {
   const TracedGraph& trace(const GraphSpec& spec) {
     auto found = traced_.find(spec);
     if (found != traced_.end()) return found->second;
-    const std::string text = make_graph(spec, shape_);
+    const std::string text = make_graph(spec, shape_, options_.graph_format);
     TracedGraph graph;
     graph.sha256 = sha256_hex(text);
     const std::string stem =
