@@ -109,6 +109,7 @@ public:
       std::int64_t dim = 0;
       bool digits = false;
       while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) {
+        if (dim > (INT64_MAX - 9) / 10) return std::nullopt; // no dimension is that large
         dim = dim * 10 + (text_[at_++] - '0');
         digits = true;
       }

@@ -140,6 +140,12 @@ TEST_F(Misses, TheLateGraphIsListedUnderEachFrameworkProtocol) {
     nlohmann::json j = misses_json();
     ASSERT_EQ(j["misses"].size(), 1u) << j.dump(1);
     EXPECT_EQ(j["misses"][0]["cause"], "not_in_trial");
+    // The framework's own entries are read as the wrapper's are: the trial's
+    // graph nearest the late one (a train step, the late graph's signature
+    // its own) is named, with what differs.
+    EXPECT_TRUE(j["misses"][0]["trial_key"].is_string()) << j.dump(1);
+    EXPECT_EQ(j["misses"][0]["hint"], "a step the trial did not run (an evaluation step, or one past the trial's last)?")
+        << j.dump(1);
     ASSERT_EQ(j["precompile"].size(), 1u) << j.dump(1);
     EXPECT_EQ(j["precompile"][0]["graphs"], 4);
   }

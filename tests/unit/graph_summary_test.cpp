@@ -105,6 +105,15 @@ TEST(GraphSummary, FieldsTheSchemaDoesNotNameAreSkipped) {
   EXPECT_EQ(summary->parameters.size(), 2u);
 }
 
+TEST(GraphSummary, ANameThatIsNotUtf8IsReadAsItIs) {
+  npc::xla::HloModuleProto module;
+  module.ParseFromString(hlo_binary(8, true));
+  module.set_name("Sync\xff.1");
+  auto summary = summarize_graph(module.SerializeAsString());
+  ASSERT_TRUE(summary) << summary.error();
+  EXPECT_EQ(summary->module_name, "Sync\xff.1");
+}
+
 TEST(GraphSummary, BytesThatAreNeitherAreRefusedSayingSo) {
   auto garbage = summarize_graph(std::string("\xff\xff\xff\xff", 4));
   ASSERT_FALSE(garbage);
@@ -114,6 +123,9 @@ TEST(GraphSummary, BytesThatAreNeitherAreRefusedSayingSo) {
   auto headless = summarize_graph("HloModule m\n\nENTRY %m () -> f32[] {\n}\n");
   ASSERT_FALSE(headless);
   EXPECT_EQ(headless.error(), "HLO text without a module name or entry_computation_layout");
+  auto huge = summarize_graph("HloModule m, entry_computation_layout={(f32[" + std::string(30, '5') + "])->f32[]}\n");
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error(), "HLO text whose entry_computation_layout cannot be read");
   EXPECT_EQ(element_type_name(16), "bf16");
   EXPECT_EQ(element_type_name(99), "type99");
 }
