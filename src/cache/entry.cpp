@@ -385,15 +385,13 @@ Result<Entry::LockOrBusy> Entry::lock(std::chrono::milliseconds timeout,
     // Taking the lock creates the folder when it is missing: an entry that
     // must exist is looked for first, and if it went while the lock was
     // taken, the folder holding only our lock is removed again.
-    if (entry_dir == EntryDir::must_exist && !exists())
-      return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
+    if (entry_dir == EntryDir::must_exist && !exists()) return LockOrBusy(EntryGone{});
     auto attempt = take_lock(me);
     if (!attempt) return fail(attempt.error());
     if (auto* taken = std::get_if<storage::Lock>(&*attempt)) {
       if (entry_dir == EntryDir::must_exist && in_directory && holds_only_its_lock(dir_)) {
         std::ignore = taken->release();
-        if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT)
-          return fail(util::errno_text("cannot lock the entry", dir_, ENOENT));
+        if (::rmdir(dir_.c_str()) == 0 || errno == ENOENT) return LockOrBusy(EntryGone{});
       }
       // Held for a compile or a copy, maybe for hours: renewed, so that
       // another host sharing the cache sees its holder alive.

@@ -192,6 +192,9 @@ EntryCompileResult compile_entry(const cache::Cache& cache, const fs::path& entr
     if (entry_gone(entry_dir)) return removed(); // while we waited for its lock
     throw EnvironmentError(taken.error());
   }
+  // Gone while we waited for its lock, whether or not another process has
+  // stored its graph again since.
+  if (std::holds_alternative<cache::EntryGone>(*taken)) return removed();
   if (auto* busy = std::get_if<cache::LockBusy>(&*taken)) {
     if (options.lock_wait.count() == 0) {
       result.outcome = EntryOutcome::locked_elsewhere;

@@ -129,6 +129,11 @@ struct LockBusy {
   std::string holder; // "pid 12 on host (neuron_cc_wrapper)", "the lock ... without owner facts"
   std::chrono::milliseconds waited{0}; // the timeout that ran out (zero: one attempt)
 };
+// An entry taken with EntryDir::must_exist that is gone: removed (evicted,
+// `neuron_cache rm`) before or while its lock was waited for. Told apart from
+// an error: it may be back by the time anyone looks again (another process
+// stored its graph anew), and what was asked for still stands.
+struct EntryGone {};
 // "timed out after 2.0s waiting for DIR, held by ... (if nothing is compiling
 // it, remove the lock with neuron_cache clear-locks)"
 [[nodiscard]] std::string describe_busy(const fs::path& entry_dir, const LockBusy& busy);
@@ -210,13 +215,13 @@ public:
   // Takes the entry's lock (storage/lock.hpp), renewed while held, waiting with a
   // short random backoff up to `timeout` (zero: one attempt). `on_wait` is
   // called once, when the first attempt finds it held. An error is a cache
-  // that cannot be written, or with EntryDir::must_exist an entry that is
-  // gone; LockBusy is a holder that kept it.
+  // that cannot be written; LockBusy is a holder that kept it; EntryGone,
+  // only with EntryDir::must_exist, an entry that went.
   // must_exist is for taking a lock on an entry someone else made: creating
   // its folder again would bring back, empty, an entry another process just
   // removed (neuron_cache rm, --command clean) and hide that it did.
   enum class EntryDir { create, must_exist };
-  using LockOrBusy = std::variant<storage::Lock, LockBusy>;
+  using LockOrBusy = std::variant<storage::Lock, LockBusy, EntryGone>;
   [[nodiscard]] Result<LockOrBusy>
   lock(std::chrono::milliseconds timeout,
        const std::function<void(const std::string& holder)>& on_wait = {},
