@@ -25,7 +25,7 @@ export NEURON_CC="$root/build/standin/neuronx-cc"
 # A compile of the stand-in takes 1 s plus 1 s per 200 kB of graph, in sleep
 # mode so the demo behaves the same on any machine.
 export STANDIN_CC_MODE=sleep STANDIN_CC_BASE_MS=1000 STANDIN_CC_BYTES_PER_SEC=200000
-train=(standin_train --protocol torch-neuronx --graph_format binary --nproc_per_node 2 --layers 8 --hidden 512 --graphs_per_step 4 --eval_every 5)
+train=(standin_train --protocol torch-neuronx --nproc_per_node 2 --layers 8 --hidden 512 --graphs_per_step 4 --eval_every 5)
 
 elapsed() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'; }
 jit() { grep -o 'total: .*' "$1" | sed -n 's/.*jit_compiles=\([0-9]*\).*/\1/p'; }

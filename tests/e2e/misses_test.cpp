@@ -19,7 +19,7 @@ protected:
             "--graphs_per_step", "2", "--eval_every", "5", "--late_graph_step", "20", "--layers", "2", "--hidden",
             "64", "--graph_format", graph_format, "--workdir", (dir() / "train").string()};
   }
-  std::string graph_format = "text"; // the stand-in's dumps: HLO text, or binary HloModuleProto
+  std::string graph_format = "binary"; // the stand-in's dumps: binary HloModuleProto, or HLO text
   void precompile(int steps, const std::string& protocol = "wrapper") {
     std::vector<std::string> args = {"--parallel_compile_workdir=" + (dir() / "wd").string(),
                                      tool_path("standin_train").string()};

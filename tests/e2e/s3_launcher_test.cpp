@@ -44,20 +44,24 @@ protected:
     env["NEURON_COMPILE_CACHE_MIRROR"] = (dir() / node).string();
     return run_tool("neuron_parallel_compile", launcher_args(node, std::move(ours), command), std::move(env));
   }
-  // The S3 folder of one pending entry (the first by key): "team/neuronxcc-.../MODULE_...".
-  std::string first_entry_folder() {
+  // The S3 folders of the pending entries, by key: "team/neuronxcc-.../MODULE_...".
+  std::vector<std::string> entry_folders() {
     auto c = client();
-    if (!c) return "";
+    if (!c) return {};
     auto all = c->list_all(kS3TestBucket, {});
     if (!all) {
       ADD_FAILURE() << all.error();
-      return "";
+      return {};
     }
     std::vector<std::string> folders;
     const std::string graph = "/model.hlo_module.pb";
     for (const auto& o : all->objects)
       if (o.key.ends_with(graph)) folders.push_back(o.key.substr(0, o.key.size() - graph.size()));
     std::sort(folders.begin(), folders.end());
+    return folders;
+  }
+  std::string first_entry_folder() {
+    auto folders = entry_folders();
     return folders.empty() ? "" : folders.front();
   }
   static std::int64_t unix_now() {
@@ -227,11 +231,16 @@ TEST_F(S3Launcher, CommandCompileTakesThePendingGraphsOfS3) {
 TEST_F(S3Launcher, AGraphATaskOfTheStepTimedOutOnIsNotCompiledAgainByAnother) {
   auto collected = launch("node-a", {"--command", "collect"}, train());
   ASSERT_EQ(collected.exit_code, 0) << collected.describe();
-  const std::string folder = first_entry_folder();
-  ASSERT_FALSE(folder.empty());
+  // A graph the fault strikes alone.
+  const auto folders = entry_folders();
+  std::vector<std::string> graphs;
+  for (const auto& f : folders)
+    graphs.push_back(read_text(dir() / "node-a" / "s3" / "test-bucket" / f / "model.hlo_module.pb"));
+  const std::size_t faulty = first_uniquely_marked(graphs);
+  ASSERT_LT(faulty, graphs.size()) << "no graph with a module marker of its own";
+  const std::string folder = folders[faulty];
   const std::string module = module_of(folder);
-  std::string graph = read_text(dir() / "node-a" / "s3" / "test-bucket" / folder / "model.hlo_module.pb");
-  const std::string first_line = graph.substr(0, graph.find(','));
+  const std::string first_line = graph_module_marker(graphs[faulty]);
   auto task = [&](const std::string& node, int index, const std::string& step) {
     return std::map<std::string, std::string>{
         {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", step}, {"SLURM_PROCID", std::to_string(index)},

@@ -154,11 +154,10 @@ TEST_F(SlurmJobStep, FourTasksCompileEachGraphOnceAndEachLineNamesItsTask) {
   EXPECT_EQ(compiled_spans, 8u) << "a graph compiled twice in the step's trace";
 }
 
-// The first line of the graph of `entry` up to its first comma: a substring
-// only that graph holds ("HloModule SyncTensorsGraph.27,").
+// The start of the graph of `entry` up to its module's name: bytes only that
+// graph holds.
 std::string module_line(const fs::path& entry) {
-  std::string text = read_text(entry / "model.hlo_module.pb");
-  return text.substr(0, text.find(',') + 1);
+  return graph_module_marker(read_text(entry / "model.hlo_module.pb"));
 }
 
 // A graph whose compile hangs is timed out by one task and failed for the
@@ -167,7 +166,12 @@ std::string module_line(const fs::path& entry) {
 // A compile error likewise, though the tasks retry cached failures.
 TEST_F(SlurmJobStep, AGraphThatFailsOrTimesOutIsFailedForTheWholeStepAndCompiledOnce) {
   ASSERT_NO_FATAL_FAILURE(collect());
-  const fs::path faulty = entries()[3];
+  // A graph the fault strikes alone.
+  std::vector<std::string> graphs;
+  for (const auto& e : entries()) graphs.push_back(read_text(e / "model.hlo_module.pb"));
+  const std::size_t index = first_uniquely_marked(graphs);
+  ASSERT_LT(index, graphs.size()) << "no graph with a module marker of its own";
+  const fs::path faulty = entries()[index];
   for (const char* fault : {"hang", "fail"}) {
     SCOPED_TRACE(fault);
     std::error_code ec;

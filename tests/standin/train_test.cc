@@ -50,10 +50,13 @@ class StandinTrain : public StandinFixture {
   std::string wrong_wrapper_;
 };
 
+// By default the graphs are binary HloModuleProtos, as torch-neuronx writes
+// them, byte-identical on every rank and compiled alike.
 TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
   const RunResult result =
       train({"--nproc_per_node", "2", "--steps_this_run=6", "--workdir", workdir()}, compile_wrapper_);
   ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(lines_with(result.out, "total: ranks=2 graphs=3 jit_compiles=6 ").size(), 1u) << result.out;
   const std::string rank0 = workdir() + "/rank-0";
   const std::string rank1 = workdir() + "/rank-1";
   const std::vector<std::string> names = list_dir(rank0);
@@ -62,8 +65,31 @@ TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
   for (const std::string& name : names) {
     if (name.size() < 4 || name.substr(name.size() - 4) != ".hlo") continue;
     ++graphs;
-    const std::string text = read_file(rank0 + "/" + name);
-    EXPECT_EQ(text, read_file(rank1 + "/" + name)) << name;
+    const std::string bytes = read_file(rank0 + "/" + name);
+    EXPECT_EQ(bytes, read_file(rank1 + "/" + name)) << name;
+    ASSERT_FALSE(bytes.empty());
+    EXPECT_EQ(bytes[0], '\x0a') << name << ": field 1 (the module's name) first";
+    EXPECT_NE(bytes.find("SyncTensorsGraph."), std::string::npos) << name;
+    EXPECT_EQ(bytes.find("HloModule "), std::string::npos) << name;
+    if (name.rfind("MODULE_train", 0) == 0) {
+      EXPECT_NE(bytes.find("all-reduce"), std::string::npos) << name << " should be tensor-parallel";
+    }
+  }
+  EXPECT_EQ(graphs, 3);  // init, train, eval
+}
+
+// --graph_format text: HLO text, byte-identical on every rank.
+TEST_F(StandinTrain, TextGraphsAreWrittenAlikeOnEveryRank) {
+  const RunResult result = train(
+      {"--nproc_per_node", "2", "--steps_this_run=6", "--graph_format", "text", "--workdir", workdir()},
+      compile_wrapper_);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  int graphs = 0;
+  for (const std::string& name : list_dir(workdir() + "/rank-0")) {
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".hlo") continue;
+    ++graphs;
+    const std::string text = read_file(workdir() + "/rank-0/" + name);
+    EXPECT_EQ(text, read_file(workdir() + "/rank-1/" + name)) << name;
     EXPECT_EQ(text.rfind("HloModule ", 0), 0u) << name;
     EXPECT_NE(text.find("ENTRY "), std::string::npos) << name;
     if (name.rfind("MODULE_train", 0) == 0) {
@@ -71,6 +97,10 @@ TEST_F(StandinTrain, RanksEmitByteIdenticalGraphs) {
     }
   }
   EXPECT_EQ(graphs, 3);  // init, train, eval
+
+  const RunResult bad = train({"--graph_format", "json", "--workdir", workdir()}, compile_wrapper_);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("argument --graph_format: invalid choice: 'json'"), std::string::npos) << bad.err;
 }
 
 TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
@@ -106,8 +136,9 @@ TEST_F(StandinTrain, CountsDistinctGraphsAndPrintsSummaries) {
 // --last_batch: the last step trains on fewer rows, a graph of its own; the
 // steps before it are the full-batch run's.
 TEST_F(StandinTrain, ALastPartialBatchIsAGraphOfItsOwnOnTheLastStep) {
+  // HLO text, to read the parameter's shape.
   const RunResult result = train({"--steps_this_run", "3", "--eval_every", "0", "--hidden", "64", "--last_batch",
-                                  "3", "--workdir", workdir()},
+                                  "3", "--graph_format", "text", "--workdir", workdir()},
                                  compile_wrapper_);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_with(result.out, "rank 0/1: steps=3 graphs=3 jit_compiles=3 ").size(), 1u) << result.out;
@@ -121,32 +152,6 @@ TEST_F(StandinTrain, ALastPartialBatchIsAGraphOfItsOwnOnTheLastStep) {
 
   const RunResult bad = train({"--last_batch", "-1", "--workdir", workdir()}, compile_wrapper_);
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
-}
-
-// --graph_format binary: the graphs are binary HloModuleProtos, as
-// torch-neuronx writes them, byte-identical on every rank and compiled alike.
-TEST_F(StandinTrain, BinaryGraphsAreWrittenAlikeOnEveryRank) {
-  const RunResult result =
-      train({"--nproc_per_node=2", "--steps_this_run", "5", "--graph_format", "binary", "--workdir", workdir()},
-            compile_wrapper_);
-  ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(lines_with(result.out, "total: ranks=2 graphs=3 jit_compiles=6 ").size(), 1u) << result.out;
-  int graphs = 0;
-  for (const std::string& name : list_dir(workdir() + "/rank-0")) {
-    if (name.size() < 4 || name.substr(name.size() - 4) != ".hlo") continue;
-    ++graphs;
-    const std::string bytes = read_file(workdir() + "/rank-0/" + name);
-    EXPECT_EQ(bytes, read_file(workdir() + "/rank-1/" + name)) << name;
-    ASSERT_FALSE(bytes.empty());
-    EXPECT_EQ(bytes[0], '\x0a') << name << ": field 1 (the module's name) first";
-    EXPECT_NE(bytes.find("SyncTensorsGraph."), std::string::npos) << name;
-    EXPECT_EQ(bytes.find("HloModule "), std::string::npos) << name;
-  }
-  EXPECT_EQ(graphs, 3);  // init, train, eval
-
-  const RunResult bad = train({"--graph_format", "json", "--workdir", workdir()}, compile_wrapper_);
-  EXPECT_EQ(bad.exit_code, 2) << bad.err;
-  EXPECT_NE(bad.err.find("argument --graph_format: invalid choice: 'json'"), std::string::npos) << bad.err;
 }
 
 TEST_F(StandinTrain, CacheHitsAreRecognisedFromWrapperOutput) {

@@ -56,4 +56,23 @@ std::string file_sha256(const fs::path& path) {
   return digest ? digest->sha256 : std::string();
 }
 
+std::string graph_module_marker(const std::string& graph) {
+  if (graph.rfind("HloModule ", 0) == 0) {
+    const std::size_t comma = graph.find(',');
+    return comma == std::string::npos ? "" : graph.substr(0, comma + 1);
+  }
+  // A name shorter than 128 bytes has a one-byte length.
+  if (graph.size() < 2 || graph[0] != '\x0a' || static_cast<unsigned char>(graph[1]) >= 0x80) return "";
+  const std::size_t end = 2 + static_cast<unsigned char>(graph[1]);
+  return end <= graph.size() ? graph.substr(0, end) : "";
+}
+
+std::size_t first_uniquely_marked(const std::vector<std::string>& graphs) {
+  std::vector<std::string> markers;
+  for (const auto& graph : graphs) markers.push_back(graph_module_marker(graph));
+  for (std::size_t i = 0; i < markers.size(); ++i)
+    if (!markers[i].empty() && std::count(markers.begin(), markers.end(), markers[i]) == 1) return i;
+  return graphs.size();
+}
+
 } // namespace npc::test

@@ -23,5 +23,15 @@ std::size_t count_lines(const fs::path& path); // 0 when missing
 std::vector<std::string> names_in(const fs::path& dir);
 // sha256 of a file's bytes; "" when it cannot be read.
 std::string file_sha256(const fs::path& path);
+// The bytes that begin a stand-in graph, up to the end of its module's name:
+// "HloModule SyncTensorsGraph.27," for HLO text, the name field (written
+// first: field 1, its length, the name) for a binary HloModuleProto. A
+// fault matched on it (STANDIN_CC_FAULT_MATCH) strikes the graphs of that
+// module only. "" when `graph` is neither.
+std::string graph_module_marker(const std::string& graph);
+// Of a run's graphs (their bytes), the index of the first whose module
+// marker no other has: graphs of one step may share a module's name.
+// graphs.size() when there is none.
+std::size_t first_uniquely_marked(const std::vector<std::string>& graphs);
 
 } // namespace npc::test

@@ -23,7 +23,7 @@ struct TrainOptions {
   long late_graph_step = 0;  // 0: no late graph
   long last_batch = 0;       // rows of the last step's batch; 0: a full batch
   // How graphs are dumped: HLO text, or the binary HloModuleProto.
-  GraphFormat graph_format = GraphFormat::kText;
+  GraphFormat graph_format = GraphFormat::kBinary;
   long graphs_per_step = 1;
   std::optional<long> crash_at_step;
   long step_ms = 0;
