@@ -30,8 +30,8 @@ struct TrialGraphs {
         // Of several launchers', a compile counts over a failure.
         auto [it, inserted] = outcome_by_key.emplace(key->str(), g.outcome);
         if (!inserted && g.outcome != "failed") it->second = g.outcome;
-        if (inserted) by_graph.emplace(key->graph_hash, *key);
       }
+    for (auto& key : precompile_keys(records)) by_graph.emplace(key.graph_hash, std::move(key));
   }
 };
 
@@ -167,16 +167,13 @@ Result<Misses> find_misses(const Cache& cache, std::vector<PrecompileRecord> pre
   });
   const TrialGraphs trial(precompile);
   const bool recorded = !precompile.empty();
-  util::WallTime precompile_end{};
-  for (const auto& r : precompile) precompile_end = std::max(precompile_end, r.ended);
-  std::vector<CacheKey> trial_keys;
-  for (const auto& [graph, key] : trial.by_graph) trial_keys.push_back(key);
-  NearestTrialGraph nearest(storage, std::move(trial_keys));
+  const util::WallTime ended = precompile_end(precompile);
+  NearestTrialGraph nearest(storage, precompile_keys(precompile));
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (!written[i] || *written[i] <= since) continue;
     // A graph of the trial's written by its end is the pre-compile's own
     // work (listed from an earlier --since), not a miss.
-    if (recorded && *written[i] <= precompile_end && trial.outcome_by_key.contains(keys[i].str())) continue;
+    if (recorded && *written[i] <= ended && trial.outcome_by_key.contains(keys[i].str())) continue;
     Miss miss;
     miss.key = keys[i];
     miss.written = *written[i];

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -143,6 +144,23 @@ std::vector<PrecompileRecord> last_precompile(std::vector<PrecompileRecord> olde
   for (auto& r : oldest_first)
     if (r.started <= ended && r.ended >= started) run.push_back(std::move(r));
   return run;
+}
+
+util::WallTime precompile_end(const std::vector<PrecompileRecord>& records) {
+  util::WallTime ended{};
+  for (const auto& r : records) ended = std::max(ended, r.ended);
+  return ended;
+}
+
+std::vector<CacheKey> precompile_keys(const std::vector<PrecompileRecord>& records) {
+  std::map<std::string, CacheKey> by_name;
+  for (const auto& r : records)
+    for (const auto& g : r.graphs)
+      if (auto key = parse_key(g.key)) by_name.emplace(key->str(), *key);
+  std::vector<CacheKey> keys;
+  keys.reserve(by_name.size());
+  for (auto& [name, key] : by_name) keys.push_back(std::move(key));
+  return keys;
 }
 
 } // namespace npc::cache

@@ -33,13 +33,6 @@ std::string describe_precompile(const std::vector<cache::PrecompileRecord>& run)
          std::to_string(keys.size()) + " graph(s)";
 }
 
-// When the last pre-compile ended: where a listing starts unless told.
-util::WallTime end_of(const std::vector<cache::PrecompileRecord>& run) {
-  util::WallTime ended = run.front().ended;
-  for (const auto& r : run) ended = std::max(ended, r.ended);
-  return ended;
-}
-
 // The listing's window as its header says it: from the pre-compile's end,
 // or from --since (the pre-compile, when recorded, still what it is judged
 // against).
@@ -47,7 +40,7 @@ std::string window_of(const cache::Misses& found) {
   const std::string since = "since " + util::format_utc_ms(found.since);
   if (found.precompile.empty()) return since;
   const std::string run = "the pre-compile of " + describe_precompile(found.precompile);
-  if (found.since == end_of(found.precompile)) return "after " + run;
+  if (found.since == cache::precompile_end(found.precompile)) return "after " + run;
   return since + ", judged against " + run;
 }
 
@@ -154,7 +147,7 @@ int cmd_misses(cache::Tiers& tiers, std::size_t connections, const std::string& 
       throw Error("misses: no pre-compile is recorded in " + cache.describe() +
                   " (neuron_parallel_compile records each run that compiles); give --since TIME to list what "
                   "was compiled since then");
-    since = end_of(last);
+    since = cache::precompile_end(last); // where a listing starts unless told
   }
   auto found_or = cache::find_misses(cache, std::move(last), *since);
   if (!found_or) throw EnvironmentError("misses: " + found_or.error());

@@ -21,11 +21,7 @@ std::optional<cache::NearestTrialGraph> last_trial(const cache::Cache& cache) {
   if (!records) return std::nullopt;
   auto last = cache::last_precompile(std::move(*records));
   if (last.empty()) return std::nullopt;
-  std::vector<cache::CacheKey> keys;
-  for (const auto& r : last)
-    for (const auto& g : r.graphs)
-      if (auto key = cache::parse_key(g.key)) keys.push_back(*key);
-  return std::optional<cache::NearestTrialGraph>(std::in_place, *cache.storage(), std::move(keys));
+  return std::optional<cache::NearestTrialGraph>(std::in_place, *cache.storage(), cache::precompile_keys(last));
 }
 
 // Why the training run would compile the graph of `entry` (not done).

@@ -177,6 +177,23 @@ TEST_F(MissesTest, TheLastPrecompileIsTheNewestRecordAndThoseOverlappingIt) {
   EXPECT_TRUE(last_precompile({}).empty());
 }
 
+// The run's end and its graphs, whichever of its launchers took them: each
+// key once, sorted, one that does not parse left out.
+TEST_F(MissesTest, ARunEndsWithItsLastLauncherAndTakesEachGraphOnce) {
+  const std::string a = "neuronxcc-2.0.0/MODULE_1+aaaa";
+  const std::string b = "neuronxcc-2.0.0/MODULE_2+bbbb";
+  std::vector<PrecompileRecord> run = {
+      record(kPrecompileStart, kPrecompileStart + seconds(40), {{b, "compiled"}, {a, "failed"}}),
+      record(kPrecompileStart + seconds(5), kPrecompileStart + seconds(30),
+             {{a, "compiled"}, {"not a key", "compiled"}})};
+  EXPECT_EQ(precompile_end(run), kPrecompileStart + seconds(40));
+  std::vector<std::string> keys;
+  for (const auto& key : precompile_keys(run)) keys.push_back(key.str());
+  EXPECT_EQ(keys, (std::vector<std::string>{a, b}));
+  EXPECT_EQ(precompile_end({}), util::WallTime{});
+  EXPECT_TRUE(precompile_keys({}).empty());
+}
+
 TEST_F(MissesTest, EachGraphMadeAfterThePrecompileIsJudgedByItsKey) {
   const auto before = kPrecompileStart + seconds(1);
   const auto after = kPrecompileEnd + seconds(5);

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include <npc/cache/key.hpp>
 #include <npc/storage/storage.hpp>
 #include <npc/util/clock.hpp>
 #include <npc/util/result.hpp>
@@ -63,5 +64,12 @@ struct PrecompileRecord {
 // whose run overlapped it in time (the launchers of one cluster run).
 // Empty when there is none.
 [[nodiscard]] std::vector<PrecompileRecord> last_precompile(std::vector<PrecompileRecord> oldest_first);
+// When the run of `records` ended: the latest end among them (the epoch
+// for none).
+[[nodiscard]] util::WallTime precompile_end(const std::vector<PrecompileRecord>& records);
+// The keys of the graphs the run of `records` took, each once, sorted (so
+// that every look at the trial's graphs meets them in one order); a key
+// that does not parse is left out.
+[[nodiscard]] std::vector<CacheKey> precompile_keys(const std::vector<PrecompileRecord>& records);
 
 } // namespace npc::cache
