@@ -87,8 +87,8 @@ Result<storage::LockFacts> SharedTier::judge_lock(const CacheKey& key) const {
 }
 
 Result<FetchResult> SharedTier::fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
-                                              RecordUse record_it) const {
-  auto got = cache::fetch_result(*shared_, mirror_, key, {.lock_wait = lock_wait, .failures = true});
+                                              RecordUse record_it, const std::vector<std::string>* listed) const {
+  auto got = cache::fetch_result(*shared_, mirror_, key, {.lock_wait = lock_wait, .failures = true, .listed = listed});
   if (!got) return got;
   if (got->outcome == FetchOutcome::rejected) rejected_.insert(key.str());
   const bool used = got->outcome == FetchOutcome::copied || got->outcome == FetchOutcome::already_done;
@@ -98,11 +98,9 @@ Result<FetchResult> SharedTier::fetch_result(const CacheKey& key, std::chrono::m
 
 Result<Brought> SharedTier::bring(const CacheKey& key, const std::vector<std::string>& names) const {
   Brought brought;
-  // fetch_result lists the folder again: only a result, which costs its
-  // download anyway, pays that listing twice.
   const ListedEntry listed = read_listing(names);
   if (listed.done || listed.failed) {
-    auto result = fetch_result(key, std::chrono::milliseconds(0));
+    auto result = fetch_result(key, std::chrono::milliseconds(0), RecordUse::yes, &names);
     if (!result) return fail(result.error());
     switch (result->outcome) {
     case FetchOutcome::copied:
@@ -229,7 +227,7 @@ Found SharedTier::judge_listed(const CacheKey& key, const std::vector<std::strin
   const ListedEntry listed = read_listing(names);
   if (listed.done && download == DownloadResult::no) return Found::done;
   if (listed.done || (listed.failed && !retry_failed)) {
-    auto fetched = fetch_result(key, std::chrono::milliseconds(0));
+    auto fetched = fetch_result(key, std::chrono::milliseconds(0), RecordUse::yes, &names);
     if (!fetched) {
       spdlog::warn("cannot download {}: {}; starting its compile, which reports it if it persists", describe(key),
                    fetched.error());

@@ -33,11 +33,20 @@ Result<EntryMeta> read_stored_record(const storage::Storage& storage, const std:
   return meta;
 }
 
-Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into, const CacheKey& key,
-                                 const FetchOptions& options) {
+namespace {
+
+// `stale` is set when the caller's listing (options.listed) named files
+// that are gone: the result is then to be looked for again.
+Result<FetchResult> fetch_listed(const storage::Storage& from, const Cache& into, const CacheKey& key,
+                                 const FetchOptions& options, bool& stale) {
   const std::string folder = key.relative_path().generic_string();
   auto file_key = [&](std::string_view name) { return folder + "/" + std::string(name); };
-  auto names = from.list(folder);
+  const bool callers = options.listed != nullptr;
+  auto stale_listing = [&] {
+    stale = true;
+    return FetchResult{};
+  };
+  auto names = callers ? Result<std::vector<std::string>>(*options.listed) : from.list(folder);
   if (!names) return fail(names.error());
   const ListedEntry listed = read_listing(*names);
   // The marker is written after the NEFF and removed before it: a marker
@@ -64,6 +73,7 @@ Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into
   std::optional<EntryMeta> record;
   if (util::contains(*names, kMetaFile)) {
     auto got = read_stored_record(from, folder);
+    if (!got && callers) return stale_listing(); // republished since, perhaps
     if (!got) return rejected(got.error());
     record = std::move(*got);
   }
@@ -71,6 +81,7 @@ Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into
     fs::path neff = work.path() / kNeffFile;
     auto got = from.get_file(file_key(kNeffFile), neff);
     if (!got) return fail(got.error());
+    if (!*got && callers) return stale_listing();
     if (!*got) return FetchResult{}; // demoted or removed since the listing
     auto digest = util::sha256_file(neff);
     if (!digest) return fail(digest.error());
@@ -95,6 +106,7 @@ Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into
     fs::path log = work.path() / kLogFile;
     auto got = from.get_file(file_key(kLogFile), log);
     if (!got) return fail(got.error());
+    if (!*got && callers) return stale_listing();
     if (!*got) return FetchResult{};
     incoming.log = log;
   }
@@ -108,6 +120,20 @@ Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into
   }
   if (auto s = entry.publish_incoming(incoming); !s) return fail(s.error());
   return FetchResult{listed.done ? FetchOutcome::copied : FetchOutcome::failure_copied, "", listed.done};
+}
+
+} // namespace
+
+Result<FetchResult> fetch_result(const storage::Storage& from, const Cache& into, const CacheKey& key,
+                                 const FetchOptions& options) {
+  bool stale = false;
+  auto got = fetch_listed(from, into, key, options, stale);
+  if (!got || !stale) return got;
+  // The caller's listing is out of date (this cache's lock released): look
+  // again, as a fetch of our own would have.
+  FetchOptions fresh = options;
+  fresh.listed = nullptr;
+  return fetch_listed(from, into, key, fresh, stale);
 }
 
 } // namespace npc::cache

@@ -30,6 +30,7 @@
 #include <npc/util/fs.hpp>
 
 #include "files.hpp"
+#include "forwarding_storage.hpp"
 #include "s3_server.hpp"
 #include "two_tiers.hpp"
 #include "test_support.hpp"
@@ -220,6 +221,56 @@ TEST_P(SharedTierTest, TheLauncherLooksAtManyInOneWalk) {
             (std::vector<Found>{Found::done, Found::held_elsewhere, Found::pending}));
   EXPECT_EQ(remote->look_all({key, held, free}, false, DownloadResult::no, memo, LookListing::each_entry),
             (std::vector<Found>{Found::done, Found::held_elsewhere, Found::pending}));
+}
+
+// The shared storage, counting its listings.
+class ListingCounter : public test::ForwardingStorage {
+public:
+  using ForwardingStorage::ForwardingStorage;
+  Result<std::vector<std::string>> list(std::string_view dir) const override {
+    ++listings;
+    return ForwardingStorage::list(dir);
+  }
+  Result<std::vector<storage::TreeFile>> list_tree(std::string_view dir) const override {
+    ++listings;
+    return ForwardingStorage::list_tree(dir);
+  }
+  mutable int listings = 0;
+};
+
+// The look's listing serves the download of the result it finds: one
+// listing in all, under both ways of looking.
+TEST_P(SharedTierTest, TheLauncherLookListsAResultOnceToFetchIt) {
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  for (LookListing listing : {LookListing::whole_version_folder, LookListing::each_entry}) {
+    std::error_code ec;
+    fs::remove_all(mirror_dir(), ec);
+    auto counted = std::make_shared<ListingCounter>(shared_storage());
+    SharedTier tier(counted, *mirror);
+    LockMemo memo;
+    EXPECT_EQ(tier.look_all({key}, false, DownloadResult::yes, memo, listing), std::vector<Found>{Found::done});
+    EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
+    EXPECT_EQ(counted->listings, 1);
+  }
+}
+
+// A caller's listing out of date (the result removed since): the fetch looks
+// again, and finds a miss, as it would have with a listing of its own.
+TEST_P(SharedTierTest, AFetchOverAListingOutOfDateLooksAgain) {
+  auto counted = std::make_shared<ListingCounter>(shared_storage());
+  auto result = cache::fetch_result(*counted, *mirror, key, {.lock_wait = 0ms, .failures = true, .listed = &kDoneFiles});
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, FetchOutcome::miss);
+  EXPECT_EQ(counted->listings, 1);
+  EXPECT_FALSE(mirror->entry(key).looks_done());
+  // Republished meanwhile: the second look brings it.
+  ASSERT_NO_FATAL_FAILURE(publish_done(*origin));
+  const std::vector<std::string> a_failure = {"compile_flags.json", "model.hlo_module.pb", "model.log"};
+  result = cache::fetch_result(*counted, *mirror, key, {.lock_wait = 0ms, .failures = true, .listed = &a_failure});
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->outcome, FetchOutcome::copied) << result->detail;
+  EXPECT_EQ(counted->listings, 2);
+  EXPECT_EQ(test::read_text(mirror_dir() / kNeffFile), kRemoteNeff);
 }
 
 TEST_P(SharedTierTest, TheLauncherLookTakesACachedFailureUnlessRetryingFailures) {

@@ -21,7 +21,7 @@
 //                 that is not done.
 //
 // Requests on S3: fetch_result of a miss is 1 LIST of the entry's folder;
-// of a done entry 1 LIST, 2 to 5 GETs (record, NEFF, graph and flags when
+// of a done entry 1 LIST (none after a look that listed it), 2 to 5 GETs (record, NEFF, graph and flags when
 // the mirror lacks them) and 1 PUT (the use). push of a done entry is 1
 // LIST, a HEAD and a PUT for each of graph and flags the shared tier lacks,
 // 3 PUTs (NEFF, record, marker) and a DELETE for a marker or model.log
@@ -124,8 +124,11 @@ public:
 
   // See above. Waits up to `lock_wait` for the mirror entry's lock. Errors
   // are the shared tier's (unreachable, denied) or the mirror's (not writable).
+  // `listed`: the names in the shared entry's folder, when the caller has
+  // just listed it (FetchOptions::listed).
   [[nodiscard]] Result<FetchResult> fetch_result(const CacheKey& key, std::chrono::milliseconds lock_wait,
-                                                  RecordUse record = RecordUse::yes) const;
+                                                  RecordUse record = RecordUse::yes,
+                                                  const std::vector<std::string>* listed = nullptr) const;
   // False when the shared tier has no graph for `key`. With `flags_json`
   // (the compile_flags.json of another entry whose flags hash to this key's,
   // so the same flags), only the graph is downloaded.

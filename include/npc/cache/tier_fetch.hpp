@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <npc/cache/entry_meta.hpp>
 #include <npc/cache/key.hpp>
@@ -45,6 +46,10 @@ struct FetchResult {
 struct FetchOptions {
   std::chrono::milliseconds lock_wait{0}; // for this cache's entry lock (zero: one attempt)
   bool failures = true;                   // copy a cached failure too
+  // The names in the entry's folder there, when the caller has just listed
+  // it (a look at many entries): that listing is not made again. A file
+  // removed since is a miss or a rejection, as after a listing of our own.
+  const std::vector<std::string>* listed = nullptr;
 };
 
 // `from`: the other tier, its entry for `key` at key.relative_path().
