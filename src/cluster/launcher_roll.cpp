@@ -36,6 +36,9 @@ LauncherRoll::LauncherRoll(std::shared_ptr<storage::Storage> storage, std::strin
 Result<std::unique_ptr<LauncherRoll>> LauncherRoll::join(std::shared_ptr<storage::Storage> storage,
                                                          std::shared_ptr<storage::Storage> lease_connection,
                                                          std::optional<std::string> name, std::string_view who) {
+  // A name of its own no other launcher can take at once: no settle after
+  // creating its record (storage/lock.hpp). A step's task's name can be.
+  const auto racers = name ? storage::Lock::Racers::possible : storage::Lock::Racers::none;
   if (!name) {
     char word[9];
     std::snprintf(word, sizeof word, "%08x", static_cast<unsigned>(util::random_u64()));
@@ -51,7 +54,8 @@ Result<std::unique_ptr<LauncherRoll>> LauncherRoll::join(std::shared_ptr<storage
         spdlog::debug("a dead launcher's record stays on the roll: {}", s.error());
   auto taken = storage::Lock::try_acquire(std::move(lease_connection), record_key(*name),
                                           util::LockHolder::self(cache::lock_tool_name()),
-                                          storage::LockTimes{kRollRecordLife, storage::kDefaultStaleLockAge}, now);
+                                          storage::LockTimes{kRollRecordLife, storage::kDefaultStaleLockAge}, now,
+                                          racers);
   if (!taken) return fail("joining the launchers' roll: " + taken.error());
   if (auto* held = std::get_if<storage::Lock::Held>(&*taken))
     return fail((who.empty() ? *name : std::string(who)) + " is already running: " + held->facts.describe());

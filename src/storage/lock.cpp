@@ -204,7 +204,7 @@ LockRecord Lock::record() const {
 }
 
 Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, std::string key,
-                                            const util::LockHolder& me, LockTimes times, Time now) {
+                                            const util::LockHolder& me, LockTimes times, Time now, Racers racers) {
   LockRecord mine{me.serialize(), util::unique_suffix(), unix_seconds(now + times.ttl)};
   const std::string bytes = mine.serialize();
   auto taken = [&] {
@@ -236,7 +236,7 @@ Result<Lock::TakenOrHeld> Lock::try_acquire(std::shared_ptr<Storage> storage, st
     const auto started = std::chrono::steady_clock::now();
     auto created = storage->write(key, bytes, IfPresent::keep);
     if (!created) return fail(created.error());
-    if (*created && storage->exclusive_create_is_exact()) return taken();
+    if (*created && (storage->exclusive_create_is_exact() || racers == Racers::none)) return taken();
     std::optional<LockFacts> judged;
     bool ours = *created;
     if (!ours) {

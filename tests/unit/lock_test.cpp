@@ -467,6 +467,34 @@ protected:
 };
 TEST_F(LockS3rverTest, OneOfTheRacersTakesItOnAServerThatIgnoresTheCondition) { OneOfTheRacersTakesIt(*this); }
 
+// The server's storage, counting the reads of the lock.
+class ReadCounter : public test::ForwardingStorage {
+public:
+  using ForwardingStorage::ForwardingStorage;
+  Result<std::string> read(std::string_view key, std::uint64_t max) const override {
+    ++reads;
+    return ForwardingStorage::read(key, max);
+  }
+  mutable int reads = 0;
+};
+
+// Where the condition is ignored, a created lock is read back after the
+// settle time, unless no one else can name it (a launcher's own place on
+// its roll): then the create is the lock.
+TEST_F(LockS3rverTest, ALockNoOneElseCanNameIsTakenWithoutTheReadBack) {
+  ASSERT_FALSE(storage().exclusive_create_is_exact());
+  for (auto racers : {Lock::Racers::possible, Lock::Racers::none}) {
+    auto counted = std::make_shared<ReadCounter>(shared());
+    auto taken = Lock::try_acquire(counted, kLockKey, holder("roll"), kTimes, Clock::now(), racers);
+    ASSERT_TRUE(taken) << taken.error();
+    ASSERT_TRUE(std::holds_alternative<Lock>(*taken));
+    EXPECT_EQ(counted->reads, racers == Lock::Racers::none ? 0 : 1);
+    EXPECT_TRUE(record().has_value());
+    EXPECT_TRUE(std::get<Lock>(*taken).release());
+    EXPECT_FALSE(there());
+  }
+}
+
 // Racers that each create once (Lock::try_create, what the launcher does
 // before a worker starts): in round 0 opened sharing what they learn (as a
 // launcher's connections, all opened by one cache::Tiers), of which the

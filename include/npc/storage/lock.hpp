@@ -139,9 +139,17 @@ public:
   };
   using TakenOrHeld = std::variant<Lock, Held>;
 
+  // Whether another process may try to take the same key at once.
+  // `none`: the key holds a word only this taker chose (a launcher's own
+  // place on its roll), so a create that succeeded is the lock at once,
+  // without the read-back after kLockSettleMin a storage whose exclusive
+  // create is not exact otherwise needs.
+  enum class Racers { possible, none };
+
   // One attempt at the lock `key`; a stale lock is taken over on the way.
   [[nodiscard]] static Result<TakenOrHeld> try_acquire(std::shared_ptr<Storage> storage, std::string key,
-                                                       const util::LockHolder& me, LockTimes times, Time now);
+                                                       const util::LockHolder& me, LockTimes times, Time now,
+                                                       Racers racers = Racers::possible);
   // Where exclusive create is exact, one create: the lock, or nullopt when
   // something is there, neither read nor judged (a stale lock stays; the
   // caller that must break one calls try_acquire). Elsewhere as try_acquire,
