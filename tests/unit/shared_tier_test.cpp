@@ -258,7 +258,8 @@ TEST_P(SharedTierTest, TheLauncherLookListsAResultOnceToFetchIt) {
 // again, and finds a miss, as it would have with a listing of its own.
 TEST_P(SharedTierTest, AFetchOverAListingOutOfDateLooksAgain) {
   auto counted = std::make_shared<ListingCounter>(shared_storage());
-  auto result = cache::fetch_result(*counted, *mirror, key, {.lock_wait = 0ms, .failures = true, .listed = &kDoneFiles});
+  auto result =
+      cache::fetch_result(*counted, *mirror, key, {.lock_wait = 0ms, .failures = true, .listed = &kDoneFiles});
   ASSERT_TRUE(result) << result.error();
   EXPECT_EQ(result->outcome, FetchOutcome::miss);
   EXPECT_EQ(counted->listings, 1);

@@ -21,11 +21,11 @@
 //                 that is not done.
 //
 // Requests on S3: fetch_result of a miss is 1 LIST of the entry's folder;
-// of a done entry 1 LIST (none after a look that listed it), 2 to 5 GETs (record, NEFF, graph and flags when
-// the mirror lacks them) and 1 PUT (the use). push of a done entry is 1
-// LIST, a HEAD and a PUT for each of graph and flags the shared tier lacks,
-// 3 PUTs (NEFF, record, marker) and a DELETE for a marker or model.log
-// already there.
+// of a done entry 1 LIST (none after a look that listed it), 2 to 5 GETs
+// (record, NEFF, graph and flags when the mirror lacks them) and 1 PUT (the
+// use). push of a done entry is 1 LIST, a HEAD and a PUT for each of graph
+// and flags the shared tier lacks, 3 PUTs (NEFF, record, marker) and a
+// DELETE for a marker or model.log already there.
 
 #include <chrono>
 #include <cstdint>
