@@ -361,6 +361,7 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
         dir() / (host + ".log")));
   }
   std::size_t compiled = 0;
+  int split = 0; // launchers that saw others on the roll
   for (int h = 0; h < 4; ++h) {
     const std::string host = "host-" + std::to_string(h);
     auto status = util::wait_child(launchers[static_cast<std::size_t>(h)]);
@@ -369,10 +370,11 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
     EXPECT_TRUE(log.starts_with("host " + host + " pid 1\n"))
         << "simulating a host needs `unshare --uts --pid --fork --mount-proc` (util-linux) run as root:\n" << log;
     // Each put itself on the cache's roll and split the graphs by what it
-    // saw there (launcher_roll.hpp): itself and up to three others.
-    EXPECT_TRUE(std::regex_search(
-        log, std::regex(R"([1-4] launcher\(s\) on this cache's roll: \d+ of the 10 graph\(s\) are this one's)")))
-        << log;
+    // saw there (launcher_roll.hpp): itself and up to three others. One
+    // whose looks all came before the others joined saw itself alone, which
+    // it does not say; the last to join sees those still at work.
+    if (std::regex_search(log, std::regex(R"([2-4] launcher\(s\) on this cache's roll: \d+ of the 10 graph\(s\) are this one's)")))
+      ++split;
     auto report = nlohmann::json::parse(read_text(dir() / (host + ".json")), nullptr, false);
     ASSERT_FALSE(report.is_discarded()) << log;
     EXPECT_EQ(report["compilation_summary"].value("total_graphs", 0u), kGraphs) << log;
@@ -384,6 +386,7 @@ TEST_F(S3Launcher, FourHostsOfTheirOwnCompileEachGraphOnce) {
     EXPECT_GE(done_in_mirror(host), compiled_here) << log;
     EXPECT_LE(done_in_mirror(host), kGraphs) << log;
   }
+  EXPECT_GE(split, 1) << "no launcher saw another on the roll";
   EXPECT_EQ(compiled, kGraphs) << "the launchers' reports count each graph compiled once between them";
   EXPECT_EQ(compiles(), kGraphs);
   EXPECT_EQ(distinct_graphs_compiled(), kGraphs);
