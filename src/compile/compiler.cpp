@@ -28,13 +28,15 @@ constexpr int kVersionTimeoutSeconds = 60;
 // Bound what we keep of a misbehaving compiler's --version output.
 constexpr size_t kMaxVersionOutput = 64 * 1024;
 
+// Names the compiler's memoised version: the file the path leads to (its
+// device and inode, whatever links lead there) as it is now (size and
+// modification time), so a compiler replaced or rebuilt is asked again. One
+// stat: a hit starts once per graph, and resolving the path component by
+// component cost a readlink each.
 std::string fingerprint(const fs::path& compiler) {
-  std::error_code ec;
-  fs::path real = fs::canonical(compiler, ec);
-  if (ec) real = compiler;
   struct stat st {};
-  if (::stat(real.c_str(), &st) != 0) return "";
-  std::string id = real.string() + "\n" + std::to_string(st.st_ino) + "\n" +
+  if (::stat(compiler.c_str(), &st) != 0) return "";
+  std::string id = "file " + std::to_string(st.st_dev) + " " + std::to_string(st.st_ino) + "\n" +
                    std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) + "." +
                    std::to_string(st.st_mtim.tv_nsec);
   return util::sha256_hex(id).substr(0, 24);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sstream>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -328,6 +329,53 @@ TEST_F(Wrapper, FlagsReachTheCompilerAsExactWords) {
   EXPECT_EQ(read_text(entries()[0] / "compile_flags.json"),
             "[\"--internal-x=a b;c\",\"--internal-y=$(touch pwned)\"]\n");
   EXPECT_FALSE(fs::exists(dir() / "pwned"));
+}
+
+// The static wrapper lends OpenSSL its CPU vector through a one-variable
+// environment for a moment at start (main/openssl_cpu_at_start.cpp): the
+// compiler it runs gets the caller's environment as it was, with a user's
+// own OPENSSL_ia32cap (a mask, here) as given.
+TEST_F(Wrapper, TheCompilerGetsTheCallersEnvironmentAsItWas) {
+  fs::path seen = dir() / "environments";
+  fs::path compiler = dir() / "bin" / "neuronx-cc";
+  write_executable(compiler, "#!/bin/sh\nenv >> " + seen.string() +
+                                 "\necho '--' >> " + seen.string() +
+                                 "\n[ \"$1\" = --version ] && { echo 'NeuronX Compiler version 2.14.213.0'; exit 0; }\nexit 1\n");
+  env_["NEURON_CC"] = compiler.string();
+  env_["MY_VARIABLE"] = "kept";
+  fs::path g = graph("a.hlo", "HloModule a\n");
+  auto environments = [&] {
+    std::vector<std::vector<std::string>> all(1);
+    std::istringstream text(read_text(seen));
+    for (std::string line; std::getline(text, line);) {
+      if (line == "--") all.emplace_back();
+      else all.back().push_back(line);
+    }
+    all.pop_back();
+    return all;
+  };
+  auto named = [](const std::vector<std::string>& environment, const std::string& name) {
+    std::vector<std::string> lines;
+    for (const auto& line : environment)
+      if (line.starts_with(name + "=")) lines.push_back(line);
+    return lines;
+  };
+  auto r = compile(g, dir() / "a.neff");
+  EXPECT_EQ(r.exit_code, 1) << r.describe(); // the script compiles nothing
+  auto first = environments();
+  ASSERT_EQ(first.size(), 2u) << "--version, then the compile";
+  for (const auto& environment : first) {
+    EXPECT_EQ(named(environment, "OPENSSL_ia32cap"), std::vector<std::string>{});
+    EXPECT_EQ(named(environment, "MY_VARIABLE"), std::vector<std::string>{"MY_VARIABLE=kept"});
+  }
+  fs::remove(seen);
+  env_["OPENSSL_ia32cap"] = "~0x200000000000000";
+  env_["NEURON_CC_FLAGS"] += " --retry_failed_compilation";
+  r = compile(g, dir() / "a.neff");
+  EXPECT_EQ(r.exit_code, 1) << r.describe();
+  auto second = environments();
+  ASSERT_EQ(second.size(), 1u) << "the version is remembered";
+  EXPECT_EQ(named(second[0], "OPENSSL_ia32cap"), std::vector<std::string>{"OPENSSL_ia32cap=~0x200000000000000"});
 }
 
 TEST_F(Wrapper, DifferentFlagsAreDifferentEntries) {

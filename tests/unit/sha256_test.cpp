@@ -1,8 +1,12 @@
-// util/sha256: OpenSSL's digests give the standard answers (FIPS 180-2 and
-// RFC 1321 vectors), on every code path OpenSSL's CPU vector can choose.
+// util/sha256 and util/openssl_cpu_vector: OpenSSL's digests give the
+// standard answers (FIPS 180-2 and RFC 1321 vectors), on every code path
+// OpenSSL's CPU vector can choose, and the vector made from glibc's record
+// matches OpenSSL's own probe where SHA-256 looks.
 
+#include <npc/util/openssl_cpu_vector.hpp>
 #include <npc/util/sha256.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -65,6 +69,41 @@ TEST(OpensslCpu, EveryCodePathGivesTheStandardDigest) {
     EXPECT_EQ(sha256_hex(million), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
         << path.name;
   }
+  for (int i = 0; i < 4; ++i) OPENSSL_ia32cap_P[i] = saved[i];
+}
+
+// The vector the static wrapper gives OpenSSL instead of its probe
+// (main/openssl_cpu_at_start.cpp) has each bit OpenSSL's SHA-256 chooses its
+// path by as the probe found it, and those only; its digests are the standard.
+TEST(OpensslCpu, TheVectorFromGlibcHasTheProbesBitsForSha256) {
+  auto vector = openssl_cpu_vector();
+#if !__has_include(<sys/platform/x86.h>)
+  // glibc before 2.33 keeps no CPU record: OpenSSL probes the CPU itself.
+  EXPECT_FALSE(vector.has_value()) << *vector;
+  return;
+#endif
+  ASSERT_TRUE(vector.has_value());
+  ASSERT_EQ(std::getenv("OPENSSL_ia32cap"), nullptr) << "the probe's vector is the one to compare with";
+  std::ignore = sha256_hex("");
+  const auto colon = vector->find(':');
+  ASSERT_NE(colon, std::string::npos) << *vector;
+  const unsigned long long first = std::strtoull(vector->c_str(), nullptr, 0);
+  const unsigned long long second = std::strtoull(vector->c_str() + colon + 1, nullptr, 0);
+  const unsigned int word1 = static_cast<unsigned int>(first >> 32);
+  const unsigned int word2 = static_cast<unsigned int>(second);
+  const unsigned int sha256_bits1 = (1u << 9) | (1u << 28);
+  const unsigned int sha256_bits2 = (1u << 3) | (1u << 5) | (1u << 8) | (1u << 29);
+  EXPECT_EQ(static_cast<unsigned int>(first), 0u) << *vector;
+  EXPECT_EQ(second >> 32, 0u) << *vector;
+  EXPECT_EQ(word1, OPENSSL_ia32cap_P[1] & sha256_bits1) << *vector;
+  EXPECT_EQ(word2, OPENSSL_ia32cap_P[2] & sha256_bits2) << *vector;
+  const unsigned int saved[4] = {OPENSSL_ia32cap_P[0], OPENSSL_ia32cap_P[1], OPENSSL_ia32cap_P[2],
+                                 OPENSSL_ia32cap_P[3]};
+  OPENSSL_ia32cap_P[0] = 1u << 10; // what OpenSSL sets from a vector given to it
+  OPENSSL_ia32cap_P[1] = word1;
+  OPENSSL_ia32cap_P[2] = word2;
+  OPENSSL_ia32cap_P[3] = 0;
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   for (int i = 0; i < 4; ++i) OPENSSL_ia32cap_P[i] = saved[i];
 }
 
