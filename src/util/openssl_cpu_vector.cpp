@@ -12,6 +12,13 @@
 #if defined(__clang__)
 #undef _Bool
 #endif
+// glibc 2.33 named the test CPU_FEATURE_USABLE; 2.34 renamed it.
+#if !defined(CPU_FEATURE_ACTIVE) && defined(CPU_FEATURE_USABLE)
+#define CPU_FEATURE_ACTIVE(name) CPU_FEATURE_USABLE(name)
+#endif
+#if !defined(CPU_FEATURE_ACTIVE)
+#undef NPC_HAVE_GLIBC_CPU_RECORD
+#endif
 #endif
 
 namespace npc::util {
