@@ -9,6 +9,11 @@ Tiers::Tiers(const config::Settings& settings) : Tiers(settings.cache_root, sett
 Tiers::Tiers(fs::path root, std::optional<std::string> shared_url)
     : directory_(std::move(root)), url_(std::move(shared_url)) {}
 
+std::vector<std::string> Tiers::worker_arguments() const {
+  if (!url_) return {};
+  return {"--shared-cache", *url_};
+}
+
 std::vector<std::shared_ptr<storage::Storage>> Tiers::connect(std::size_t count) const {
   if (!url_) return {};
   return storage::open(*url_, count, learned_);

@@ -41,12 +41,9 @@ std::vector<std::string> worker_argv(const RunnerConfig& config, const AttemptSp
     argv.insert(argv.end(), {"--run", config.run, "--run-by", config.run_by});
     if (attempt.last_attempt) argv.emplace_back("--last-attempt");
   }
-  // Under the launcher's lock, with the graph brought: a compile in the
-  // directory alone, which the launcher then uploads.
-  if (config.shared_cache_url && !attempt.shared_lock_held) {
-    argv.emplace_back("--shared-cache");
-    argv.push_back(*config.shared_cache_url);
-  }
+  // Told which cache, except under the launcher's lock with the graph
+  // brought: a compile in the directory alone, which the launcher uploads.
+  if (!attempt.shared_lock_held) argv.insert(argv.end(), config.cache_arguments.begin(), config.cache_arguments.end());
   return argv;
 }
 

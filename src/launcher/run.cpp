@@ -461,7 +461,7 @@ int run_pre_compile(const Options& options, const config::Settings& settings, Ru
   const auto download = mode_runs_trial(options.mode) ? cache::DownloadResult::yes : cache::DownloadResult::no;
   cluster->attach_shared_tier(source.held_look(retry_failed, download));
   RunnerConfig config{sibling_program("neuron_cc_wrapper"), compiler, options.compile_timeout, files.log_dir,
-                      retry_failed, cache.stale_lock_age(), tiers.shared_url(), cluster, trace};
+                      retry_failed, cache.stale_lock_age(), tiers.worker_arguments(), cluster, trace};
   if (options.step) {
     config.run = options.step->run_name();
     config.run_by = options.step->label();

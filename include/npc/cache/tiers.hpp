@@ -45,6 +45,10 @@ public:
   // The shared store as users name it (its URL), for messages and for the
   // worker processes told to open the same store; nullopt when there is none.
   [[nodiscard]] const std::optional<std::string>& shared_url() const { return url_; }
+  // What a worker process (neuron_cc_wrapper compile-entry, run on an entry
+  // of the directory) is told so that it opens this same cache: the shared
+  // store's URL when there is one (--shared-cache), else nothing.
+  [[nodiscard]] std::vector<std::string> worker_arguments() const;
 
   // `count` new connections to the shared store; none when there is none.
   // What one connection it opened learns of the server, all of them know.

@@ -35,10 +35,10 @@ struct RunnerConfig {
   fs::path log_dir;  // one log per attempt
   bool retry_cached_failures = false;
   std::chrono::seconds stale_lock_age{6 * 3600}; // passed to the workers as --lock-timeout
-  // The shared tier's URL (s3://bucket/prefix) when the entries are its
-  // mirror's: a worker whose lock the launcher did not take compiles under
-  // the shared lock and pushes there.
-  std::optional<std::string> shared_cache_url;
+  // What names the cache to a worker (cache::Tiers::worker_arguments):
+  // with a shared store, a worker whose lock the launcher did not take
+  // compiles under the shared lock and pushes there.
+  std::vector<std::string> cache_arguments;
   // The launchers this one shares its cache's graphs with (cluster.hpp).
   // Null: alone.
   std::shared_ptr<npc::cluster::Cluster> cluster;
