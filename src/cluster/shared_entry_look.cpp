@@ -98,7 +98,6 @@ public:
       wake();
       return;
     }
-    learn_exclusive_create();
     // A graph the last look showed free is usually taken since by another
     // host, whose fresh lock needs no reading: one create says so. Found
     // free again later, its lock is judged (and broken when stale).
@@ -191,18 +190,6 @@ private:
     if (!wake_.valid()) return;
     const std::uint64_t one = 1;
     std::ignore = ::write(wake_.get(), &one, sizeof one);
-  }
-
-  // Once, before the first lock: where the server honours create-only
-  // PUTs, a lock is one PUT, not a HEAD, a PUT, a pause and a GET. The
-  // transfer connections, opened by the same cache::Tiers, know it too.
-  void learn_exclusive_create() {
-    if (create_learned_) return;
-    create_learned_ = true;
-    auto exact = shared_.storage()->learn_exclusive_create();
-    if (!exact) spdlog::debug("cannot tell whether {} honours create-only writes: {}", shared_.storage()->describe(),
-                              exact.error());
-    else spdlog::debug("{} {} create-only writes", shared_.storage()->describe(), *exact ? "honours" : "ignores");
   }
 
   // On a transfer thread, over its connection: the lock, then the graph.
@@ -343,7 +330,6 @@ private:
   std::optional<std::size_t> version_objects_;
   cache::LockMemo memo_;
   std::vector<std::shared_ptr<storage::Storage>> transfer_connections_; // transfers_'s
-  bool create_learned_ = false;
   std::set<std::string> created_over_; // entries whose lock a create found there once
   std::optional<std::vector<storage::TreeFile>> walk_; // recent_walk's
   std::string walk_dir_;

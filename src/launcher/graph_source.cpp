@@ -17,7 +17,10 @@ namespace {
 // A cache named by URL, tried with one request before anything runs: keys
 // it refuses, a bucket that is not there or an endpoint that does not
 // answer would otherwise be met only after the trial, by the trial's
-// extraction and every compile.
+// extraction and every compile. The probe also learns whether the server
+// honours create-only PUTs: where it does, each lock the launcher takes is
+// one PUT, not a HEAD, a PUT, a pause and a GET, on every connection the
+// same cache::Tiers opened.
 void check_usable(const storage::Storage& shared, const std::string& url) {
   const storage::Probe probe = shared.probe();
   std::string what_to_do;

@@ -164,8 +164,7 @@ Result<bool> S3Storage::write(std::string_view key, std::string_view bytes, IfPr
   // first content as it is. The conditional PUT then decides real races on
   // AWS S3; where the header is ignored, racers that all passed the HEAD
   // all "win" and the last PUT's bytes stay (whole: a PUT is atomic).
-  // Once learn_exclusive_create found the condition honoured, the PUT alone
-  // decides.
+  // Once probe() found the condition honoured, the PUT alone decides.
   if (!learned_->exclusive_create_exact) {
     auto head = client_->head_object(location_.bucket, object_key(key));
     if (!head) return fail(head.error());
@@ -176,8 +175,7 @@ Result<bool> S3Storage::write(std::string_view key, std::string_view bytes, IfPr
   return *put == PutOutcome::written;
 }
 
-Result<bool> S3Storage::learn_exclusive_create() {
-  std::lock_guard lock(mutex_);
+Result<bool> S3Storage::learn_exclusive_create() const {
   const std::string probe = object_key(".npc/create-probe/" + util::unique_suffix());
   bool honoured = false;
   for (int round = 0; round < 2; ++round) {
@@ -221,7 +219,13 @@ Result<bool> S3Storage::put_file(const fs::path& local, std::string_view key, If
 
 Probe S3Storage::probe() const {
   std::lock_guard lock(mutex_);
-  return client_->probe(location_.bucket, folder_prefix(""));
+  Probe probe = client_->probe(location_.bucket, folder_prefix(""));
+  if (probe.reach != Reach::usable) return probe;
+  auto exact = learn_exclusive_create();
+  if (!exact)
+    spdlog::debug("cannot tell whether {} honours create-only writes: {}", describe(), exact.error());
+  else spdlog::debug("{} {} create-only writes", describe(), *exact ? "honours" : "ignores");
+  return probe;
 }
 
 Status S3Storage::remove(std::string_view key) {

@@ -442,7 +442,7 @@ void OneOfTheRacersTakesOverAStaleLock(LockPlace& place) {
       // Rounds 1 and 2 as a launcher takes locks, knowing what the storage
       // promises; round 0 without.
       if (round > 0) {
-        ASSERT_TRUE(storages.back()->learn_exclusive_create());
+        ASSERT_EQ(storages.back()->probe().reach, storage::Reach::usable);
       }
     }
     auto end = race(storages, key,
@@ -509,9 +509,8 @@ void OneCreatorOfManyTakesIt(LockPlace& place, bool exact) {
     for (int i = 0; i < kRacers; ++i) {
       storages.push_back(round == 0 ? place.open_sharing(learned) : place.open());
       if (round != 0 || i == 0) {
-        auto found = storages.back()->learn_exclusive_create();
-        ASSERT_TRUE(found) << found.error();
-        EXPECT_EQ(*found, exact);
+        auto probe = storages.back()->probe();
+        ASSERT_EQ(probe.reach, storage::Reach::usable) << probe.detail;
       }
       EXPECT_EQ(storages.back()->exclusive_create_is_exact(), exact) << "round " << round << ", racer " << i;
     }
@@ -541,7 +540,7 @@ TEST_F(LockS3rverTest, OneCreatorOfManyTakesItWhereTheConditionIsIgnored) { OneC
 // try_create leaves a lock it finds as it is, stale or not: breaking one is
 // try_acquire's.
 void CreateLeavesAStaleLockAlone(LockPlace& place) {
-  ASSERT_TRUE(place.storage().learn_exclusive_create());
+  ASSERT_EQ(place.storage().probe().reach, storage::Reach::usable);
   util::LockHolder gone = holder("test");
   gone.pid = dead_pid();
   place.put(LockRecord{gone.serialize(), "t0", 0}.serialize());

@@ -28,6 +28,7 @@ TEST_F(TiersTest, ADirectoryCacheIsItsOwnCommonCacheAndConnectsToNothing) {
   EXPECT_TRUE(tiers.common_connections(8).empty());
   EXPECT_EQ(&tiers.common(8), &tiers.directory());
   EXPECT_EQ(tiers.copies(8), std::vector<const Cache*>{&tiers.directory()});
+  EXPECT_TRUE(tiers.worker_arguments().empty());
 }
 
 TEST_F(TiersTest, TheSettingsNameTheDirectoryAndTheStoreAndNothingIsOpenedYet) {
@@ -41,6 +42,7 @@ TEST_F(TiersTest, TheSettingsNameTheDirectoryAndTheStoreAndNothingIsOpenedYet) {
   EXPECT_EQ(tiers.shared_url(), settings.shared_cache_url);
   EXPECT_EQ(tiers.directory().root(), dir() / "mirror");
   EXPECT_TRUE(tiers.directory().is_directory());
+  EXPECT_EQ(tiers.worker_arguments(), (std::vector<std::string>{"--shared-cache", "s3://b/team"}));
   EXPECT_ANY_THROW(std::ignore = tiers.connect());
   EXPECT_ANY_THROW(std::ignore = tiers.common(1));
 }
@@ -76,16 +78,16 @@ TEST_F(TiersS3Test, ACacheNamedByUrlHasTheStoreInCommonAndTheMirrorAfterIt) {
 
 // Whether the gateway honours create-only PUTs is learned over one
 // connection and known on every connection the same Tiers opened, before or
-// after (a launcher's look learns it, its transfer threads use it); another
+// after (a launcher's probe learns it, its transfer threads use it); another
 // Tiers (another program) learns for itself.
 TEST_F(TiersS3Test, WhatOneConnectionLearnsEveryConnectionOfTheTiersKnows) {
   Tiers tiers(dir() / "mirror", std::string("s3://") + test::kS3TestBucket + "/team");
   const auto before = tiers.connect(2);
   const auto common = tiers.common_connections(2);
   for (const auto& connection : before) EXPECT_FALSE(connection->exclusive_create_is_exact());
-  auto learned = before.front()->learn_exclusive_create();
-  ASSERT_TRUE(learned) << learned.error();
-  ASSERT_TRUE(*learned) << "the RADOS Gateway honours If-None-Match";
+  auto probe = before.front()->probe();
+  ASSERT_EQ(probe.reach, storage::Reach::usable) << probe.detail;
+  ASSERT_TRUE(before.front()->exclusive_create_is_exact()) << "the RADOS Gateway honours If-None-Match";
   for (const auto& connection : before) EXPECT_TRUE(connection->exclusive_create_is_exact());
   for (const auto& connection : common) EXPECT_TRUE(connection->exclusive_create_is_exact());
   for (const auto& connection : tiers.connect(3)) EXPECT_TRUE(connection->exclusive_create_is_exact());

@@ -77,11 +77,11 @@ public:
   [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
                                       IfPresent if_present) override;
   [[nodiscard]] bool exclusive_create_is_exact() const override { return learned_->exclusive_create_exact; }
-  // Two create-only PUTs of one probe object (under .npc/): the second
-  // refused (412) is a server that honours If-None-Match, as AWS S3, the
-  // RADOS Gateway and MinIO do; then a create-only write is one PUT, with no
-  // HEAD before it, and a lock needs no read-back (storage/lock.hpp).
-  [[nodiscard]] Result<bool> learn_exclusive_create() override;
+  // A LIST of at most one key; then, once it answered, two create-only
+  // PUTs of one probe object (under .npc/): the second refused (412) is a
+  // server that honours If-None-Match, as AWS S3, the RADOS Gateway and
+  // MinIO do; then a create-only write is one PUT, with no HEAD before it,
+  // and a lock needs no read-back (storage/lock.hpp).
   [[nodiscard]] Probe probe() const override;
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
@@ -91,6 +91,9 @@ public:
   [[nodiscard]] std::string_view last_use_file() const override { return kS3LastUseFile; }
 
 private:
+  // The probe's PUTs, with mutex_ held: whether the server honoured the
+  // condition (also set in learned_).
+  [[nodiscard]] Result<bool> learn_exclusive_create() const;
   // The listing prefix of a folder: "<prefix>/<dir>/", or "" for the root
   // of a storage without a prefix.
   [[nodiscard]] std::string folder_prefix(std::string_view dir) const;

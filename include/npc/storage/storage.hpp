@@ -111,19 +111,19 @@ public:
                                               IfPresent if_present) = 0;
 
   // Whether a write with IfPresent::keep lets exactly one of racing
-  // creators win everywhere it runs. An object store cannot promise it:
-  // some S3-compatible servers ignore the condition.
+  // creators win everywhere it runs. An object store cannot promise it
+  // (some S3-compatible servers ignore the condition) until probe() has
+  // found that this server does.
   [[nodiscard]] virtual bool exclusive_create_is_exact() const = 0;
-  // Finds out whether this server lets exactly one of racing creators win,
-  // where that depends on the server (S3: whether it honours If-None-Match),
-  // with a few requests; exclusive_create_is_exact() says so afterwards, on
-  // this connection and on every one sharing its Learned. What an error
-  // leaves is the cautious answer.
-  [[nodiscard]] virtual Result<bool> learn_exclusive_create() { return exclusive_create_is_exact(); }
 
   // Whether the storage answers, with these credentials, at its root, in
   // one cheap request (S3: a LIST of at most one key under the prefix),
-  // before work that needs it. A directory is checked where it is made.
+  // before work that needs it; a directory is checked where it is made.
+  // Where what create-only writes promise depends on the server (S3:
+  // whether it honours If-None-Match), a usable storage is also asked that,
+  // with a few requests more: exclusive_create_is_exact() says so
+  // afterwards, on this connection and on every one sharing its Learned.
+  // An error there leaves the cautious answer, and the storage usable.
   [[nodiscard]] virtual Probe probe() const { return {}; }
 
   // Removes one file; an absent one is fine.
