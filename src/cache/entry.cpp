@@ -425,13 +425,9 @@ Result<std::optional<storage::Lock>> Entry::try_lock() const {
 }
 
 Result<bool> Entry::remove() const {
-  if (cache_.is_directory()) {
-    if (exists_no_follow(framework_lock_path())) return false;
-  } else {
-    auto lock_there = storage_->stat(key_of(kFrameworkLockFile));
-    if (!lock_there) return fail(lock_there.error());
-    if (*lock_there) return false;
-  }
+  auto lock_there = storage_->stat(key_of(kFrameworkLockFile));
+  if (!lock_there) return fail(lock_there.error());
+  if (*lock_there) return false;
   auto lock = try_lock();
   if (!lock) return fail(lock.error());
   if (!lock->has_value()) return false; // a compile is running: never delete it

@@ -58,7 +58,7 @@ Cache::Cache(std::vector<std::shared_ptr<storage::Storage>> connections, const u
 
 fs::path Cache::private_dir() const { return is_directory() ? root_ / kPrivateDir : fs::path(); }
 
-std::string Cache::describe() const { return is_directory() ? root_.string() : storage_->describe(); }
+std::string Cache::describe() const { return storage_->describe(); }
 
 std::string Cache::describe(const EntryInfo& entry) const {
   return is_directory() ? entry.dir.string() : storage_->describe(entry.dir.generic_string());
