@@ -126,7 +126,7 @@ Entry Entry::through(std::shared_ptr<storage::Storage> connection) const {
 Result<EntryInfo> Entry::inspect_stored() const {
   auto files = storage_->list_tree(key_);
   if (!files) return fail(files.error());
-  auto entries = entries_from_tree(*files, key_, storage_->last_use_file());
+  auto entries = entries_from_tree(*files, key_);
   if (entries.empty()) {
     EntryInfo info;
     info.dir = dir_;
@@ -351,7 +351,7 @@ Status Entry::check_trust() const {
 
 // --- writing without the lock ----------------------------------------------------
 
-Status Entry::touch() const { return storage_->set_last_use(key_, cache_.clock().now()); }
+Status Entry::touch() const { return storage_->set_folder_time(key_, cache_.clock().now()); }
 
 Status Entry::store_graph(std::string_view graph_bytes, const std::vector<std::string>& flags) const {
   // compile_flags.json first: the graph is what makes an entry pending, so a

@@ -36,11 +36,10 @@ ListedEntry read_listing(const std::vector<std::string>& names) {
   return listed;
 }
 
-std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& files, std::string_view folder,
-                                         std::string_view last_use_file) {
+std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& files, std::string_view folder) {
   const std::string prefix = folder.empty() ? std::string() : std::string(folder) + "/";
   std::map<std::string, EntryInfo> entries;
-  std::map<std::string, storage::Time> used; // the use record, where there is one
+  std::map<std::string, storage::Time> used; // the folder's time, where the listing holds it
   for (const auto& file : files) {
     const std::string key = prefix + file.key;
     auto slash = key.find('/');
@@ -59,7 +58,7 @@ std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& f
       info.last_used = file.modified;
     }
     info.last_used = std::max(info.last_used, file.modified);
-    if (!last_use_file.empty() && name == last_use_file) {
+    if (file.folder_time && name.find('/') == std::string_view::npos) {
       used[entry_key] = file.modified;
       info.bytes += file.size;
       continue;
@@ -69,8 +68,8 @@ std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& f
   std::vector<EntryInfo> out;
   out.reserve(entries.size());
   for (auto& [entry_key, info] : entries) {
-    // A recorded use is the last use, even when a later file (a lock, its
-    // renewal) was written since: those are not uses.
+    // The folder's time is the last use, even when a later file (a lock,
+    // its renewal) was written since: those are not uses.
     if (auto u = used.find(entry_key); u != used.end()) info.last_used = u->second;
     out.push_back(std::move(info));
   }

@@ -318,7 +318,7 @@ void SharedTier::record_use(const CacheKey& key) const {
   // Eviction of the shared tier (neuron_cache prune) takes the least recently
   // used first; a use not recorded only makes an entry look older, so a
   // failure here is not the caller's.
-  if (auto s = shared_->set_last_use(key_of(key, ""), std::chrono::system_clock::now()); !s)
+  if (auto s = shared_->set_folder_time(key_of(key, ""), std::chrono::system_clock::now()); !s)
     spdlog::debug("cannot record the use of {}: {}", describe(key), s.error());
 }
 

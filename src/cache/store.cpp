@@ -195,7 +195,7 @@ std::vector<EntryInfo> Cache::list_tree(const std::string& folder) const {
   const auto now = std::chrono::system_clock::now();
   auto files = storage_->list_tree(folder);
   if (!files) throw EnvironmentError(files.error());
-  auto entries = entries_from_tree(*files, folder, storage_->last_use_file());
+  auto entries = entries_from_tree(*files, folder);
   for (auto& info : entries) {
     // Rare, so judged (a read) only when a lock object is there. A done
     // entry is done whoever holds its lock, as in a directory.

@@ -263,6 +263,6 @@ Result<bool> LocalStorage::remove_tree(std::string_view dir, std::string_view /*
   return true;
 }
 
-Status LocalStorage::set_last_use(std::string_view dir, Time when) { return util::set_mtime(path(dir), when); }
+Status LocalStorage::set_folder_time(std::string_view dir, Time when) { return util::set_mtime(path(dir), when); }
 
 } // namespace npc::storage

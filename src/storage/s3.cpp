@@ -113,7 +113,10 @@ Result<std::vector<TreeFile>> S3Storage::list_tree(std::string_view dir) const {
   for (const auto& object : page->objects) {
     // Keys ending in '/' are the empty objects some consoles make for folders.
     if (object.key.size() <= skip || object.key.back() == '/') continue;
-    files.push_back({object.key.substr(skip), object.size, object.modified});
+    std::string key = object.key.substr(skip);
+    const auto slash = key.rfind('/');
+    const bool folder_time = std::string_view(key).substr(slash == std::string::npos ? 0 : slash + 1) == kS3FolderTimeFile;
+    files.push_back({std::move(key), object.size, object.modified, folder_time});
   }
   std::sort(files.begin(), files.end(), [](const TreeFile& a, const TreeFile& b) { return a.key < b.key; });
   return files;
@@ -337,13 +340,13 @@ Result<bool> S3Storage::remove_tree(std::string_view dir, std::string_view first
   return true;
 }
 
-Status S3Storage::set_last_use(std::string_view dir, Time when) {
+Status S3Storage::set_folder_time(std::string_view dir, Time when) {
   std::lock_guard lock(mutex_);
   // One PUT with no check that the folder exists: a hit has just read it,
   // and a marker left by a hit racing a removal is a folder without a graph,
   // which eviction removes like any other.
   auto seconds = std::chrono::floor<std::chrono::seconds>(when.time_since_epoch()).count();
-  auto put = client_->put_object(location_.bucket, object_key(join(dir, kS3LastUseFile)), std::to_string(seconds));
+  auto put = client_->put_object(location_.bucket, object_key(join(dir, kS3FolderTimeFile)), std::to_string(seconds));
   if (!put) return fail(put.error());
   return ok_status();
 }

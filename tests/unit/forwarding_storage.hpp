@@ -40,8 +40,9 @@ public:
   Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
     return inner_->remove_tree(dir, first_file);
   }
-  Status set_last_use(std::string_view dir, storage::Time when) override { return inner_->set_last_use(dir, when); }
-  std::string_view last_use_file() const override { return inner_->last_use_file(); }
+  Status set_folder_time(std::string_view dir, storage::Time when) override {
+    return inner_->set_folder_time(dir, when);
+  }
 
 private:
   std::shared_ptr<storage::Storage> inner_;

@@ -59,13 +59,13 @@ TEST(EntriesFromTree, GroupsFilesIntoEntriesWithTheirFactsAndLastUse) {
       file("neuronxcc-1.0/MODULE_1+abcdef01/model.hlo_module.pb", 10, 1),
       file("neuronxcc-1.0/MODULE_1+abcdef01/model.hlo_module.pb.lock", 1, 9),
       file("neuronxcc-1.0/MODULE_1+abcdef01/model.neff", 100, 4),
-      file("neuronxcc-1.0/MODULE_1+abcdef01/use", 10, 7),
+      {"neuronxcc-1.0/MODULE_1+abcdef01/use", 10, storage::Time(seconds(1'000'007)), true},
       file("neuronxcc-1.0/MODULE_2+abcdef01/model.hlo_module.pb", 20, 2),
       file("neuronxcc-1.0/MODULE_2+abcdef01/model.log", 3, 3),
       file("neuronxcc-1.0/stray", 1, 8),
       file("notaversion/MODULE_3+abcdef01/model.neff", 5, 8),
   };
-  auto entries = entries_from_tree(tree, "", "use");
+  auto entries = entries_from_tree(tree, "");
   ASSERT_EQ(entries.size(), 2u);
   const EntryInfo& done = entries[0];
   EXPECT_EQ(done.dir, "neuronxcc-1.0/MODULE_1+abcdef01");
@@ -75,18 +75,18 @@ TEST(EntriesFromTree, GroupsFilesIntoEntriesWithTheirFactsAndLastUse) {
   EXPECT_EQ(done.framework_lock.state, storage::LockState::held) << "there, not yet judged";
   EXPECT_EQ(done.bytes, 123u);
   EXPECT_EQ(done.neff_bytes, 100u);
-  EXPECT_EQ(done.last_used, storage::Time(seconds(1'000'007))) << "the use record, not the later lock";
+  EXPECT_EQ(done.last_used, storage::Time(seconds(1'000'007))) << "the folder's time, not the later lock";
   const EntryInfo& failed = entries[1];
   EXPECT_TRUE(failed.has_graph && failed.has_log);
   EXPECT_FALSE(failed.has_flags || failed.has_done);
-  EXPECT_EQ(failed.last_used, storage::Time(seconds(1'000'003))) << "no use record: the newest file";
+  EXPECT_EQ(failed.last_used, storage::Time(seconds(1'000'003))) << "no folder time: the newest file";
   EXPECT_EQ(state_from_files(failed, false), EntryState::failed);
 }
 
 TEST(EntriesFromTree, KeysFilesOfAVersionFolderListedAlone) {
   auto entries = entries_from_tree({file("MODULE_1+abcdef01/model.hlo_module.pb", 4, 0),
                                     file("MODULE_1+abcdef01/compile_flags.json", 2, 0)},
-                                   "neuronxcc-2.0", "");
+                                   "neuronxcc-2.0");
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].dir, "neuronxcc-2.0/MODULE_1+abcdef01");
   EXPECT_EQ(state_from_files(entries[0], false), EntryState::pending);

@@ -232,17 +232,21 @@ TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFai
   EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
 }
 
-TEST_F(LocalStorageTest, LastUseIsKeptPerFolder) {
+TEST_F(LocalStorageTest, AFolderTimeIsTheFoldersOwn) {
   auto s = storage();
   ASSERT_TRUE(s.write("v/e/model.neff", "x", storage::IfPresent::replace));
   Time when = std::chrono::system_clock::from_time_t(1700000000);
-  ASSERT_TRUE(s.set_last_use("v/e", when));
-  EXPECT_EQ(s.last_use_file(), "");
+  ASSERT_TRUE(s.set_folder_time("v/e", when));
   auto used = s.stat("v/e");
   ASSERT_TRUE(used) << used.error();
   ASSERT_TRUE(used->has_value());
   EXPECT_TRUE((*used)->directory);
   EXPECT_EQ(std::chrono::system_clock::to_time_t((*used)->modified), 1700000000);
+  auto listed = s.list_tree("v/e");
+  ASSERT_TRUE(listed) << listed.error();
+  ASSERT_EQ(listed->size(), 1u) << "no record: the time is the folder's";
+  EXPECT_EQ((*listed)[0].key, "model.neff");
+  EXPECT_FALSE((*listed)[0].folder_time);
 }
 
 } // namespace

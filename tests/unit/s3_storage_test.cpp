@@ -274,24 +274,27 @@ TEST_F(S3StorageTest, RemoveTreeRemovesEverythingUnderThePrefixAndOnlyThat) {
   EXPECT_FALSE(*again);
 }
 
-// S3 cannot set an object's LastModified: a use is a marker object, whose
-// time in a listing (what eviction reads, cache/store.cpp) is when it was
+// S3 folders have no time and S3 cannot set an object's LastModified: a
+// folder's time (a cache entry's last use) is a marker object, whose time in
+// a listing (what eviction reads, cache/store.cpp) is when it was
 // written; its content is the time asked for, for people reading the bucket.
-TEST_F(S3StorageTest, ALastUseIsAMarkerObjectListedAtTheTimeOfTheUse) {
+TEST_F(S3StorageTest, AFolderTimeIsAMarkerObjectListedAtThatTime) {
   auto s = storage();
   ASSERT_TRUE(s->write("v/e/model.neff", "x", storage::IfPresent::replace));
   Time when = std::chrono::system_clock::from_time_t(1700000000);
   const auto before = std::chrono::system_clock::now();
-  ASSERT_TRUE(s->set_last_use("v/e", when));
+  ASSERT_TRUE(s->set_folder_time("v/e", when));
   EXPECT_EQ(object("cache/root/v/e/npc-last-use"), "1700000000");
   auto listed = s->list_tree("v/e");
   ASSERT_TRUE(listed) << listed.error();
   ASSERT_EQ(listed->size(), 2u);
   EXPECT_EQ((*listed)[1].key, "npc-last-use");
+  EXPECT_TRUE((*listed)[1].folder_time);
+  EXPECT_FALSE((*listed)[0].folder_time) << "model.neff";
   // The server's clock, in whole seconds, against ours.
   EXPECT_GE((*listed)[1].modified, std::chrono::floor<std::chrono::seconds>(before) - 5s);
   EXPECT_LE((*listed)[1].modified, std::chrono::system_clock::now() + 5s);
-  ASSERT_TRUE(s->set_last_use("v/e", std::chrono::system_clock::from_time_t(1800000000)));
+  ASSERT_TRUE(s->set_folder_time("v/e", std::chrono::system_clock::from_time_t(1800000000)));
   EXPECT_EQ(object("cache/root/v/e/npc-last-use"), "1800000000");
   EXPECT_EQ(keys(), (std::vector<std::string>{"cache/root/v/e/model.neff", "cache/root/v/e/npc-last-use"}));
 }
@@ -310,7 +313,7 @@ TEST_F(S3StorageTest, AStorageWithoutAPrefixUsesTheBucketsTop) {
   EXPECT_TRUE((*root)->directory);
   EXPECT_EQ(s->describe(), "s3://test-bucket");
   EXPECT_EQ(s->describe("neuronxcc-2.0/x"), "s3://test-bucket/neuronxcc-2.0/x");
-  ASSERT_TRUE(s->set_last_use("", std::chrono::system_clock::from_time_t(5)));
+  ASSERT_TRUE(s->set_folder_time("", std::chrono::system_clock::from_time_t(5)));
   EXPECT_EQ(object("npc-last-use"), "5");
   auto everything = s->remove_tree("", "model.done");
   ASSERT_FALSE(everything);

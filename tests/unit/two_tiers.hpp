@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <npc/cache/entry_meta.hpp>
+#include <npc/storage/s3.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/storage/local.hpp>
 #include <npc/storage/s3.hpp>
@@ -112,14 +113,15 @@ protected:
   }
 
   // The files of a folder of the shared tier, by name, sorted; without the
-  // storage's last-use object (S3 keeps an entry's last use in one, written
-  // when a result there is used; a directory keeps it in file times).
+  // record of the folder's time (S3 keeps an entry's last use in one,
+  // written when a result there is used; a directory keeps it in the
+  // folder's own time).
   std::vector<std::string> shared_names(const fs::path& folder) const {
     auto storage = shared_storage();
     auto names = storage->list(folder.generic_string());
     EXPECT_TRUE(names) << names.error();
     if (!names) return {};
-    std::erase(*names, std::string(storage->last_use_file()));
+    std::erase(*names, std::string(storage::kS3FolderTimeFile));
     std::sort(names->begin(), names->end());
     return *names;
   }

@@ -33,12 +33,12 @@ struct ListedEntry {
 
 // The entries of a tree listing (Storage::list_tree) of `folder` ("" for
 // the root, or a version folder), sorted by key. Each EntryInfo has its key,
-// `dir` its folder's key, its files' facts, its bytes and its last use: the
-// time of the storage's use record (`last_use_file`) when it keeps one, else
-// of its newest file. Its lock, when there, is not judged and its state not
+// `dir` its folder's key, its files' facts, its bytes and its last use: its
+// folder's time where the listing holds one (TreeFile::folder_time), else
+// the time of its newest file. Its lock, when there, is not judged and its state not
 // set (state_from_files, once the lock is judged). Files that are not in an
 // entry (our private folder, stray objects) are left out.
 [[nodiscard]] std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& files,
-                                                       std::string_view folder, std::string_view last_use_file);
+                                                       std::string_view folder);
 
 } // namespace npc::cache

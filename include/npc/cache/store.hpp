@@ -10,8 +10,8 @@
 // listed. A directory is read entry by entry, helped by a summary per
 // compiler version kept in its private folder (summary.hpp). Another storage
 // is listed in one walk of every file under the root (S3: one LIST per 1000
-// objects), each entry's last use the time of its use record
-// (Storage::last_use_file), else of its newest file; only the entries with a
+// objects), each entry's last use its folder's time where the storage keeps
+// one apart (TreeFile::folder_time), else the time of its newest file; only the entries with a
 // lock object cost a read more, to judge the lock.
 
 #include <array>

@@ -35,8 +35,7 @@ public:
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                  std::optional<std::string_view> replacement) override;
   [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
-  [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
-  [[nodiscard]] std::string_view last_use_file() const override { return {}; }
+  [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:
   std::filesystem::path root_;

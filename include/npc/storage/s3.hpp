@@ -17,9 +17,10 @@
 //    partial entry that is not done, never a done entry without its NEFF;
 //    of many processes removing
 //    one folder at once, several may report true;
-//  - an entry's last use is kept in an object of its own, npc-last-use,
-//    whose time in a listing is the use (its content, the unix seconds
-//    asked for, is for people reading the bucket).
+//  - a folder's time (set_folder_time: an entry's last use) is kept in an
+//    object of its own, npc-last-use, whose time in a listing is the
+//    folder's (its content, the unix seconds asked for, is for people
+//    reading the bucket).
 //
 // One S3Storage may be shared between threads: its calls are serialised
 // over its one connection. Threads that must not wait on each other open a
@@ -39,10 +40,11 @@
 
 namespace npc::storage {
 
-// Ours, in an entry's folder: its last use, as the unix seconds of the
-// time, so that a time other than now is kept exactly ("npc-" files are
-// ignored by torch-neuronx, as cache/layout.hpp says).
-inline constexpr std::string_view kS3LastUseFile = "npc-last-use";
+// Ours, in a folder: its time (an entry's last use), as the unix seconds of
+// the time, so that a time other than now is kept exactly ("npc-" files are
+// ignored by torch-neuronx, as cache/layout.hpp says). The name is the one
+// earlier releases wrote.
+inline constexpr std::string_view kS3FolderTimeFile = "npc-last-use";
 
 class S3Storage final : public Storage {
 public:
@@ -87,8 +89,7 @@ public:
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                  std::optional<std::string_view> replacement) override;
   [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
-  [[nodiscard]] Status set_last_use(std::string_view dir, Time when) override;
-  [[nodiscard]] std::string_view last_use_file() const override { return kS3LastUseFile; }
+  [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:
   // The probe's PUTs, with mutex_ held: whether the server honoured the

@@ -2,8 +2,8 @@
 // Where a cache's files live. A cache entry (cache/entry.hpp) reads and
 // writes its files through this interface only for what every backend can
 // do: list, stat, read, write (replacing or create-only), place a local
-// file, change a file only while it is as read, remove, and mark an entry
-// used. The local directory is one
+// file, change a file only while it is as read, remove, and set a folder's
+// time. The local directory is one
 // backend (local.hpp); an object store is another.
 //
 // Keys are '/'-separated paths relative to the storage's root
@@ -52,6 +52,9 @@ struct TreeFile {
   std::string key; // relative to the folder listed: "MODULE_1+abcd/model.neff"
   std::uint64_t size = 0;
   Time modified;
+  // The record of its folder's time (Storage::set_folder_time), where the
+  // storage keeps one as a file: `modified` is then that folder's time.
+  bool folder_time = false;
 };
 
 // What connections to one store learn about it, shared by every connection
@@ -143,12 +146,12 @@ public:
   // that trusts it never takes the folder while its other files go.
   [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir, std::string_view first_file) = 0;
 
-  // Marks a folder used at `when`; eviction takes the entries used longest
-  // ago. A directory keeps it as the folder's time, an object store in
-  // last_use_file(): its time in a listing is the use.
-  [[nodiscard]] virtual Status set_last_use(std::string_view dir, Time when) = 0;
-  // That file's name, or empty when the folder's own time is kept.
-  [[nodiscard]] virtual std::string_view last_use_file() const = 0;
+  // Sets the time of folder `dir` to `when` (a cache keeps an entry's last
+  // use there). A directory keeps it as the folder's own time, which stat
+  // gives. An object store, whose folders have no time, writes a record in
+  // the folder, which list_tree lists flagged TreeFile::folder_time, at the
+  // time it was written.
+  [[nodiscard]] virtual Status set_folder_time(std::string_view dir, Time when) = 0;
 };
 
 } // namespace npc::storage
