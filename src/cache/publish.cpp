@@ -92,7 +92,8 @@ Status demote_result(storage::Storage& storage, std::string_view entry_key) {
 }
 
 Result<bool> remove_entry(storage::Storage& storage, std::string_view entry_key) {
-  return storage.remove_tree(entry_key, kDoneFile);
+  if (auto s = storage.remove(key_in_entry(entry_key, kDoneFile)); !s) return fail(s.error());
+  return storage.remove_tree(entry_key);
 }
 
 } // namespace npc::cache

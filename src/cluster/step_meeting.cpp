@@ -87,7 +87,7 @@ void remove_left_steps(storage::Storage& storage, const std::string& own, storag
   for (const auto& [name, newest] : steps) {
     if (now - newest < kLeftStepAge || step_on_roll(storage, *roll, name, now)) continue;
     const std::string folder = steps_dir() + "/" + name;
-    if (auto removed = storage.remove_tree(folder, ""); !removed)
+    if (auto removed = storage.remove_tree(folder); !removed)
       spdlog::debug("cannot remove {}, left by a step: {}", storage.describe(folder), removed.error());
     else if (*removed)
       spdlog::debug("removed {}, left by a step whose task 0 did not gather it", storage.describe(folder));
@@ -261,7 +261,7 @@ Result<StepTotals> StepMeeting::gather(std::chrono::milliseconds poll, const std
   add_up(records, totals);
   for (int t = 0; t < task_.count; ++t) std::ignore = storage_->remove(record_key(folder_, t));
   // The folder itself (empty now in a directory; nothing left of it in S3).
-  std::ignore = storage_->remove_tree(folder_, "");
+  std::ignore = storage_->remove_tree(folder_);
   return totals;
 }
 

@@ -236,8 +236,8 @@ Result<bool> LocalStorage::change_if_unchanged(std::string_view key, const Seen&
   return true;
 }
 
-Result<bool> LocalStorage::remove_tree(std::string_view dir, std::string_view /*first_file*/) {
-  // One rename takes the whole folder away: no file needs to go first.
+Result<bool> LocalStorage::remove_tree(std::string_view dir) {
+  // One rename takes the whole folder away.
   fs::path p = path(dir);
   fs::path target = trash_ / (p.filename().string() + "." + util::unique_suffix());
   auto move_to_trash = [&] { return ::rename(p.c_str(), target.c_str()) == 0 ? 0 : errno; };

@@ -320,20 +320,16 @@ Result<PutOutcome> S3Storage::put_if_match(const std::string& object, std::strin
   return put;
 }
 
-Result<bool> S3Storage::remove_tree(std::string_view dir, std::string_view first_file) {
+Result<bool> S3Storage::remove_tree(std::string_view dir) {
   std::lock_guard lock(mutex_);
   std::string prefix = folder_prefix(dir);
   if (prefix.empty())
     return fail("refusing to remove every object of bucket " + location_.bucket + " (give the storage a prefix)");
   // S3 removes one object at a time: no order makes a folder vanish at
-  // once. `first_file` (an entry's model.done) goes first, so an entry
-  // stops being done before its NEFF and the rest go; a reader meanwhile
-  // sees an entry that is not done, never a done entry without its NEFF.
+  // once (what must go first, the caller removes before).
   auto page = client_->list_all(location_.bucket, {.prefix = prefix});
   if (!page) return fail(page.error());
   if (page->objects.empty()) return false;
-  std::stable_partition(page->objects.begin(), page->objects.end(),
-                        [&](const S3ListedObject& o) { return !first_file.empty() && o.key == prefix + std::string(first_file); });
   for (const auto& object : page->objects) {
     if (auto s = client_->delete_object(location_.bucket, object.key); !s) return fail(s.error());
   }

@@ -37,9 +37,7 @@ public:
                                    std::optional<std::string_view> replacement) override {
     return inner_->change_if_unchanged(key, seen, replacement);
   }
-  Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override {
-    return inner_->remove_tree(dir, first_file);
-  }
+  Result<bool> remove_tree(std::string_view dir) override { return inner_->remove_tree(dir); }
   Status set_folder_time(std::string_view dir, storage::Time when) override {
     return inner_->set_folder_time(dir, when);
   }

@@ -85,7 +85,7 @@ TEST_F(LocalStorageTest, AbsentThingsAreEmptyNotErrors) {
   ASSERT_TRUE(info) << info.error();
   EXPECT_FALSE(info->has_value());
   EXPECT_TRUE(s.remove("nothing/here"));
-  auto removed = s.remove_tree("nothing", "");
+  auto removed = s.remove_tree("nothing");
   ASSERT_TRUE(removed);
   EXPECT_FALSE(*removed);
   EXPECT_FALSE(s.read("nothing/here", 100));
@@ -165,7 +165,7 @@ TEST_F(LocalStorageTest, RemoveTreeGoesThroughTheTrashAndLeavesNothing) {
   auto s = storage();
   ASSERT_TRUE(s.write("v/MODULE_a+b/model.neff", "x", storage::IfPresent::replace));
   ASSERT_TRUE(s.write("v/MODULE_a+b/model.done", "", storage::IfPresent::replace));
-  auto removed = s.remove_tree("v/MODULE_a+b", "");
+  auto removed = s.remove_tree("v/MODULE_a+b");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
@@ -202,18 +202,18 @@ TEST_F(LocalStorageTest, RemoveTreeMakesTheTrashWhenItIsMissing) {
   auto s = storage();
   ASSERT_TRUE(s.write("v/MODULE_a+b/model.neff", "x", storage::IfPresent::replace));
   ASSERT_FALSE(fs::exists(trash()));
-  auto removed = s.remove_tree("v/MODULE_a+b", "");
+  auto removed = s.remove_tree("v/MODULE_a+b");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_FALSE(fs::exists(root() / "v" / "MODULE_a+b"));
   EXPECT_TRUE(fs::is_directory(trash()));
   EXPECT_TRUE(fs::is_empty(trash()));
   // Gone already: nothing removed, no error, with the trash there or not.
-  removed = s.remove_tree("v/MODULE_a+b", "");
+  removed = s.remove_tree("v/MODULE_a+b");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_FALSE(*removed);
   fs::remove(trash());
-  removed = s.remove_tree("v/MODULE_a+b", "");
+  removed = s.remove_tree("v/MODULE_a+b");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_FALSE(*removed);
 }
@@ -222,7 +222,7 @@ TEST_F(LocalStorageTest, OfEightProcessesRemovingOneFolderOneRemovesItAndNoneFai
   auto s = storage();
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(s.write("v/MODULE_a+b/file" + std::to_string(i), "x", storage::IfPresent::replace));
   auto codes = in_processes(8, [&](int) {
-    auto removed = s.remove_tree("v/MODULE_a+b", "");
+    auto removed = s.remove_tree("v/MODULE_a+b");
     if (!removed) return 2;
     return *removed ? 1 : 0;
   });

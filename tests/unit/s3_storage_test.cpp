@@ -124,7 +124,7 @@ TEST_F(S3StorageTest, AbsentThingsAreEmptyNotErrors) {
   ASSERT_TRUE(root) << root.error();
   EXPECT_FALSE(root->has_value());
   EXPECT_TRUE(s->remove("nothing/here"));
-  auto removed = s->remove_tree("nothing", "model.done");
+  auto removed = s->remove_tree("nothing");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_FALSE(*removed);
   auto read = s->read("nothing/here", 100);
@@ -258,7 +258,7 @@ TEST_F(S3StorageTest, RemoveTreeRemovesEverythingUnderThePrefixAndOnlyThat) {
   ASSERT_TRUE(entry) << entry.error();
   EXPECT_EQ(*entry, (std::vector<std::string>{"model.done", "model.neff", "sub"}));
 
-  auto removed = s->remove_tree("v/MODULE_1", "model.done");
+  auto removed = s->remove_tree("v/MODULE_1");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_EQ(keys(), (std::vector<std::string>{"cache/root/v/MODULE_1.txt", "cache/root/v/MODULE_10/model.done",
@@ -269,7 +269,7 @@ TEST_F(S3StorageTest, RemoveTreeRemovesEverythingUnderThePrefixAndOnlyThat) {
   auto names = s->list("v");
   ASSERT_TRUE(names) << names.error();
   EXPECT_EQ(*names, (std::vector<std::string>{"MODULE_1.txt", "MODULE_10"}));
-  auto again = s->remove_tree("v/MODULE_1", "model.done");
+  auto again = s->remove_tree("v/MODULE_1");
   ASSERT_TRUE(again) << again.error();
   EXPECT_FALSE(*again);
 }
@@ -315,10 +315,10 @@ TEST_F(S3StorageTest, AStorageWithoutAPrefixUsesTheBucketsTop) {
   EXPECT_EQ(s->describe("neuronxcc-2.0/x"), "s3://test-bucket/neuronxcc-2.0/x");
   ASSERT_TRUE(s->set_folder_time("", std::chrono::system_clock::from_time_t(5)));
   EXPECT_EQ(object("npc-last-use"), "5");
-  auto everything = s->remove_tree("", "model.done");
+  auto everything = s->remove_tree("");
   ASSERT_FALSE(everything);
   EXPECT_EQ(everything.error(), "refusing to remove every object of bucket test-bucket (give the storage a prefix)");
-  auto removed = s->remove_tree("neuronxcc-2.0", "model.done");
+  auto removed = s->remove_tree("neuronxcc-2.0");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_EQ(keys(), std::vector<std::string>{"npc-last-use"});
@@ -342,7 +342,7 @@ TEST_F(S3StorageTest, KeysWithSpacesAndPlusSigns) {
   auto made = s->write("v 1/MODULE_a+b c/model file+1.neff", "again", storage::IfPresent::keep);
   ASSERT_TRUE(made) << made.error();
   EXPECT_FALSE(*made);
-  auto removed = s->remove_tree("v 1/MODULE_a+b c", "model.done");
+  auto removed = s->remove_tree("v 1/MODULE_a+b c");
   ASSERT_TRUE(removed) << removed.error();
   EXPECT_TRUE(*removed);
   EXPECT_EQ(keys(), std::vector<std::string>{});

@@ -73,8 +73,11 @@ struct MayHold {
 // goes, since nothing in it can be trusted.
 [[nodiscard]] Status demote_result(storage::Storage& storage, std::string_view entry_key);
 
-// Removes the whole entry (storage::Storage::remove_tree): false when it
-// was absent. With its lock held, or none to hold (a lock's file goes too).
+// Removes the whole entry, its model.done first (storage::Storage::remove,
+// then remove_tree): where a folder cannot vanish at once (an object store),
+// a reader meanwhile sees an entry that is not done, never a done entry
+// without its NEFF. False when nothing was there but, at most, model.done.
+// With its lock held, or none to hold (a lock's file goes too).
 [[nodiscard]] Result<bool> remove_entry(storage::Storage& storage, std::string_view entry_key);
 
 } // namespace npc::cache

@@ -34,7 +34,7 @@ public:
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                  std::optional<std::string_view> replacement) override;
-  [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
   [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:

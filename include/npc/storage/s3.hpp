@@ -12,11 +12,10 @@
 //    AWS S3 honours (of racing creators exactly one wins) and some
 //    S3-compatible servers ignore (there they are best effort: two racing
 //    creators can both win, the last one's bytes staying);
-//  - remove_tree cannot remove a folder at once: it removes the file it is
-//    told (an entry's model.done) first, then the rest, so readers may see a
-//    partial entry that is not done, never a done entry without its NEFF;
-//    of many processes removing
-//    one folder at once, several may report true;
+//  - remove_tree cannot remove a folder at once: readers may see part of
+//    it (a cache removes an entry's model.done before, so that part is an
+//    entry that is not done); of many processes removing one folder at
+//    once, several may report true;
 //  - a folder's time (set_folder_time: an entry's last use) is kept in an
 //    object of its own, npc-last-use, whose time in a listing is the
 //    folder's (its content, the unix seconds asked for, is for people
@@ -88,7 +87,7 @@ public:
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                  std::optional<std::string_view> replacement) override;
-  [[nodiscard]] Result<bool> remove_tree(std::string_view dir, std::string_view first_file) override;
+  [[nodiscard]] Result<bool> remove_tree(std::string_view dir) override;
   [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:

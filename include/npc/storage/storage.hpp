@@ -139,12 +139,11 @@ public:
   // DELETE (a replacement is one PUT If-Match where the server honours it).
   [[nodiscard]] virtual Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                          std::optional<std::string_view> replacement) = 0;
-  // Removes a folder and all below it, so that readers see all of it or
-  // none; false when it was absent. Where a folder cannot vanish at once
-  // (an object store removes one object at a time), `first_file` (a name
-  // directly in `dir`; empty for none) goes before the rest, so a reader
-  // that trusts it never takes the folder while its other files go.
-  [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir, std::string_view first_file) = 0;
+  // Removes a folder and all below it: false when it was absent. A
+  // directory makes it vanish at once (one rename); an object store removes
+  // one object at a time, so a reader meanwhile may see part of it. What
+  // must go first for readers goes by remove() before (cache/publish.hpp).
+  [[nodiscard]] virtual Result<bool> remove_tree(std::string_view dir) = 0;
 
   // Sets the time of folder `dir` to `when` (a cache keeps an entry's last
   // use there). A directory keeps it as the folder's own time, which stat
