@@ -17,17 +17,16 @@ std::string_view trimmed(std::string_view name) {
   return name;
 }
 
-// The key an entry key names, or in a storage the URL of the entry or of
-// its graph; nullopt for anything else.
+// The key an entry key names, or where the cache is (its URL; a
+// directory's path, of an entry gone since) the entry or its graph; nullopt
+// for anything else.
 std::optional<CacheKey> named_key(const Cache& cache, std::string_view target) {
   std::string_view name = trimmed(target);
-  if (!cache.is_directory()) {
-    const std::string root = cache.describe() + "/";
-    if (name.starts_with(root)) {
-      name.remove_prefix(root.size());
-      const std::string graph_suffix = "/" + std::string(kGraphFile);
-      if (name.ends_with(graph_suffix)) name.remove_suffix(graph_suffix.size());
-    }
+  const std::string root = cache.describe() + "/";
+  if (name.starts_with(root)) {
+    name.remove_prefix(root.size());
+    const std::string graph_suffix = "/" + std::string(kGraphFile);
+    if (name.ends_with(graph_suffix)) name.remove_suffix(graph_suffix.size());
   }
   auto key = parse_key(name);
   if (!key || key->relative_path().generic_string() != name) return std::nullopt;

@@ -25,6 +25,7 @@
 
 #include <npc/cache/entry.hpp>
 #include <npc/cache/key.hpp>
+#include <npc/cache/listing_way.hpp>
 #include <npc/cache/summary.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/lock.hpp>
@@ -112,14 +113,10 @@ public:
   void empty_trash() const;
 
 private:
-  // A directory's listing, read with its summaries.
-  [[nodiscard]] std::vector<EntryInfo> list_directory_version(const std::string& compiler_version) const;
-  // Any other storage's: the entries of one walk of `folder` ("" for all).
-  [[nodiscard]] std::vector<EntryInfo> list_tree(const std::string& folder) const;
-
   fs::path root_; // empty for a cache that is no directory
   std::shared_ptr<storage::Storage> storage_;
   std::vector<std::shared_ptr<storage::Storage>> connections_;
+  const ListingWay* listing_; // chosen by the constructor: listing_way.hpp
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);
