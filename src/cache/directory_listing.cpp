@@ -124,6 +124,14 @@ public:
     }
     return census;
   }
+
+  Result<EntryInfo> look_again(const Cache& cache, const Entry& entry, const EntryInfo& listed) const override {
+    auto fresh = cache::look_again(entry, listed, cache.summary_settle_time());
+    if (fresh) return fresh;
+    EntryInfo gone = listed; // unreadable now: removed meanwhile, as far as a removal can tell
+    gone.state = EntryState::absent;
+    return gone;
+  }
 };
 
 } // namespace

@@ -341,7 +341,9 @@ Result<EntrySnapshot> Entry::open_snapshot(const fs::path& entry_dir) {
 }
 
 Status Entry::check_trust() const {
-  if (!cache_.is_directory()) return ok_status();
+  // Who may write a store's objects is its access control: a cache in one
+  // is made trusted (store.hpp), as is a directory its user said to trust.
+  if (cache_.trust() == TrustMode::trusted) return ok_status();
   for (const fs::path& dir : {dir_.parent_path(), dir_}) {
     if (!exists_no_follow(dir)) continue; // created by us, under the checked root
     if (auto s = check_directory_trust(dir, cache_.trust(), "the cache entry"); !s) return s;

@@ -149,12 +149,8 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
       {
         // Look again: it may have been used or locked since the listing.
         const Entry entry = cache.entry(victims[i]->dir, connection);
-        auto fresh = cache.is_directory() ? look_again(entry, *victims[i], cache.summary_settle_time())
-                                          : entry.inspect();
-        if (!fresh) {
-          if (cache.is_directory()) return; // went meanwhile
-          throw EnvironmentError(fresh.error());
-        }
+        auto fresh = cache.look_again(entry, *victims[i]);
+        if (!fresh) throw EnvironmentError(fresh.error());
         if (fresh->state == EntryState::absent) return;
         if (is_pending(*fresh)) { // its result was dropped since (clear-neffs, a demote)
           fates[i] = Fate::kept_pending;

@@ -112,6 +112,10 @@ std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) 
 
 CacheCensus Cache::census() const { return listing_->census(*this); }
 
+Result<EntryInfo> Cache::look_again(const Entry& entry, const EntryInfo& listed) const {
+  return listing_->look_again(*this, entry, listed);
+}
+
 void Cache::empty_trash() const {
   if (!is_directory()) return;
   fs::path trash = private_dir() / kTrashDir;

@@ -45,6 +45,10 @@ public:
     for (const auto& e : walk_entries(cache, "")) census.count(e.state, e.bytes, e.last_used);
     return census;
   }
+
+  Result<EntryInfo> look_again(const Cache&, const Entry& entry, const EntryInfo&) const override {
+    return entry.inspect();
+  }
 };
 
 } // namespace

@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
+#include <npc/util/result.hpp>
+
 namespace npc::cache {
 
 class Cache;
+class Entry;
 struct CacheCensus;
 struct EntryInfo;
 
@@ -30,6 +33,12 @@ public:
                                                             const std::string& compiler_version) const = 0;
   // What list() would find, counted.
   [[nodiscard]] virtual CacheCensus census(const Cache& cache) const = 0;
+  // `entry`, as listed in `listed`, as it is now (before it is removed:
+  // it may have been used or locked since). A directory recalls a settled
+  // entry by two stats, and counts one it cannot read as gone (absent); a
+  // walked storage's errors are the caller's.
+  [[nodiscard]] virtual Result<EntryInfo> look_again(const Cache& cache, const Entry& entry,
+                                                     const EntryInfo& listed) const = 0;
 };
 
 [[nodiscard]] const ListingWay& directory_listing();

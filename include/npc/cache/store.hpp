@@ -108,6 +108,8 @@ public:
   [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
   // What list() would find, counted.
   [[nodiscard]] CacheCensus census() const;
+  // A listed entry as it is now (ListingWay::look_again).
+  [[nodiscard]] Result<EntryInfo> look_again(const Entry& entry, const EntryInfo& listed) const;
 
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
