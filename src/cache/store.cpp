@@ -53,7 +53,7 @@ fs::path Cache::private_dir() const { return is_directory() ? root_ / kPrivateDi
 std::string Cache::describe() const { return storage_->describe(); }
 
 std::string Cache::describe(const EntryInfo& entry) const {
-  return is_directory() ? entry.dir.string() : storage_->describe(entry.dir.generic_string());
+  return storage_->describe(entry.key.relative_path().generic_string());
 }
 
 Entry Cache::entry(fs::path dir, std::size_t connection) const {

@@ -156,6 +156,7 @@ TEST_F(Misses, AGraphOfThePrecompileRemovedSinceIsMadeAgain) {
   auto listed = run_tool("neuron_cache", {"ls", "--json"});
   ASSERT_EQ(listed.exit_code, 0) << listed.describe();
   const std::string key = nlohmann::json::parse(listed.out)["entries"][0]["key"];
+  EXPECT_EQ(nlohmann::json::parse(listed.out)["entries"][0]["path"], (cache_root() / key).string());
   auto removed = run_tool("neuron_cache", {"rm", key});
   ASSERT_EQ(removed.exit_code, 0) << removed.describe();
   training(10);

@@ -64,7 +64,8 @@ public:
   [[nodiscard]] bool is_directory() const { return !root_.empty(); }
   // The cache as users name it: its path, or its URL.
   [[nodiscard]] std::string describe() const;
-  // Where one entry is, as users name it: its folder's path, or its URL.
+  // Where one entry of this cache is, as users name it: its folder's path,
+  // or its URL.
   [[nodiscard]] std::string describe(const EntryInfo& entry) const;
 
   [[nodiscard]] const fs::path& root() const { return root_; }
