@@ -115,7 +115,8 @@ Result<std::vector<TreeFile>> S3Storage::list_tree(std::string_view dir) const {
     if (object.key.size() <= skip || object.key.back() == '/') continue;
     std::string key = object.key.substr(skip);
     const auto slash = key.rfind('/');
-    const bool folder_time = std::string_view(key).substr(slash == std::string::npos ? 0 : slash + 1) == kS3FolderTimeFile;
+    const std::string_view name = std::string_view(key).substr(slash == std::string::npos ? 0 : slash + 1);
+    const bool folder_time = name == kS3FolderTimeFile;
     files.push_back({std::move(key), object.size, object.modified, folder_time});
   }
   std::sort(files.begin(), files.end(), [](const TreeFile& a, const TreeFile& b) { return a.key < b.key; });

@@ -35,9 +35,9 @@ struct ListedEntry {
 // the root, or a version folder), sorted by key. Each EntryInfo has its key,
 // `dir` its folder's key, its files' facts, its bytes and its last use: its
 // folder's time where the listing holds one (TreeFile::folder_time), else
-// the time of its newest file. Its lock, when there, is not judged and its state not
-// set (state_from_files, once the lock is judged). Files that are not in an
-// entry (our private folder, stray objects) are left out.
+// the time of its newest file. Its lock, when there, is not judged and its
+// state not set (state_from_files, once the lock is judged). Files that are
+// not in an entry (our private folder, stray objects) are left out.
 [[nodiscard]] std::vector<EntryInfo> entries_from_tree(const std::vector<storage::TreeFile>& files,
                                                        std::string_view folder);
 

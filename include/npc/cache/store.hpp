@@ -7,12 +7,8 @@
 // A cache is in a local directory, or in any other storage (an object
 // store: s3://bucket/prefix). Both hold the same layout and every entry
 // works the same way over its storage; they differ in how a whole cache is
-// listed. A directory is read entry by entry, helped by a summary per
-// compiler version kept in its private folder (summary.hpp). Another storage
-// is listed in one walk of every file under the root (S3: one LIST per 1000
-// objects), each entry's last use its folder's time where the storage keeps
-// one apart (TreeFile::folder_time), else the time of its newest file; only the entries with a
-// lock object cost a read more, to judge the lock.
+// listed (listing_way.hpp: a directory entry by entry with its summaries,
+// another storage in one walk), chosen once where the cache is made.
 
 #include <array>
 #include <chrono>
