@@ -6,7 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/layout.hpp>
-#include <npc/cache/summary.hpp>
 #include <npc/util/error.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>

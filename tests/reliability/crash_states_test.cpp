@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <npc/storage/lock.hpp>
+#include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/process.hpp>
 
@@ -143,6 +145,24 @@ const CrashState kStates[] = {
      true,
      "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 0 lock files (0 held), 0 temp files, 0 in trash; "
      "entry holds: compile_flags.json model.hlo_module.pb model.neff npc-entry.json"},
+    {"EvictionAfterTheDoneMarker", "remove_entry: after removing model.done, before the rename into the trash",
+     [](const fs::path& e, const fs::path& root, const Template& t) {
+       npc::test::write_text(e / "model.neff", t.neff);
+       npc::test::write_text(e / "npc-entry.json", t.meta);
+       // The entry's lock, as a killed eviction leaves it: its owner, a
+       // process of this host, is gone.
+       auto holder = npc::util::LockHolder::self("neuron_cache");
+       holder.pid = dead_pid();
+       holder.process_start = 1;
+       npc::test::write_text(e / "model.hlo_module.pb.lock",
+                             npc::storage::LockRecord{holder.serialize(), "eviction-token", holder.start_unix + 60}
+                                 .serialize());
+       npc::test::write_text(root / ".npc" / "eviction.lock",
+                             "pid=" + std::to_string(dead_pid()) + " host=h start=1 tool=neuron_cache\n");
+     },
+     true,
+     "2 entries (1 done, 1 pending, 0 failed, 0 incomplete), 2 lock files (0 held), 0 temp files, 0 in trash; "
+     "entry holds: compile_flags.json model.hlo_module.pb model.hlo_module.pb.lock model.neff npc-entry.json"},
     {"EvictionBetweenRenameAndDelete", "remove_entry: renamed into the trash, partly deleted",
      [](const fs::path& e, const fs::path& root, const Template& t) {
        fs::path trash = root / ".npc" / "trash" / (e.filename().string() + ".99999.12345");

@@ -157,6 +157,9 @@ CacheCheck check_cache(const fs::path& root, const std::map<std::string, std::st
       ++check.entries;
       for (const auto& name : names_in(dir))
         if (name.starts_with(".tmp-")) ++check.temp_files;
+      // The entry's lock as current releases take it: counted, not judged
+      // (a record of who took it, whose holder this host may not see).
+      if (exists_nofollow(dir / "model.hlo_module.pb.lock")) ++check.lock_files;
       if (exists_nofollow(dir / "npc-compile.lock")) {
         ++check.lock_files;
         if (lock_held(dir / "npc-compile.lock")) {

@@ -440,6 +440,50 @@ TEST_F(S3FaultOwnServer, ServerKilledMidRun) {
   EXPECT_EQ(direct->last_attempts(), 3);
 }
 
+// The probe's create-only check cut off (its first PUT reset, not retried):
+// the storage stays usable and keeps the cautious answer, so a create-only
+// write still looks first (HEAD, then PUT), as on a server that ignores the
+// condition; the probe object is removed. A later probe learns again.
+TEST_F(S3Fault, AProbeWhoseCreateOnlyCheckIsCutOffKeepsTheCautiousAnswer) {
+  open_storage(1);
+  FaultCounts before = proxy_->counts();
+  proxy_->reset_requests(2, 3); // the LIST (no body) uses up the first; the first PUT is reset
+  auto probe = storage_->probe();
+  EXPECT_EQ(probe.reach, Reach::usable) << probe.detail;
+  EXPECT_FALSE(storage_->exclusive_create_is_exact());
+  FaultCounts seen = proxy_->counts() - before;
+  EXPECT_EQ(seen.requests, 3) << "LIST, the PUT cut off, the DELETE of the probe object";
+  EXPECT_EQ(seen.resets, 1);
+  auto left = storage_->list(".npc/create-probe");
+  ASSERT_TRUE(left) << left.error();
+  EXPECT_TRUE(left->empty()) << left->front();
+
+  before = proxy_->counts();
+  auto created = storage_->write("t/lock", "mine", storage::IfPresent::keep);
+  ASSERT_TRUE(created) << created.error();
+  EXPECT_TRUE(*created);
+  EXPECT_EQ((proxy_->counts() - before).requests, 2) << "a HEAD before the create-only PUT";
+
+  probe = storage_->probe();
+  EXPECT_EQ(probe.reach, Reach::usable) << probe.detail;
+  EXPECT_TRUE(storage_->exclusive_create_is_exact()) << "the RADOS Gateway honours If-None-Match";
+}
+
+// A launcher killed between the probe's PUTs and its DELETE leaves the probe
+// object: nothing reads it, and the next probe, under a name of its own,
+// learns as usual.
+TEST_F(S3Fault, AProbeObjectLeftByAKilledLauncherChangesNothing) {
+  ASSERT_TRUE(storage_->write(".npc/create-probe/left-by-a-killed-launcher", "probe\n", storage::IfPresent::replace));
+  FaultCounts before = proxy_->counts();
+  auto probe = storage_->probe();
+  EXPECT_EQ(probe.reach, Reach::usable) << probe.detail;
+  EXPECT_TRUE(storage_->exclusive_create_is_exact());
+  EXPECT_EQ((proxy_->counts() - before).requests, 4) << "LIST, 2 create-only PUTs, DELETE";
+  auto left = storage_->list(".npc/create-probe");
+  ASSERT_TRUE(left) << left.error();
+  EXPECT_EQ(*left, std::vector<std::string>{"left-by-a-killed-launcher"});
+}
+
 TEST_F(S3Fault, ClosedPortFailsInOneLine) {
   int port = npc::test::free_loopback_port();
   ASSERT_NE(port, 0);

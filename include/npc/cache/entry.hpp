@@ -162,7 +162,6 @@ public:
   [[nodiscard]] fs::path log_path() const { return dir_ / kLogFile; }
   [[nodiscard]] fs::path killed_log_path() const { return dir_ / kKilledLogFile; }
   [[nodiscard]] fs::path lock_path() const { return dir_ / kLockFile; }
-  [[nodiscard]] fs::path framework_lock_path() const { return dir_ / kFrameworkLockFile; }
 
   // --- looking, without writing ---------------------------------------------
   // Every file, its state, size and last use (one directory read).
