@@ -275,7 +275,7 @@ Result<Integrity> Entry::verify_stored_neff() const {
   // Downloaded into a private scratch folder, hashed, and removed with it.
   util::TempDir scratch(fs::temp_directory_path(), std::string(util::kTempPrefix) + "verify-");
   fs::path neff = scratch.path() / kNeffFile;
-  if (!checked(storage_->get_file(key_of(kNeffFile), neff))) return fail("done marker without a NEFF");
+  if (!checked(storage_->read(key_of(kNeffFile), storage::Into::file(neff)))) return fail("done marker without a NEFF");
   auto digest = checked(util::sha256_file(neff));
   if (digest.sha256 != *record->neff_sha256 || (record->neff_bytes && *record->neff_bytes != digest.size))
     return Integrity::mismatch;

@@ -38,7 +38,7 @@ std::optional<CacheKey> named_key(const Cache& cache, std::string_view target) {
 bool download_entry(const Cache& cache, const CacheKey& key, const fs::path& dir) {
   if (auto s = util::ensure_dir(dir); !s) throw EnvironmentError(s.error());
   for (auto file : {kGraphFile, kFlagsFile, kMetaFile}) {
-    auto got = cache.storage()->get_file(key.relative_path().generic_string() + "/" + std::string(file), dir / file);
+    auto got = cache.storage()->read(key.relative_path().generic_string() + "/" + std::string(file), storage::Into::file(dir / file));
     if (!got) throw EnvironmentError(got.error());
     if (!*got && file == kGraphFile) return false;
   }

@@ -339,7 +339,7 @@ Result<bool> SharedTier::fetch_graph(const CacheKey& key, std::optional<std::str
         incoming.flags = path;
         continue;
       }
-      auto got = shared_->get_file(key_of(key, name), path);
+      auto got = shared_->read(key_of(key, name), storage::Into::file(path));
       if (!got) return fail(got.error());
       if (!*got) return false;
       (name == kGraphFile ? incoming.graph : incoming.flags) = path;

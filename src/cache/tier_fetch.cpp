@@ -79,7 +79,7 @@ Result<FetchResult> fetch_listed(const storage::Storage& from, const Cache& into
   }
   if (listed.done) {
     fs::path neff = work.path() / kNeffFile;
-    auto got = from.get_file(file_key(kNeffFile), neff);
+    auto got = from.read(file_key(kNeffFile), storage::Into::file(neff));
     if (!got) return fail(got.error());
     if (!*got && callers) return stale_listing();
     if (!*got) return FetchResult{}; // demoted or removed since the listing
@@ -104,7 +104,7 @@ Result<FetchResult> fetch_listed(const storage::Storage& from, const Cache& into
     incoming.neff_bytes = digest->size;
   } else {
     fs::path log = work.path() / kLogFile;
-    auto got = from.get_file(file_key(kLogFile), log);
+    auto got = from.read(file_key(kLogFile), storage::Into::file(log));
     if (!got) return fail(got.error());
     if (!*got && callers) return stale_listing();
     if (!*got) return FetchResult{};
@@ -114,7 +114,7 @@ Result<FetchResult> fetch_listed(const storage::Storage& from, const Cache& into
   for (auto name : {kGraphFile, kFlagsFile}) {
     if (!util::contains(*names, name) || is_regular_here(entry.dir() / name)) continue;
     fs::path path = work.path() / name;
-    auto got = from.get_file(file_key(name), path);
+    auto got = from.read(file_key(name), storage::Into::file(path));
     if (!got) return fail(got.error());
     if (*got) (name == kGraphFile ? incoming.graph : incoming.flags) = path;
   }

@@ -42,13 +42,20 @@ Status move_file(const fs::path& src, const fs::path& dst) {
   return ok_status();
 }
 
+// A directory's create-only writes are link(2): exactly one of racing
+// creators wins, on every filesystem this cache supports.
+std::shared_ptr<Learned> exact_creates() {
+  auto learned = std::make_shared<Learned>();
+  learned->exclusive_create_exact = true;
+  return learned;
+}
+
 } // namespace
 
-LocalStorage::LocalStorage(fs::path root, fs::path trash) : root_(std::move(root)), trash_(std::move(trash)) {}
+LocalStorage::LocalStorage(fs::path root, fs::path trash)
+    : Storage(root.string(), exact_creates()), root_(std::move(root)), trash_(std::move(trash)) {}
 
 fs::path LocalStorage::path(std::string_view key) const { return key.empty() ? root_ : root_ / fs::path(key); }
-
-std::string LocalStorage::describe(std::string_view key) const { return path(key).string(); }
 
 Result<std::vector<std::string>> LocalStorage::list(std::string_view dir) const {
   auto names = util::list_names(path(dir));
@@ -96,19 +103,7 @@ Result<std::optional<ObjectInfo>> LocalStorage::stat(std::string_view key) const
   return std::optional<ObjectInfo>(info);
 }
 
-Result<std::string> LocalStorage::read(std::string_view key, std::uint64_t max_bytes) const {
-  fs::path p = path(key);
-  util::UniqueFd fd(util::open_for_reading(p, O_NOFOLLOW | O_NONBLOCK));
-  if (!fd.valid()) return fail(util::errno_text("cannot open", p, errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", p, errno));
-  if (!S_ISREG(st.st_mode)) return fail(p.string() + " is not a regular file");
-  auto bytes = util::read_fd(fd.get(), max_bytes);
-  if (!bytes) return fail("cannot read " + p.string() + ": " + bytes.error());
-  return bytes;
-}
-
-Result<bool> LocalStorage::get_file(std::string_view key, const fs::path& local) const {
+Result<bool> LocalStorage::read(std::string_view key, const Into& into) const {
   fs::path p = path(key);
   util::UniqueFd in(util::open_for_reading(p, O_NOFOLLOW | O_NONBLOCK));
   if (!in.valid()) {
@@ -118,14 +113,25 @@ Result<bool> LocalStorage::get_file(std::string_view key, const fs::path& local)
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) return fail(util::errno_text("cannot stat", p, errno));
   if (!S_ISREG(st.st_mode)) return fail(p.string() + " is not a regular file");
-  util::AtomicFile out(local);
+  if (std::string* bytes = into.memory()) {
+    auto read = util::read_fd(in.get(), into.max_bytes());
+    if (!read) return fail("cannot read " + p.string() + ": " + read.error());
+    *bytes = std::move(*read);
+    return true;
+  }
+  util::AtomicFile out(*into.file());
   if (auto s = out.open(); !s) return fail(s.error());
   if (auto d = util::sha256_fd(in.get(), out.fd()); !d) return fail("cannot copy " + p.string() + ": " + d.error());
   if (auto s = out.commit(); !s) return fail(s.error());
   return true;
 }
 
-Result<bool> LocalStorage::write(std::string_view key, std::string_view bytes, IfPresent if_present) {
+Result<bool> LocalStorage::write(std::string_view key, const Body& body, IfPresent if_present) {
+  if (const fs::path* local = body.file()) return place_file(*local, key, if_present);
+  return write_bytes(key, body.bytes(), if_present);
+}
+
+Result<bool> LocalStorage::write_bytes(std::string_view key, std::string_view bytes, IfPresent if_present) {
   fs::path p = path(key);
   if (if_present == IfPresent::replace) {
     if (auto s = ensure_parent(p); !s) return fail(s.error());
@@ -149,7 +155,7 @@ Result<bool> LocalStorage::write(std::string_view key, std::string_view bytes, I
   }
 }
 
-Result<bool> LocalStorage::put_file(const fs::path& local, std::string_view key, IfPresent if_present) {
+Result<bool> LocalStorage::place_file(const fs::path& local, std::string_view key, IfPresent if_present) {
   fs::path p = path(key);
   if (auto s = ensure_parent(p); !s) return fail(s.error());
   if (if_present == IfPresent::keep) {

@@ -54,11 +54,23 @@ Result<std::vector<std::unique_ptr<S3Storage>>> S3Storage::open_many(std::string
   return storages;
 }
 
-S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location, std::shared_ptr<Learned> learned)
-    : client_(std::move(client)), location_(std::move(location)),
-      learned_(learned ? std::move(learned) : std::make_shared<Learned>()) {
-  while (!location_.prefix.empty() && location_.prefix.back() == '/') location_.prefix.pop_back();
+namespace {
+
+// A trailing '/' of the prefix is dropped: "p/" and "p" are one folder.
+S3Location without_trailing_slash(S3Location location) {
+  while (!location.prefix.empty() && location.prefix.back() == '/') location.prefix.pop_back();
+  return location;
 }
+
+std::string url_of(const S3Location& location) {
+  return "s3://" + location.bucket + (location.prefix.empty() ? "" : "/" + location.prefix);
+}
+
+} // namespace
+
+S3Storage::S3Storage(std::unique_ptr<S3Client> client, S3Location location, std::shared_ptr<Learned> learned)
+    : Storage(url_of(without_trailing_slash(location)), learned ? std::move(learned) : std::make_shared<Learned>()),
+      client_(std::move(client)), location_(without_trailing_slash(std::move(location))) {}
 
 std::string S3Storage::object_key(std::string_view key) const {
   if (location_.prefix.empty()) return std::string(key);
@@ -70,11 +82,6 @@ std::string S3Storage::folder_prefix(std::string_view dir) const {
   std::string key = object_key(dir);
   // The '/' keeps MODULE_1 from taking in MODULE_10's objects.
   return key.empty() ? key : key + "/";
-}
-
-std::string S3Storage::describe(std::string_view key) const {
-  if (key.empty()) return "s3://" + location_.bucket + (location_.prefix.empty() ? "" : "/" + location_.prefix);
-  return "s3://" + location_.bucket + "/" + object_key(key);
 }
 
 Result<S3ListPage> S3Storage::list_under(std::string_view dir, std::string delimiter) const {
@@ -142,20 +149,22 @@ Result<std::optional<ObjectInfo>> S3Storage::stat(std::string_view key) const {
   return std::optional<ObjectInfo>(ObjectInfo{0, page->objects.front().modified, true});
 }
 
-Result<std::string> S3Storage::read(std::string_view key, std::uint64_t max_bytes) const {
+Result<bool> S3Storage::read(std::string_view key, const Into& into) const {
   std::lock_guard lock(mutex_);
-  auto bytes = client_->get_object(location_.bucket, object_key(key), max_bytes);
+  if (const fs::path* local = into.file()) return client_->get_file(location_.bucket, object_key(key), *local);
+  auto bytes = client_->get_object(location_.bucket, object_key(key), into.max_bytes());
   if (!bytes) return fail(bytes.error());
-  if (!*bytes) return fail("cannot read " + describe(key) + ": no such object");
-  return std::move(**bytes);
+  if (!*bytes) return false;
+  *into.memory() = std::move(**bytes);
+  return true;
 }
 
-Result<bool> S3Storage::get_file(std::string_view key, const fs::path& local) const {
-  std::lock_guard lock(mutex_);
-  return client_->get_file(location_.bucket, object_key(key), local);
+Result<bool> S3Storage::write(std::string_view key, const Body& body, IfPresent if_present) {
+  if (const fs::path* local = body.file()) return put_file(*local, key, if_present);
+  return put_bytes(key, body.bytes(), if_present);
 }
 
-Result<bool> S3Storage::write(std::string_view key, std::string_view bytes, IfPresent if_present) {
+Result<bool> S3Storage::put_bytes(std::string_view key, std::string_view bytes, IfPresent if_present) {
   std::lock_guard lock(mutex_);
   // S3 makes a PUT visible whole or not at all: no temp name is needed.
   if (if_present == IfPresent::replace) {
@@ -169,7 +178,7 @@ Result<bool> S3Storage::write(std::string_view key, std::string_view bytes, IfPr
   // AWS S3; where the header is ignored, racers that all passed the HEAD
   // all "win" and the last PUT's bytes stay (whole: a PUT is atomic).
   // Once probe() found the condition honoured, the PUT alone decides.
-  if (!learned_->exclusive_create_exact) {
+  if (!exclusive_create_is_exact()) {
     auto head = client_->head_object(location_.bucket, object_key(key));
     if (!head) return fail(head.error());
     if (*head) return false;
@@ -194,7 +203,7 @@ Result<bool> S3Storage::learn_exclusive_create() const {
   }
   if (auto s = client_->delete_object(location_.bucket, probe); !s)
     spdlog::debug("cannot remove the probe s3://{}/{}: {}", location_.bucket, probe, s.error());
-  learned_->exclusive_create_exact = honoured;
+  learned()->exclusive_create_exact = honoured;
   return honoured;
 }
 

@@ -1,6 +1,6 @@
 // The local directory backend of the Storage interface: each operation's
-// contract, and the two that many processes race on (create-only write and
-// put_file) with many processes at once.
+// contract, and the two that many processes race on (create-only writes of bytes and
+// of a local file) with many processes at once.
 
 #include <algorithm>
 #include <cerrno>
@@ -88,7 +88,26 @@ TEST_F(LocalStorageTest, AbsentThingsAreEmptyNotErrors) {
   auto removed = s.remove_tree("nothing");
   ASSERT_TRUE(removed);
   EXPECT_FALSE(*removed);
-  EXPECT_FALSE(s.read("nothing/here", 100));
+  auto read = s.read("nothing/here", 100);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error(), "cannot read " + (root() / "nothing" / "here").string() + ": no such file");
+  std::string bytes = "untouched";
+  auto into_memory = s.read("nothing/here", storage::Into::memory(bytes, 100));
+  ASSERT_TRUE(into_memory) << into_memory.error();
+  EXPECT_FALSE(*into_memory);
+  EXPECT_EQ(bytes, "untouched");
+  auto into_file = s.read("nothing/here", storage::Into::file(dir() / "copy"));
+  ASSERT_TRUE(into_file) << into_file.error();
+  EXPECT_FALSE(*into_file);
+  EXPECT_FALSE(fs::exists(dir() / "copy"));
+}
+
+// A root named with a trailing '/' describes its keys as a path joins them.
+TEST_F(LocalStorageTest, ARootWithATrailingSlashDescribesItsKeysWithOneSlash) {
+  storage::LocalStorage s(root().string() + "/", dir() / "trash");
+  EXPECT_EQ(s.describe(), root().string() + "/");
+  EXPECT_EQ(s.describe("v1/x"), (root() / "v1" / "x").string());
+  EXPECT_TRUE(s.exclusive_create_is_exact());
 }
 
 TEST_F(LocalStorageTest, ReadRefusesMoreThanAskedAndWhatIsNotAFile) {
@@ -138,7 +157,7 @@ TEST_F(LocalStorageTest, OfSixteenProcessesPlacingOneFileExactlyOneWinsAndNoLoca
   fs::create_directories(dir() / "incoming");
   for (int i = 0; i < 16; ++i) test::write_text(dir() / "incoming" / std::to_string(i), "copy " + std::to_string(i));
   auto codes = in_processes(16, [&](int i) {
-    auto placed = s.put_file(dir() / "incoming" / std::to_string(i), "e/model.neff", storage::IfPresent::keep);
+    auto placed = s.write("e/model.neff", storage::Body::file(dir() / "incoming" / std::to_string(i)), storage::IfPresent::keep);
     if (!placed) return 2;
     return *placed ? 10 + i : 0;
   });
@@ -156,7 +175,7 @@ TEST_F(LocalStorageTest, PutFileReplacesAndConsumesTheLocalFile) {
   auto s = storage();
   ASSERT_TRUE(s.write("e/model.log", "old", storage::IfPresent::replace));
   test::write_text(dir() / "log", "new");
-  ASSERT_TRUE(s.put_file(dir() / "log", "e/model.log", storage::IfPresent::replace));
+  ASSERT_TRUE(s.write("e/model.log", storage::Body::file(dir() / "log"), storage::IfPresent::replace));
   EXPECT_EQ(test::read_text(root() / "e" / "model.log"), "new");
   EXPECT_FALSE(fs::exists(dir() / "log"));
 }

@@ -471,9 +471,10 @@ TEST_F(LockS3rverTest, OneOfTheRacersTakesItOnAServerThatIgnoresTheCondition) { 
 class ReadCounter : public test::ForwardingStorage {
 public:
   using ForwardingStorage::ForwardingStorage;
-  Result<std::string> read(std::string_view key, std::uint64_t max) const override {
+  using ForwardingStorage::read;
+  Result<bool> read(std::string_view key, const storage::Into& into) const override {
     ++reads;
-    return ForwardingStorage::read(key, max);
+    return ForwardingStorage::read(key, into);
   }
   mutable int reads = 0;
 };

@@ -32,13 +32,11 @@ public:
       : ForwardingStorage(std::make_shared<storage::LocalStorage>(root, root.parent_path() / "trash")) {}
   std::vector<std::string> changes;
 
-  Result<bool> write(std::string_view key, std::string_view bytes, storage::IfPresent if_present) override {
-    note(if_present == storage::IfPresent::keep ? "create" : "write", key);
-    return ForwardingStorage::write(key, bytes, if_present);
-  }
-  Result<bool> put_file(const fs::path& local, std::string_view key, storage::IfPresent if_present) override {
-    note(if_present == storage::IfPresent::keep ? "put-if-absent" : "put", key);
-    return ForwardingStorage::put_file(local, key, if_present);
+  Result<bool> write(std::string_view key, const storage::Body& body, storage::IfPresent if_present) override {
+    const bool keep = if_present == storage::IfPresent::keep;
+    if (body.file() != nullptr) note(keep ? "put-if-absent" : "put", key);
+    else note(keep ? "create" : "write", key);
+    return ForwardingStorage::write(key, body, if_present);
   }
   Status remove(std::string_view key) override {
     note("remove", key);

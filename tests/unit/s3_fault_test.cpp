@@ -161,7 +161,7 @@ TEST_F(S3Fault, ThrottledFileUploadIsRetriedAndWhole) {
   npc::test::write_text(dir() / "up.bin", data);
   FaultCounts before = proxy_->counts();
   proxy_->throttle(2);
-  auto put = storage_->put_file(dir() / "up.bin", "f/up.bin", storage::IfPresent::replace);
+  auto put = storage_->write("f/up.bin", storage::Body::file(dir() / "up.bin"), storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client_->last_attempts(), 3);
   FaultCounts seen = proxy_->counts() - before;
@@ -178,7 +178,7 @@ TEST_F(S3Fault, ResetMidDownloadIsRetriedAndTheFileIsWhole) {
   fs::create_directories(dir() / "down");
   FaultCounts before = proxy_->counts();
   proxy_->reset_responses(2, 64 * 1024);
-  auto got = storage_->get_file("d/big", dir() / "down" / "big.bin");
+  auto got = storage_->read("d/big", storage::Into::file(dir() / "down" / "big.bin"));
   ASSERT_TRUE(got) << got.error();
   EXPECT_TRUE(*got);
   EXPECT_EQ(client_->last_attempts(), 3);
@@ -192,7 +192,7 @@ TEST_F(S3Fault, ResetMidDownloadIsRetriedAndTheFileIsWhole) {
   // Reset every time: nothing at the destination, no temp file either.
   before = proxy_->counts();
   proxy_->reset_responses(100, 64 * 1024);
-  auto failed = storage_->get_file("d/big", dir() / "down" / "again.bin");
+  auto failed = storage_->read("d/big", storage::Into::file(dir() / "down" / "again.bin"));
   proxy_->clear();
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error(), reach_error("Recv failure: Connection reset by peer", 4));
@@ -205,7 +205,7 @@ TEST_F(S3Fault, ResetMidUploadIsRetriedAndTheObjectIsWhole) {
   npc::test::write_text(dir() / "up.bin", data);
   FaultCounts before = proxy_->counts();
   proxy_->reset_requests(2, 100 * 1024);
-  auto put = storage_->put_file(dir() / "up.bin", "u/up.bin", storage::IfPresent::replace);
+  auto put = storage_->write("u/up.bin", storage::Body::file(dir() / "up.bin"), storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client_->last_attempts(), 3);
   FaultCounts seen = proxy_->counts() - before;
@@ -381,11 +381,11 @@ TEST_F(S3Fault, FileTransfersAreNotBoundedByTheRequestTimeout) {
   S3Storage storage(std::move(*made), S3Location{kS3TestBucket, "cache"});
   const std::string data = random_bytes(3 * 1024 * 1024 + 13, 6);
   npc::test::write_text(dir() / "up.bin", data);
-  auto put = storage.put_file(dir() / "up.bin", "big/up.bin", storage::IfPresent::replace);
+  auto put = storage.write("big/up.bin", storage::Body::file(dir() / "up.bin"), storage::IfPresent::replace);
   ASSERT_TRUE(put) << put.error();
   EXPECT_EQ(client->last_attempts(), 1);
   EXPECT_EQ(util::sha256_hex(object("cache/big/up.bin")), util::sha256_hex(data));
-  auto got = storage.get_file("big/up.bin", dir() / "down.bin");
+  auto got = storage.read("big/up.bin", storage::Into::file(dir() / "down.bin"));
   ASSERT_TRUE(got) << got.error();
   EXPECT_TRUE(*got);
   EXPECT_EQ(client->last_attempts(), 1);

@@ -129,7 +129,7 @@ TEST_F(S3StorageTest, AbsentThingsAreEmptyNotErrors) {
   EXPECT_FALSE(*removed);
   auto read = s->read("nothing/here", 100);
   ASSERT_FALSE(read);
-  EXPECT_EQ(read.error(), "cannot read s3://test-bucket/cache/root/nothing/here: no such object");
+  EXPECT_EQ(read.error(), "cannot read s3://test-bucket/cache/root/nothing/here: no such file");
   EXPECT_EQ(keys(), std::vector<std::string>{});
 }
 
@@ -206,11 +206,11 @@ TEST_F(S3StorageTest, PutFileReplacesAndConsumesTheLocalFile) {
   auto s = storage();
   ASSERT_TRUE(s->write("e/model.log", "old", storage::IfPresent::replace));
   npc::test::write_text(dir() / "log", "new");
-  ASSERT_TRUE(s->put_file(dir() / "log", "e/model.log", storage::IfPresent::replace));
+  ASSERT_TRUE(s->write("e/model.log", storage::Body::file(dir() / "log"), storage::IfPresent::replace));
   EXPECT_EQ(object("cache/root/e/model.log"), "new");
   EXPECT_FALSE(fs::exists(dir() / "log"));
   // A missing local file fails, naming it, and places nothing.
-  auto missing = s->put_file(dir() / "absent", "e/other", storage::IfPresent::replace);
+  auto missing = s->write("e/other", storage::Body::file(dir() / "absent"), storage::IfPresent::replace);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find((dir() / "absent").string()), std::string::npos) << missing.error();
   EXPECT_EQ(keys(), std::vector<std::string>{"cache/root/e/model.log"});
@@ -219,12 +219,12 @@ TEST_F(S3StorageTest, PutFileReplacesAndConsumesTheLocalFile) {
 TEST_F(S3StorageTest, PutFileIfAbsentKeepsTheExistingObjectAndRemovesTheLocalFile) {
   auto s = storage();
   npc::test::write_text(dir() / "first", "first neff");
-  auto placed = s->put_file(dir() / "first", "e/model.neff", storage::IfPresent::keep);
+  auto placed = s->write("e/model.neff", storage::Body::file(dir() / "first"), storage::IfPresent::keep);
   ASSERT_TRUE(placed) << placed.error();
   EXPECT_TRUE(*placed);
   EXPECT_FALSE(fs::exists(dir() / "first"));
   npc::test::write_text(dir() / "second", "second neff");
-  auto again = s->put_file(dir() / "second", "e/model.neff", storage::IfPresent::keep);
+  auto again = s->write("e/model.neff", storage::Body::file(dir() / "second"), storage::IfPresent::keep);
   ASSERT_TRUE(again) << again.error();
   EXPECT_FALSE(*again);
   EXPECT_FALSE(fs::exists(dir() / "second"));

@@ -231,9 +231,9 @@ TEST_F(StoredCacheTest, ExplainDownloadsTheTargetAndOnlyTheEntriesOfItsGraphSize
 class LockRefusingStorage final : public test::ForwardingStorage {
 public:
   using ForwardingStorage::ForwardingStorage;
-  Result<bool> write(std::string_view key, std::string_view bytes, storage::IfPresent if_present) override {
+  Result<bool> write(std::string_view key, const storage::Body& body, storage::IfPresent if_present) override {
     if (key.ends_with(".lock")) return fail("PUT " + std::string(key) + ": 403 AccessDenied");
-    return ForwardingStorage::write(key, bytes, if_present);
+    return ForwardingStorage::write(key, body, if_present);
   }
 };
 

@@ -20,17 +20,12 @@ public:
   // The local path of `key`.
   [[nodiscard]] std::filesystem::path path(std::string_view key) const;
 
-  using Storage::describe;
-  [[nodiscard]] std::string describe(std::string_view key) const override;
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
   [[nodiscard]] Result<std::vector<TreeFile>> list_tree(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
-  [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
-  [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;
-  [[nodiscard]] Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) override;
-  [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
-                                      IfPresent if_present) override;
-  [[nodiscard]] bool exclusive_create_is_exact() const override { return true; }
+  using Storage::read;
+  [[nodiscard]] Result<bool> read(std::string_view key, const Into& into) const override;
+  [[nodiscard]] Result<bool> write(std::string_view key, const Body& body, IfPresent if_present) override;
   [[nodiscard]] Status remove(std::string_view key) override;
   [[nodiscard]] Result<bool> change_if_unchanged(std::string_view key, const Seen& seen,
                                                  std::optional<std::string_view> replacement) override;
@@ -38,6 +33,11 @@ public:
   [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:
+  [[nodiscard]] Result<bool> write_bytes(std::string_view key, std::string_view bytes, IfPresent if_present);
+  // A local file linked (create-only) or renamed into place.
+  [[nodiscard]] Result<bool> place_file(const std::filesystem::path& local, std::string_view key,
+                                        IfPresent if_present);
+
   std::filesystem::path root_;
   std::filesystem::path trash_;
 };

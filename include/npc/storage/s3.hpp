@@ -67,17 +67,12 @@ public:
   // The object name of `key`: <prefix>/<key> ("" is the prefix itself).
   [[nodiscard]] std::string object_key(std::string_view key) const;
 
-  using Storage::describe;
-  [[nodiscard]] std::string describe(std::string_view key) const override;
   [[nodiscard]] Result<std::vector<std::string>> list(std::string_view dir) const override;
   [[nodiscard]] Result<std::vector<TreeFile>> list_tree(std::string_view dir) const override;
   [[nodiscard]] Result<std::optional<ObjectInfo>> stat(std::string_view key) const override;
-  [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const override;
-  [[nodiscard]] Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const override;
-  [[nodiscard]] Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) override;
-  [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
-                                      IfPresent if_present) override;
-  [[nodiscard]] bool exclusive_create_is_exact() const override { return learned_->exclusive_create_exact; }
+  using Storage::read;
+  [[nodiscard]] Result<bool> read(std::string_view key, const Into& into) const override;
+  [[nodiscard]] Result<bool> write(std::string_view key, const Body& body, IfPresent if_present) override;
   // A LIST of at most one key; then, once it answered, two create-only
   // PUTs of one probe object (under .npc/): the second refused (412) is a
   // server that honours If-None-Match, as AWS S3, the RADOS Gateway and
@@ -91,6 +86,10 @@ public:
   [[nodiscard]] Status set_folder_time(std::string_view dir, Time when) override;
 
 private:
+  [[nodiscard]] Result<bool> put_bytes(std::string_view key, std::string_view bytes, IfPresent if_present);
+  // Streamed from the local file, which is removed once placed or refused.
+  [[nodiscard]] Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
+                                      IfPresent if_present);
   // The probe's PUTs, with mutex_ held: whether the server honoured the
   // condition (also set in learned_).
   [[nodiscard]] Result<bool> learn_exclusive_create() const;
@@ -107,7 +106,6 @@ private:
   S3Location location_;
   // The client holds one connection and is not thread-safe.
   mutable std::mutex mutex_;
-  std::shared_ptr<Learned> learned_;
   // How the server takes If-Match, found out at the first replacement:
   // quoted as RFC 9110 has it (AWS S3), bare (the RADOS Gateway of Ceph 16
   // refuses the quoted form), or not at all (a refusal of both while the

@@ -1,10 +1,10 @@
 #pragma once
 // Where a cache's files live. A cache entry (cache/entry.hpp) reads and
 // writes its files through this interface only for what every backend can
-// do: list, stat, read, write (replacing or create-only), place a local
-// file, change a file only while it is as read, remove, and set a folder's
-// time. The local directory is one
-// backend (local.hpp); an object store is another.
+// do: list, stat, read (into memory or a local file), write (bytes or a
+// local file; replacing or create-only), change a file only while it is as
+// read, remove a file or a folder, and set a folder's time. The local
+// directory is one backend (local.hpp); an object store is another.
 //
 // Keys are '/'-separated paths relative to the storage's root
 // ("neuronxcc-2.15.128.0/MODULE_1+abcd/model.neff"); "" is the root.
@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,59 @@ struct Learned {
   std::atomic<bool> exclusive_create_exact{false};
 };
 
+// What a write puts at its key: bytes, or a local file that is moved there
+// (streamed: a NEFF can be hundreds of MiB). Bytes are borrowed for the
+// call; the file's path is held.
+class Body {
+public:
+  Body(std::string_view bytes) : bytes_(bytes) {}
+  Body(const char* bytes) : bytes_(bytes) {}
+  Body(const std::string& bytes) : bytes_(bytes) {}
+  [[nodiscard]] static Body file(std::filesystem::path local) {
+    Body body{std::string_view{}};
+    body.file_ = std::move(local);
+    return body;
+  }
+
+  // The local file, or nullptr when the body is bytes.
+  [[nodiscard]] const std::filesystem::path* file() const { return file_ ? &*file_ : nullptr; }
+  [[nodiscard]] std::string_view bytes() const { return bytes_; }
+
+private:
+  std::string_view bytes_;
+  std::optional<std::filesystem::path> file_;
+};
+
+// Where a read puts what it reads: into memory, failing past a size, or
+// into a local file, written under a temp name and renamed so that nothing
+// partial is ever at its path.
+class Into {
+public:
+  [[nodiscard]] static Into memory(std::string& bytes, std::uint64_t max_bytes) {
+    Into into;
+    into.bytes_ = &bytes;
+    into.max_bytes_ = max_bytes;
+    return into;
+  }
+  [[nodiscard]] static Into file(std::filesystem::path local) {
+    Into into;
+    into.file_ = std::move(local);
+    return into;
+  }
+
+  // The string to fill, or nullptr when the read goes into a file.
+  [[nodiscard]] std::string* memory() const { return bytes_; }
+  [[nodiscard]] std::uint64_t max_bytes() const { return max_bytes_; }
+  // The local file, or nullptr when the read goes into memory.
+  [[nodiscard]] const std::filesystem::path* file() const { return file_ ? &*file_ : nullptr; }
+
+private:
+  Into() = default;
+  std::string* bytes_ = nullptr;
+  std::uint64_t max_bytes_ = 0;
+  std::optional<std::filesystem::path> file_;
+};
+
 // What a write does when something is already at its key.
 enum class IfPresent {
   replace, // the new content takes its place
@@ -83,11 +137,23 @@ struct Seen {
 // lock.hpp.
 class Storage {
 public:
+  // `where` names the root as users name it (a path, or a URL); what
+  // connections to this store learned of it is shared through `learned`.
+  Storage(std::string where, std::shared_ptr<Learned> learned)
+      : where_(std::move(where)), learned_(std::move(learned)) {}
   virtual ~Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
 
-  // Where `key` is, as users name it (a path, or a URL); "" is the root.
-  [[nodiscard]] virtual std::string describe(std::string_view key) const = 0;
-  [[nodiscard]] std::string describe() const { return describe(std::string_view{}); }
+  // Where `key` is, as users name it; "" is the root.
+  [[nodiscard]] std::string describe(std::string_view key = {}) const;
+  [[nodiscard]] const std::shared_ptr<Learned>& learned() const { return learned_; }
+
+  // Whether a write with IfPresent::keep lets exactly one of racing
+  // creators win everywhere it runs. An object store cannot promise it
+  // (some S3-compatible servers ignore the condition) until probe() has
+  // found that this server does.
+  [[nodiscard]] bool exclusive_create_is_exact() const { return learned_->exclusive_create_exact; }
 
   // The names directly under `dir`; an absent folder has none.
   [[nodiscard]] virtual Result<std::vector<std::string>> list(std::string_view dir) const = 0;
@@ -97,27 +163,17 @@ public:
   [[nodiscard]] virtual Result<std::vector<TreeFile>> list_tree(std::string_view dir) const = 0;
   // Nothing when absent.
   [[nodiscard]] virtual Result<std::optional<ObjectInfo>> stat(std::string_view key) const = 0;
-  // The whole content; fails past max_bytes.
-  [[nodiscard]] virtual Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const = 0;
-  // Copies `key` to the local file `local`, written under a temp name and
-  // renamed, so nothing partial is ever at `local`: false when absent.
-  [[nodiscard]] virtual Result<bool> get_file(std::string_view key, const std::filesystem::path& local) const = 0;
+  // Reads the whole of `key` where `into` says: false when absent.
+  [[nodiscard]] virtual Result<bool> read(std::string_view key, const Into& into) const = 0;
+  // The whole content in memory; fails when absent or past max_bytes.
+  [[nodiscard]] Result<std::string> read(std::string_view key, std::uint64_t max_bytes) const;
 
-  // Writes `bytes` at `key`: readers see the old content or the new one,
+  // Writes `body` at `key`: readers see the old content or the new one,
   // never a part. With IfPresent::keep it writes only when nothing is at
   // `key` (false then, and what is there stays); of many processes racing,
-  // exactly one gets true where exclusive_create_is_exact().
-  [[nodiscard]] virtual Result<bool> write(std::string_view key, std::string_view bytes, IfPresent if_present) = 0;
-  // As write, from a local file that is moved to `key` (streamed, for large
-  // files); the local file is gone once placed, or refused by keep.
-  [[nodiscard]] virtual Result<bool> put_file(const std::filesystem::path& local, std::string_view key,
-                                              IfPresent if_present) = 0;
-
-  // Whether a write with IfPresent::keep lets exactly one of racing
-  // creators win everywhere it runs. An object store cannot promise it
-  // (some S3-compatible servers ignore the condition) until probe() has
-  // found that this server does.
-  [[nodiscard]] virtual bool exclusive_create_is_exact() const = 0;
+  // exactly one gets true where exclusive_create_is_exact(). A local file
+  // is gone once placed, or refused by keep.
+  [[nodiscard]] virtual Result<bool> write(std::string_view key, const Body& body, IfPresent if_present) = 0;
 
   // Whether the storage answers, with these credentials, at its root, in
   // one cheap request (S3: a LIST of at most one key under the prefix),
@@ -151,6 +207,10 @@ public:
   // the folder, which list_tree lists flagged TreeFile::folder_time, at the
   // time it was written.
   [[nodiscard]] virtual Status set_folder_time(std::string_view dir, Time when) = 0;
+
+private:
+  std::string where_;
+  std::shared_ptr<Learned> learned_;
 };
 
 } // namespace npc::storage
