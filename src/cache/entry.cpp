@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <thread>
@@ -11,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <npc/cache/listing.hpp>
+#include <npc/cache/neff_check.hpp>
 #include <npc/cache/publish.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/trust.hpp>
@@ -30,28 +30,6 @@ bool exists_no_follow(const fs::path& path) {
 }
 
 bool same_inode(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
-
-// Reads the NEFF once, hashing it, optionally copying it to `copy_to`.
-Result<Integrity> check_neff(const fs::path& entry_dir, TrustMode trust, int copy_to) {
-  if (auto s = check_directory_trust(entry_dir, trust, "the cache entry"); !s) return fail(s.error());
-  auto meta = read_entry_meta(entry_dir);
-  if (!meta) return fail(meta.error());
-  fs::path neff = entry_dir / kNeffFile;
-  util::UniqueFd fd(util::open_for_reading(neff, O_NOFOLLOW));
-  if (!fd.valid()) return fail(util::errno_text("cannot open", neff, errno));
-  if (meta->neff_bytes) {
-    // Cheap check first: a truncated NEFF is caught without reading it.
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return fail(util::errno_text("cannot stat", neff, errno));
-    if (static_cast<std::uint64_t>(st.st_size) != *meta->neff_bytes) return Integrity::mismatch;
-  }
-  auto digest = util::sha256_fd(fd.get(), copy_to);
-  if (!digest) return fail("cannot read " + neff.string() + ": " + digest.error());
-  if (!meta->neff_sha256) return Integrity::unverified;
-  if (digest->sha256 != *meta->neff_sha256) return Integrity::mismatch;
-  if (meta->neff_bytes && digest->size != *meta->neff_bytes) return Integrity::mismatch;
-  return Integrity::ok;
-}
 
 // Backoff between attempts to take a held entry: short enough that a waiter
 // sees a finished compile quickly, random so that waiters do not move in step.
@@ -123,86 +101,7 @@ Entry Entry::through(std::shared_ptr<storage::Storage> connection) const {
 
 // --- looking ---------------------------------------------------------------------
 
-Result<EntryInfo> Entry::inspect_stored() const {
-  auto files = storage_->list_tree(key_);
-  if (!files) return fail(files.error());
-  auto entries = entries_from_tree(*files, key_);
-  if (entries.empty()) {
-    EntryInfo info;
-    info.dir = dir_;
-    auto key = parse_key(key_);
-    if (!key) return fail(key_ + " is not a cache entry key");
-    info.key = *key;
-    info.state = EntryState::absent;
-    return info;
-  }
-  EntryInfo info = std::move(entries.front());
-  if (info.framework_lock.state != storage::LockState::absent) {
-    auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
-                                      std::chrono::system_clock::now());
-    if (!judged) return fail(judged.error());
-    info.framework_lock = std::move(*judged);
-  }
-  info.state = state_from_files(info, !(info.has_done && info.has_neff) && info.framework_lock.blocks());
-  return info;
-}
-
-Result<EntryInfo> Entry::inspect() const {
-  if (!cache_.is_directory()) return inspect_stored();
-  EntryInfo info;
-  info.dir = dir_;
-  auto key = parse_key(dir_.string());
-  if (!key) return fail(dir_.string() + " is not a cache entry directory");
-  info.key = *key;
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (dfd < 0) {
-    if (errno == ENOENT) {
-      info.state = EntryState::absent;
-      return info;
-    }
-    return fail(util::errno_text("cannot open cache entry", dir_, errno));
-  }
-  util::UniqueFd dir_fd(dfd);
-  struct stat dir_stat {};
-  if (::fstat(dfd, &dir_stat) != 0) return fail(util::errno_text("cannot stat", dir_, errno));
-  info.last_used = util::wall_time(dir_stat.st_mtim);
-  info.dir_stamp = dir_stamp_of(dir_stat);
-
-  DIR* d = ::fdopendir(::dup(dfd));
-  if (d == nullptr) return fail(util::errno_text("cannot read cache entry", dir_, errno));
-  while (struct dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st {};
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // raced away
-    if (util::is_temp_name(name)) {
-      info.temp_files.emplace_back(name);
-      if (S_ISREG(st.st_mode)) info.bytes += static_cast<std::uint64_t>(st.st_size);
-      continue;
-    }
-    note_entry_file(info, name, static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode));
-    // The framework loads NEFFs without telling us; its reads move the
-    // NEFF's atime (relatime: at least once a day), so last use is the
-    // later of that and the mark we set on our hits.
-    if (name == kNeffFile && info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
-  }
-  ::closedir(d);
-  // Rare, so judged (read, liveness) only when the file is there.
-  if (info.framework_lock.state != storage::LockState::absent) {
-    auto judged = storage::judge_lock(*storage_, key_of(kFrameworkLockFile), cache_.stale_lock_age(),
-                                      std::chrono::system_clock::now());
-    if (!judged) return fail(judged.error());
-    info.framework_lock = std::move(*judged);
-  }
-
-  // A done entry is done whoever holds its lock (a compile that found it
-  // done and is about to leave), so only the others need the probe.
-  bool done = info.has_done && info.has_neff;
-  bool locked = !done && (info.framework_lock.blocks() ||
-                          (info.has_lock_file && util::probe_lock(lock_path()) == util::LockState::held));
-  info.state = state_from_files(info, locked);
-  return info;
-}
+Result<EntryInfo> Entry::inspect() const { return cache_.reading().inspect(*this); }
 
 DirStamp dir_stamp_of(const struct stat& st) {
   return {static_cast<std::uint64_t>(st.st_ino),
@@ -219,11 +118,7 @@ EntryState state_from_files(const EntryInfo& entry, bool locked) {
   return EntryState::incomplete;
 }
 
-bool Entry::exists() const {
-  if (cache_.is_directory()) return exists_no_follow(dir_);
-  auto names = storage_->list(key_);
-  return !names || !names->empty(); // an unreadable store: the lock attempt says why
-}
+bool Entry::exists() const { return cache_.reading().exists(*this); }
 
 std::optional<std::string> Entry::describe_holder() const {
   auto held = holder();
@@ -256,38 +151,7 @@ bool Entry::looks_done_at(const fs::path& entry_dir) { return cache::looks_done_
 
 bool Entry::looks_failed() const { return looks_failed_at(dir_); }
 
-Result<Integrity> Entry::verify_stored_neff() const {
-  // What the store cannot tell is thrown, not returned: a remote that cannot
-  // be read says nothing about the entry, and must not get it demoted.
-  auto checked = [](auto result) {
-    if (!result) throw EnvironmentError(result.error());
-    return std::move(*result);
-  };
-  std::optional<EntryMeta> record;
-  if (auto text = storage_->read(key_of(kMetaFile), kMaxEntryMetaBytes)) {
-    auto parsed = parse_entry_meta(*text);
-    if (!parsed) return fail("its npc-entry.json is corrupt: " + parsed.error());
-    record = std::move(*parsed);
-  } else if (checked(storage_->stat(key_of(kMetaFile)))) {
-    throw EnvironmentError(text.error());
-  }
-  if (!record || !record->neff_sha256) return Integrity::unverified;
-  // Downloaded into a private scratch folder, hashed, and removed with it.
-  util::TempDir scratch(fs::temp_directory_path(), std::string(util::kTempPrefix) + "verify-");
-  fs::path neff = scratch.path() / kNeffFile;
-  if (!checked(storage_->read(key_of(kNeffFile), storage::Into::file(neff)))) return fail("done marker without a NEFF");
-  auto digest = checked(util::sha256_file(neff));
-  if (digest.sha256 != *record->neff_sha256 || (record->neff_bytes && *record->neff_bytes != digest.size))
-    return Integrity::mismatch;
-  return Integrity::ok;
-}
-
-Result<Integrity> Entry::verify_neff() const {
-  if (!cache_.is_directory()) return verify_stored_neff();
-  auto first = check_neff(dir_, cache_.trust(), -1);
-  if (first && *first == Integrity::mismatch) return check_neff(dir_, cache_.trust(), -1); // republished meanwhile?
-  return first;
-}
+Result<Integrity> Entry::verify_neff() const { return cache_.reading().verify_neff(*this); }
 
 Result<Integrity> Entry::copy_neff(const fs::path& output) const {
   // Two tries: a NEFF republished between our reads of record and file looks
@@ -295,7 +159,7 @@ Result<Integrity> Entry::copy_neff(const fs::path& output) const {
   for (int attempt = 0; attempt < 2; ++attempt) {
     util::AtomicFile out(output, 0644);
     if (auto s = out.open(); !s) return fail(s.error());
-    auto integrity = check_neff(dir_, cache_.trust(), out.fd());
+    auto integrity = check_neff_in_place(dir_, cache_.trust(), out.fd());
     if (!integrity) return integrity;
     if (*integrity == Integrity::mismatch) continue;
     if (auto s = out.commit(); !s) return fail(s.error());

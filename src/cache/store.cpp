@@ -32,7 +32,7 @@ Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
     : root_(std::move(root)),
       storage_(std::make_shared<storage::LocalStorage>(root_, root_ / kPrivateDir / kTrashDir)),
       connections_{storage_},
-      listing_(&directory_listing()),
+      reading_(&directory_reading()),
       trust_(trust),
       clock_(clock) {
   if (root_.empty()) throw std::logic_error("a cache directory needs a path");
@@ -41,7 +41,7 @@ Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
 Cache::Cache(std::vector<std::shared_ptr<storage::Storage>> connections, const util::Clock& clock)
     : storage_(connections.empty() ? nullptr : connections.front()),
       connections_(std::move(connections)),
-      listing_(&walked_listing()),
+      reading_(&stored_reading()),
       // Who may write the objects is the store's access control, not modes.
       trust_(TrustMode::trusted),
       clock_(clock) {
@@ -104,16 +104,16 @@ void CacheCensus::count(EntryState state, std::uint64_t entry_bytes, util::WallT
   if (!newest_use || last_used > *newest_use) newest_use = last_used;
 }
 
-std::vector<EntryInfo> Cache::list() const { return listing_->list(*this); }
+std::vector<EntryInfo> Cache::list() const { return reading_->list(*this); }
 
 std::vector<EntryInfo> Cache::list_version(const std::string& compiler_version) const {
-  return listing_->list_version(*this, compiler_version);
+  return reading_->list_version(*this, compiler_version);
 }
 
-CacheCensus Cache::census() const { return listing_->census(*this); }
+CacheCensus Cache::census() const { return reading_->census(*this); }
 
 Result<EntryInfo> Cache::look_again(const Entry& entry, const EntryInfo& listed) const {
-  return listing_->look_again(*this, entry, listed);
+  return reading_->look_again(*this, entry, listed);
 }
 
 void Cache::empty_trash() const {

@@ -141,10 +141,10 @@ struct EntryGone {};
 // One entry's files go through the storage it lives in (storage/storage.hpp):
 // the cache's own, or for an entry under another root (where the framework
 // put a graph) a local storage over that entry's folder. In a cache that is
-// no directory (Cache::is_directory), `dir` is the entry's key and every
-// look goes through the storage: inspect lists the entry's folder,
-// verify_neff downloads the NEFF to hash it. Snapshots, copy_neff and the
-// path accessors are for entries in a directory.
+// no directory (Cache::is_directory), `dir` is the entry's key. How an
+// entry is looked at (inspect, verify_neff) is the cache's reading way
+// (reading_way.hpp). Snapshots, copy_neff and the path accessors are for
+// entries in a directory.
 class Entry {
 public:
   Entry(const Cache& cache, fs::path dir);
@@ -157,6 +157,11 @@ public:
 
   [[nodiscard]] const fs::path& dir() const { return dir_; }
   [[nodiscard]] const Cache& cache() const { return cache_; }
+  // The storage the entry's files are in, its folder's key there, and the
+  // key of one of its files.
+  [[nodiscard]] const std::shared_ptr<storage::Storage>& storage() const { return storage_; }
+  [[nodiscard]] const std::string& key() const { return key_; }
+  [[nodiscard]] std::string key_of(std::string_view file) const { return key_ + "/" + std::string(file); }
   [[nodiscard]] fs::path graph_path() const { return dir_ / kGraphFile; }
   [[nodiscard]] fs::path neff_path() const { return dir_ / kNeffFile; }
   [[nodiscard]] fs::path log_path() const { return dir_ / kLogFile; }
@@ -249,9 +254,6 @@ public:
   [[nodiscard]] Result<bool> remove() const;
 
 private:
-  // inspect and verify_neff for a cache that is no directory.
-  [[nodiscard]] Result<EntryInfo> inspect_stored() const;
-  [[nodiscard]] Result<Integrity> verify_stored_neff() const;
   // The entry's folder is there (a storage's: it has a file).
   [[nodiscard]] bool exists() const;
   // One attempt at the lock.
@@ -260,9 +262,6 @@ private:
   [[nodiscard]] Status publish_neff(const fs::path& neff, const std::string& sha256, std::uint64_t bytes,
                                     EntryMeta record) const;
   [[nodiscard]] EntryMeta record_or_empty() const;
-
-  // The key of one of this entry's files in storage_.
-  [[nodiscard]] std::string key_of(std::string_view file) const { return key_ + "/" + std::string(file); }
 
   const Cache& cache_;
   fs::path dir_;

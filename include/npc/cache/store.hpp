@@ -6,9 +6,10 @@
 //
 // A cache is in a local directory, or in any other storage (an object
 // store: s3://bucket/prefix). Both hold the same layout and every entry
-// works the same way over its storage; they differ in how a whole cache is
-// listed (listing_way.hpp: a directory entry by entry with its summaries,
-// another storage in one walk), chosen once where the cache is made.
+// works the same way over its storage; they differ in how the cache is read
+// (reading_way.hpp: a directory in place, entry by entry with its
+// summaries; another storage through its requests, in one walk), chosen
+// once where the cache is made.
 
 #include <array>
 #include <chrono>
@@ -21,7 +22,7 @@
 
 #include <npc/cache/entry.hpp>
 #include <npc/cache/key.hpp>
-#include <npc/cache/listing_way.hpp>
+#include <npc/cache/reading_way.hpp>
 #include <npc/cache/summary.hpp>
 #include <npc/cache/trust.hpp>
 #include <npc/storage/lock.hpp>
@@ -105,8 +106,12 @@ public:
   [[nodiscard]] std::vector<EntryInfo> list_version(const std::string& compiler_version) const;
   // What list() would find, counted.
   [[nodiscard]] CacheCensus census() const;
-  // A listed entry as it is now (ListingWay::look_again).
+  // A listed entry as it is now (ReadingWay::look_again).
   [[nodiscard]] Result<EntryInfo> look_again(const Entry& entry, const EntryInfo& listed) const;
+
+  // How this cache is read (reading_way.hpp): what Entry asks to look at
+  // one of its entries.
+  [[nodiscard]] const ReadingWay& reading() const { return *reading_; }
 
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
@@ -115,7 +120,7 @@ private:
   fs::path root_; // empty for a cache that is no directory
   std::shared_ptr<storage::Storage> storage_;
   std::vector<std::shared_ptr<storage::Storage>> connections_;
-  const ListingWay* listing_; // chosen by the constructor: listing_way.hpp
+  const ReadingWay* reading_; // chosen by the constructor: reading_way.hpp
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);

@@ -1,12 +1,20 @@
-#include <npc/cache/listing_way.hpp>
+#include <npc/cache/reading_way.hpp>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <dirent.h>
 #include <fcntl.h>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <npc/cache/layout.hpp>
+#include <npc/cache/listing.hpp>
+#include <npc/cache/neff_check.hpp>
 #include <npc/cache/store.hpp>
 #include <npc/cache/summary.hpp>
+#include <npc/util/file_lock.hpp>
 #include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 
@@ -89,7 +97,7 @@ VersionScan scan_version(const Cache& cache, const std::string& compiler_version
   return scan;
 }
 
-class DirectoryListing final : public ListingWay {
+class DirectoryReading final : public ReadingWay {
 public:
   std::vector<EntryInfo> list(const Cache& cache) const override {
     std::vector<EntryInfo> entries;
@@ -132,12 +140,82 @@ public:
     gone.state = EntryState::absent;
     return gone;
   }
+
+  // One folder read: every file's name and size, the folder's time and
+  // the NEFF's atime for last use, the lock judged only when it is there.
+  Result<EntryInfo> inspect(const Entry& entry) const override {
+    EntryInfo info;
+    info.dir = entry.dir();
+    auto key = parse_key(entry.dir().string());
+    if (!key) return fail(entry.dir().string() + " is not a cache entry directory");
+    info.key = *key;
+    int dfd = ::open(entry.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (dfd < 0) {
+      if (errno == ENOENT) {
+        info.state = EntryState::absent;
+        return info;
+      }
+      return fail(util::errno_text("cannot open cache entry", entry.dir(), errno));
+    }
+    util::UniqueFd dir_fd(dfd);
+    struct stat dir_stat {};
+    if (::fstat(dfd, &dir_stat) != 0) return fail(util::errno_text("cannot stat", entry.dir(), errno));
+    info.last_used = util::wall_time(dir_stat.st_mtim);
+    info.dir_stamp = dir_stamp_of(dir_stat);
+
+    DIR* d = ::fdopendir(::dup(dfd));
+    if (d == nullptr) return fail(util::errno_text("cannot read cache entry", entry.dir(), errno));
+    while (struct dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st {};
+      if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue; // raced away
+      if (util::is_temp_name(name)) {
+        info.temp_files.emplace_back(name);
+        if (S_ISREG(st.st_mode)) info.bytes += static_cast<std::uint64_t>(st.st_size);
+        continue;
+      }
+      note_entry_file(info, name, static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode));
+      // The framework loads NEFFs without telling us; its reads move the
+      // NEFF's atime (relatime: at least once a day), so last use is the
+      // later of that and the mark we set on our hits.
+      if (name == kNeffFile && info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
+    }
+    ::closedir(d);
+    // Rare, so judged (read, liveness) only when the file is there.
+    if (info.framework_lock.state != storage::LockState::absent) {
+      auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile), entry.cache().stale_lock_age(),
+                                        std::chrono::system_clock::now());
+      if (!judged) return fail(judged.error());
+      info.framework_lock = std::move(*judged);
+    }
+
+    // A done entry is done whoever holds its lock (a compile that found it
+    // done and is about to leave), so only the others need the probe.
+    bool done = info.has_done && info.has_neff;
+    bool locked = !done && (info.framework_lock.blocks() ||
+                            (info.has_lock_file && util::probe_lock(entry.lock_path()) == util::LockState::held));
+    info.state = state_from_files(info, locked);
+    return info;
+  }
+
+  Result<Integrity> verify_neff(const Entry& entry) const override {
+    auto first = check_neff_in_place(entry.dir(), entry.cache().trust(), -1);
+    if (first && *first == Integrity::mismatch) // republished meanwhile?
+      return check_neff_in_place(entry.dir(), entry.cache().trust(), -1);
+    return first;
+  }
+
+  bool exists(const Entry& entry) const override {
+    struct stat st {};
+    return ::lstat(entry.dir().c_str(), &st) == 0;
+  }
 };
 
 } // namespace
 
-const ListingWay& directory_listing() {
-  static const DirectoryListing way;
+const ReadingWay& directory_reading() {
+  static const DirectoryReading way;
   return way;
 }
 
