@@ -210,6 +210,13 @@ public:
     struct stat st {};
     return ::lstat(entry.dir().c_str(), &st) == 0;
   }
+
+  std::optional<fs::path> local_files(const Cache& cache, const CacheKey& key, const fs::path&) const override {
+    fs::path dir = cache.entry_dir(key);
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / kGraphFile, ec)) return std::nullopt;
+    return dir;
+  }
 };
 
 } // namespace

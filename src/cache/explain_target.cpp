@@ -33,33 +33,15 @@ std::optional<CacheKey> named_key(const Cache& cache, std::string_view target) {
   return key;
 }
 
-// The entry's graph, flags and record (which says whose words the flags
-// are), into `dir`; false without a graph.
-bool download_entry(const Cache& cache, const CacheKey& key, const fs::path& dir) {
-  if (auto s = util::ensure_dir(dir); !s) throw EnvironmentError(s.error());
-  for (auto file : {kGraphFile, kFlagsFile, kMetaFile}) {
-    auto got = cache.storage()->read(key.relative_path().generic_string() + "/" + std::string(file), storage::Into::file(dir / file));
-    if (!got) throw EnvironmentError(got.error());
-    if (!*got && file == kGraphFile) return false;
-  }
-  return true;
-}
-
 std::string graph_url(const Cache& cache, const CacheKey& key) {
   return cache.storage()->describe(key.relative_path().generic_string() + "/" + std::string(kGraphFile));
 }
 
 // The graph of the entry `key` of the cache, as a local file.
 std::optional<TargetGraph> entry_graph(const Cache& cache, const CacheKey& key, const fs::path& scratch) {
-  if (cache.is_directory()) {
-    fs::path graph = cache.entry_dir(key) / kGraphFile;
-    std::error_code ec;
-    if (!fs::is_regular_file(graph, ec)) return std::nullopt;
-    return TargetGraph{graph, graph.string()};
-  }
-  fs::path dir = scratch / "target" / key.relative_path();
-  if (!download_entry(cache, key, dir)) return std::nullopt;
-  return TargetGraph{dir / kGraphFile, graph_url(cache, key)};
+  auto dir = cache.reading().local_files(cache, key, scratch / "target");
+  if (!dir) return std::nullopt;
+  return TargetGraph{*dir / kGraphFile, graph_url(cache, key)};
 }
 
 } // namespace
@@ -86,7 +68,6 @@ std::optional<TargetGraph> find_target_graph(const Cache& cache, std::string_vie
 
 Result<Explanation> explain_in_cache(const Cache& cache, const fs::path& graph, const CurrentSettings& current,
                                      const fs::path& scratch) {
-  if (cache.is_directory()) return explain_graph(cache.list(), graph, current);
   std::error_code ec;
   const auto size = fs::file_size(graph, ec);
   if (ec) return fail(util::errno_text("cannot read", graph, ec.value()));
@@ -94,9 +75,9 @@ Result<Explanation> explain_in_cache(const Cache& cache, const fs::path& graph, 
   std::vector<EntryInfo> candidates;
   for (auto& entry : cache.list()) {
     if (!entry.has_graph || entry.graph_bytes != size) continue;
-    fs::path dir = scratch / "entries" / entry.key.relative_path();
-    if (!download_entry(cache, entry.key, dir)) continue; // removed since the listing
-    entry.dir = dir;
+    auto dir = cache.reading().local_files(cache, entry.key, scratch / "entries");
+    if (!dir) continue; // removed since the listing
+    entry.dir = *dir;
     candidates.push_back(std::move(entry));
   }
   auto x = explain_graph(std::move(candidates), graph, current);

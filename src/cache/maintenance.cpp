@@ -44,15 +44,15 @@ std::vector<LeftoverTemp> remove_leftover_temps(const Cache& cache, const std::v
   return removed;
 }
 
-// Removes a framework lock file: false when it is gone already.
+// Removes a framework lock file: false when it is gone already. An older
+// framework's lock may be a folder: it goes with all below it.
 bool remove_lock_object(const Cache& cache, const std::string& key) {
-  if (!cache.is_directory()) {
-    checked(cache.storage()->remove(key));
-    return true;
-  }
-  const fs::path path = cache.root() / key;
-  // An older framework's lock may be a folder.
-  return ::unlink(path.c_str()) == 0 || (errno == EISDIR && util::remove_tree(path));
+  storage::Storage& storage = *cache.storage();
+  auto there = checked(storage.stat(key));
+  if (!there) return false;
+  if (there->directory) return checked(storage.remove_tree(key));
+  checked(storage.remove(key));
+  return true;
 }
 
 } // namespace

@@ -110,6 +110,20 @@ public:
     auto names = entry.storage()->list(entry.key());
     return !names || !names->empty(); // an unreadable store: the lock attempt says why
   }
+
+  // Graph, flags and record (which says whose words the flags are).
+  std::optional<fs::path> local_files(const Cache& cache, const CacheKey& key,
+                                      const fs::path& scratch) const override {
+    fs::path dir = scratch / key.relative_path();
+    if (auto s = util::ensure_dir(dir); !s) throw EnvironmentError(s.error());
+    for (auto file : {kGraphFile, kFlagsFile, kMetaFile}) {
+      auto got = cache.storage()->read(key.relative_path().generic_string() + "/" + std::string(file),
+                                       storage::Into::file(dir / file));
+      if (!got) throw EnvironmentError(got.error());
+      if (!*got && file == kGraphFile) return std::nullopt;
+    }
+    return dir;
+  }
 };
 
 } // namespace

@@ -14,6 +14,8 @@
 //    its NEFF downloaded to a scratch folder to be hashed
 //    (stored_reading.cpp).
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@ namespace npc::cache {
 
 class Cache;
 class Entry;
+struct CacheKey;
 struct CacheCensus;
 struct EntryInfo;
 enum class Integrity;
@@ -50,6 +53,12 @@ public:
   // Whether the entry's folder is there (a stored cache's: it has a file;
   // one that cannot be listed counts as there, for its lock to say why).
   [[nodiscard]] virtual bool exists(const Entry& entry) const = 0;
+  // A local folder with the graph, flags and record of the entry `key`, to
+  // read as files (explain): a directory's entry folder itself, a stored
+  // cache's files downloaded below `scratch`; nullopt without a graph. A
+  // storage that cannot be read throws EnvironmentError.
+  [[nodiscard]] virtual std::optional<std::filesystem::path>
+  local_files(const Cache& cache, const CacheKey& key, const std::filesystem::path& scratch) const = 0;
 };
 
 [[nodiscard]] const ReadingWay& directory_reading();
