@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <npc/cache/layout.hpp>
 #include <npc/cache/listing.hpp>
 #include <npc/cache/neff_check.hpp>
@@ -182,12 +184,15 @@ public:
       if (name == kNeffFile && info.has_neff) info.last_used = std::max(info.last_used, util::wall_time(st.st_atim));
     }
     ::closedir(d);
-    // Rare, so judged (read, liveness) only when the file is there.
+    // Rare, so judged (read, liveness) only when the file is there. One
+    // that cannot be read (a FIFO or a device put there, no permission) is
+    // listed as held, so that nothing breaks it: the entry stays in the
+    // listing, a compile names the error, clear-locks --force removes it.
     if (info.framework_lock.state != storage::LockState::absent) {
       auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile), entry.cache().stale_lock_age(),
                                         std::chrono::system_clock::now());
-      if (!judged) return fail(judged.error());
-      info.framework_lock = std::move(*judged);
+      if (judged) info.framework_lock = std::move(*judged);
+      else spdlog::warn("cannot judge the lock of {}: {}", entry.dir().string(), judged.error());
     }
 
     // A done entry is done whoever holds its lock (a compile that found it

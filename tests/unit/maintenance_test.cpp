@@ -4,6 +4,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -179,6 +180,30 @@ TEST_F(MaintenanceTest, ClearLocksWithForceRemovesHeldLocksToo) {
   test::write_text(held / kLockFile, "someone else\n");
   (*lock)->release();
   EXPECT_EQ(test::read_text(held / kLockFile), "someone else\n");
+}
+
+// A FIFO where the lock belongs (put there by hand or by another tool)
+// cannot be read: its entry stays listed, counted as held, and verified;
+// clear-locks removes it (it proves no live owner) without opening it, which
+// would block.
+TEST_F(MaintenanceTest, AnUnreadableLockKeepsItsEntryListedAndClearLocksRemovesIt) {
+  fs::path d = done_entry('a');
+  ASSERT_EQ(::mkfifo((d / kFrameworkLockFile).c_str(), 0600), 0);
+  auto listed = cache->list();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed.front().state, EntryState::done) << "done whoever holds its lock";
+  EXPECT_EQ(listed.front().framework_lock.state, storage::LockState::held);
+  auto verified = verify_cache(*cache, Repair::no);
+  EXPECT_EQ(verified.checked, 1u);
+  EXPECT_TRUE(verified.problems.empty());
+
+  // No live owner is proved: removed, as every such lock is.
+  ClearLocksReport cleared = clear_locks(*cache, /*force=*/false);
+  EXPECT_EQ(cleared.removed, std::vector<fs::path>{d / kFrameworkLockFile});
+  EXPECT_TRUE(cleared.held.empty());
+  EXPECT_FALSE(fs::exists(fs::symlink_status(d / kFrameworkLockFile)));
+  EXPECT_TRUE(fs::exists(d / kNeffFile));
+  EXPECT_EQ(state_of(d), EntryState::done);
 }
 
 TEST_F(MaintenanceTest, ClearLocksHandlesTheEvictionLock) {
