@@ -189,8 +189,8 @@ public:
     // listed as held, so that nothing breaks it: the entry stays in the
     // listing, a compile names the error, clear-locks --force removes it.
     if (info.framework_lock.state != storage::LockState::absent) {
-      auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile), entry.cache().stale_lock_age(),
-                                        std::chrono::system_clock::now());
+      auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile),
+                                        entry.cache().stale_lock_age(), std::chrono::system_clock::now());
       if (judged) info.framework_lock = std::move(*judged);
       else spdlog::warn("cannot judge the lock of {}: {}", entry.dir().string(), judged.error());
     }

@@ -63,8 +63,8 @@ Status Entry::record_killed(const fs::path& log, const AttemptRecord& attempt) c
   EntryMeta record = record_or_empty();
   record.attempts.push_back(attempt);
   if (auto s = status_of(storage_->write(key_of(kMetaFile), serialize_entry_meta(record), storage::IfPresent::replace)); !s) return s;
-  if (auto s = status_of(storage_->write(key_of(kKilledLogFile), storage::Body::file(log), storage::IfPresent::replace)); !s)
-    return fail("cannot keep the log: " + s.error());
+  auto kept = storage_->write(key_of(kKilledLogFile), storage::Body::file(log), storage::IfPresent::replace);
+  if (!kept) return fail("cannot keep the log: " + kept.error());
   return ok_status();
 }
 

@@ -43,10 +43,12 @@ Status publish_result(storage::Storage& storage, std::string_view entry_key, con
                       MayHold may_hold) {
   auto key_of = [&](std::string_view file) { return key_in_entry(entry_key, file); };
   if (result.flags)
-    if (auto placed = storage.write(key_of(kFlagsFile), storage::Body::file(*result.flags), storage::IfPresent::keep); !placed)
+    if (auto placed = storage.write(key_of(kFlagsFile), storage::Body::file(*result.flags), storage::IfPresent::keep);
+        !placed)
       return fail(placed.error());
   if (result.graph)
-    if (auto placed = storage.write(key_of(kGraphFile), storage::Body::file(*result.graph), storage::IfPresent::keep); !placed)
+    if (auto placed = storage.write(key_of(kGraphFile), storage::Body::file(*result.graph), storage::IfPresent::keep);
+        !placed)
       return fail(placed.error());
   auto write_record = [&]() -> Status {
     if (!result.record) return ok_status();
@@ -55,7 +57,10 @@ Status publish_result(storage::Storage& storage, std::string_view entry_key, con
   if (result.neff) {
     if (may_hold.done)
       if (auto s = storage.remove(key_of(kDoneFile)); !s) return s;
-    if (auto s = status_of(storage.write(key_of(kNeffFile), storage::Body::file(*result.neff), storage::IfPresent::replace)); !s) return s;
+    if (auto s = status_of(
+            storage.write(key_of(kNeffFile), storage::Body::file(*result.neff), storage::IfPresent::replace));
+        !s)
+      return s;
     if (auto s = write_record(); !s) return s;
     if (auto s = status_of(storage.write(key_of(kDoneFile), "", storage::IfPresent::replace)); !s) return s;
     // Leftovers of earlier attempts: what failing to remove them costs is a

@@ -70,8 +70,8 @@ public:
     }
     EntryInfo info = std::move(entries.front());
     if (info.framework_lock.state != storage::LockState::absent) {
-      auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile), entry.cache().stale_lock_age(),
-                                        std::chrono::system_clock::now());
+      auto judged = storage::judge_lock(*entry.storage(), entry.key_of(kFrameworkLockFile),
+                                        entry.cache().stale_lock_age(), std::chrono::system_clock::now());
       if (!judged) return fail(judged.error());
       info.framework_lock = std::move(*judged);
     }
@@ -99,7 +99,8 @@ public:
     // Downloaded into a private scratch folder, hashed, and removed with it.
     util::TempDir scratch(fs::temp_directory_path(), std::string(util::kTempPrefix) + "verify-");
     fs::path neff = scratch.path() / kNeffFile;
-    if (!checked(entry.storage()->read(entry.key_of(kNeffFile), storage::Into::file(neff)))) return fail("done marker without a NEFF");
+    if (!checked(entry.storage()->read(entry.key_of(kNeffFile), storage::Into::file(neff))))
+      return fail("done marker without a NEFF");
     auto digest = checked(util::sha256_file(neff));
     if (digest.sha256 != *record->neff_sha256 || (record->neff_bytes && *record->neff_bytes != digest.size))
       return Integrity::mismatch;

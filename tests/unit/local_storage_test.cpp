@@ -157,7 +157,8 @@ TEST_F(LocalStorageTest, OfSixteenProcessesPlacingOneFileExactlyOneWinsAndNoLoca
   fs::create_directories(dir() / "incoming");
   for (int i = 0; i < 16; ++i) test::write_text(dir() / "incoming" / std::to_string(i), "copy " + std::to_string(i));
   auto codes = in_processes(16, [&](int i) {
-    auto placed = s.write("e/model.neff", storage::Body::file(dir() / "incoming" / std::to_string(i)), storage::IfPresent::keep);
+    auto placed =
+        s.write("e/model.neff", storage::Body::file(dir() / "incoming" / std::to_string(i)), storage::IfPresent::keep);
     if (!placed) return 2;
     return *placed ? 10 + i : 0;
   });
