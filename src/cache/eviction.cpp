@@ -1,14 +1,12 @@
 #include <npc/cache/eviction.hpp>
 
 #include <algorithm>
-#include <unistd.h>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
-#include <npc/cache/layout.hpp>
+#include <npc/cache/keeping_way.hpp>
 #include <npc/util/error.hpp>
-#include <npc/util/fs.hpp>
-#include <npc/util/parallel.hpp>
 
 namespace npc::cache {
 
@@ -65,61 +63,11 @@ std::vector<const EntryInfo*> plan_eviction(const std::vector<EntryInfo>& entrie
   return victims;
 }
 
-namespace {
-
-std::size_t remove_stale_temps(const EntryInfo& entry, util::WallTime now) {
-  if (entry.temp_files.empty() || entry.state == EntryState::locked) return 0;
-  std::size_t removed = 0;
-  for (const auto& temp : remove_dead_temps(entry.dir, entry.temp_files, LockHeld::no, now))
-    if (temp.error.empty()) ++removed;
-  return removed;
-}
-
-} // namespace
-
-namespace {
-
-// One process evicts a cache at a time. A directory's lock is a flock on
-// .npc/eviction.lock (as older releases take it); a storage's is a lock
-// object, renewed while a pass over a big cache takes its many requests.
-struct EvictionLock {
-  std::optional<util::FileLock> file;
-  std::optional<storage::Lock> stored;
-};
-
-// Nothing when another process evicts the cache now.
-std::optional<EvictionLock> take_eviction_lock(const Cache& cache) {
-  EvictionLock lock;
-  if (cache.is_directory()) {
-    if (auto s = util::ensure_dir(cache.private_dir()); !s) throw EnvironmentError(s.error());
-    auto taken = util::FileLock::try_acquire(cache.private_dir() / kEvictionLock,
-                                             util::LockHolder::self(lock_tool_name()));
-    if (!taken) throw EnvironmentError(taken.error());
-    if (!taken->has_value()) return std::nullopt;
-    lock.file = std::move(**taken);
-    return lock;
-  }
-  auto taken = storage::Lock::try_acquire(cache.storage(), std::string(kStoredEvictionLock),
-                                          util::LockHolder::self(lock_tool_name()),
-                                          {storage::kLockTtl, cache.stale_lock_age()},
-                                          std::chrono::system_clock::now());
-  if (!taken) throw EnvironmentError(taken.error());
-  if (auto* held = std::get_if<storage::Lock::Held>(&*taken)) {
-    spdlog::debug("{} is being evicted: the lock {}", cache.describe(), held->facts.describe());
-    return std::nullopt;
-  }
-  lock.stored = std::move(std::get<storage::Lock>(*taken));
-  lock.stored->keep_renewed();
-  return lock;
-}
-
-} // namespace
-
 EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dry_run) {
   EvictionReport report;
-  std::optional<EvictionLock> lock;
+  std::unique_ptr<KeepingWay::EvictionHold> lock;
   if (dry_run == DryRun::no) {
-    lock = take_eviction_lock(cache);
+    lock = cache.keeping().take_eviction_lock(cache);
     if (!lock) return report; // someone else is evicting
     cache.empty_trash();
   }
@@ -185,18 +133,12 @@ EvictionReport evict(const Cache& cache, const EvictionPolicy& policy, DryRun dr
       }
     }
   }
-  if (dry_run == DryRun::no && cache.is_directory()) {
-    for (const auto& e : entries) report.stale_temps_removed += remove_stale_temps(e, now);
-    std::ignore = util::write_file_atomic(cache.private_dir() / kEvictionStamp, "");
-    std::ignore = util::set_mtime(cache.private_dir() / kEvictionStamp, now);
-  }
+  if (dry_run == DryRun::no) report.stale_temps_removed = cache.keeping().after_eviction(cache, entries, now);
   return report;
 }
 
 void evict_after_write(const Cache& cache, const EvictionPolicy& policy) {
-  if (!cache.is_directory()) return; // only `neuron_cache prune` evicts a shared store
-  auto last = util::mtime(cache.private_dir() / kEvictionStamp);
-  if (last && cache.clock().now() - *last < kEvictionInterval) return;
+  if (!cache.keeping().evicts_after_write(cache)) return;
   try {
     auto report = evict(cache, policy);
     if (!report.deleted.empty())

@@ -1,14 +1,10 @@
 #include <npc/cache/store.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <stdexcept>
-#include <sys/stat.h>
 
 #include <npc/cache/layout.hpp>
 #include <npc/storage/local.hpp>
-#include <npc/util/error.hpp>
-#include <npc/util/fs.hpp>
 #include <npc/util/parallel.hpp>
 
 namespace npc::cache {
@@ -33,6 +29,7 @@ Cache::Cache(fs::path root, TrustMode trust, const util::Clock& clock)
       storage_(std::make_shared<storage::LocalStorage>(root_, root_ / kPrivateDir / kTrashDir)),
       connections_{storage_},
       reading_(&directory_reading()),
+      keeping_(&directory_keeping()),
       trust_(trust),
       clock_(clock) {
   if (root_.empty()) throw std::logic_error("a cache directory needs a path");
@@ -42,6 +39,7 @@ Cache::Cache(std::vector<std::shared_ptr<storage::Storage>> connections, const u
     : storage_(connections.empty() ? nullptr : connections.front()),
       connections_(std::move(connections)),
       reading_(&stored_reading()),
+      keeping_(&stored_keeping()),
       // Who may write the objects is the store's access control, not modes.
       trust_(TrustMode::trusted),
       clock_(clock) {
@@ -72,29 +70,7 @@ void Cache::share_out(std::size_t count,
   util::for_each_shared_out(count, threads, [&](std::size_t, std::size_t i) { work(0, i); });
 }
 
-Status Cache::ensure_root() const {
-  if (!is_directory()) return ok_status(); // the store's owner made the bucket
-  std::error_code ec;
-  if (!fs::is_directory(root_, ec)) {
-    if (root_.has_parent_path())
-      if (auto s = util::ensure_dir(root_.parent_path(), 0755); !s) return s;
-    // The cache holds code that will run on the accelerator: private to the
-    // user unless a shared cache is set up on purpose.
-    if (::mkdir(root_.c_str(), 0700) != 0) {
-      if (errno != EEXIST)
-        return fail(util::errno_text("cannot create the cache directory", root_, errno) +
-                    " (set --cache_dir in NEURON_CC_FLAGS to a writable place)");
-    } else if (::chmod(root_.c_str(), root_mode(trust_)) != 0) { // exact mode, whatever the umask
-      return fail(util::errno_text("cannot set the mode of", root_, errno));
-    }
-  }
-  if (!fs::is_directory(root_, ec))
-    return fail("the cache path " + root_.string() + " exists and is not a directory");
-  if (auto s = check_directory_trust(root_, trust_, "the cache directory", Links::follow_owned); !s) return s;
-  // Below the root, modes follow the umask: the root alone decides who gets in.
-  if (auto s = util::ensure_dir(private_dir()); !s) return s;
-  return ok_status();
-}
+Status Cache::ensure_root() const { return keeping_->ensure_root(*this); }
 
 void CacheCensus::count(EntryState state, std::uint64_t entry_bytes, util::WallTime last_used) {
   ++entries;
@@ -116,10 +92,6 @@ Result<EntryInfo> Cache::look_again(const Entry& entry, const EntryInfo& listed)
   return reading_->look_again(*this, entry, listed);
 }
 
-void Cache::empty_trash() const {
-  if (!is_directory()) return;
-  fs::path trash = private_dir() / kTrashDir;
-  for (const auto& name : util::list_names(trash).value_or(std::vector<std::string>{})) std::ignore = util::remove_tree(trash / name);
-}
+void Cache::empty_trash() const { keeping_->empty_trash(*this); }
 
 } // namespace npc::cache

@@ -4,7 +4,8 @@
 // TTL is never deleted (even if the cache stays over the limit), nor is one a
 // compile holds locked, nor a pending one: a graph waiting for its compile is
 // small and is someone's extracted work (a launcher may have it queued).
-// One process evicts at a time; the others skip.
+// One process evicts at a time; the others skip (the cache's eviction lock:
+// keeping_way.hpp).
 //
 // A cache in a directory is evicted after writes, at most once a minute
 // (evict_after_write). A cache in another storage (S3) is never evicted

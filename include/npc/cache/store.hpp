@@ -8,8 +8,10 @@
 // store: s3://bucket/prefix). Both hold the same layout and every entry
 // works the same way over its storage; they differ in how the cache is read
 // (reading_way.hpp: a directory in place, entry by entry with its
-// summaries; another storage through its requests, in one walk), chosen
-// once where the cache is made.
+// summaries; another storage through its requests, in one walk) and in what
+// it keeps besides its entries (keeping_way.hpp: a directory's private
+// folder, trash and flocked eviction lock; another storage's eviction lock
+// object), both chosen once where the cache is made.
 
 #include <array>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include <npc/cache/entry.hpp>
+#include <npc/cache/keeping_way.hpp>
 #include <npc/cache/key.hpp>
 #include <npc/cache/reading_way.hpp>
 #include <npc/cache/summary.hpp>
@@ -112,6 +115,9 @@ public:
   // How this cache is read (reading_way.hpp): what Entry asks to look at
   // one of its entries.
   [[nodiscard]] const ReadingWay& reading() const { return *reading_; }
+  // What it keeps besides its entries (keeping_way.hpp): its set-up, trash
+  // and eviction lock.
+  [[nodiscard]] const KeepingWay& keeping() const { return *keeping_; }
 
   // Empties the trash left by an interrupted removal.
   void empty_trash() const;
@@ -121,6 +127,7 @@ private:
   std::shared_ptr<storage::Storage> storage_;
   std::vector<std::shared_ptr<storage::Storage>> connections_;
   const ReadingWay* reading_; // chosen by the constructor: reading_way.hpp
+  const KeepingWay* keeping_; // and keeping_way.hpp
   TrustMode trust_;
   const util::Clock& clock_;
   std::chrono::seconds stale_lock_age_ = std::chrono::duration_cast<std::chrono::seconds>(storage::kDefaultStaleLockAge);
