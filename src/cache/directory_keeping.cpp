@@ -89,6 +89,15 @@ public:
     auto last = util::mtime(cache.private_dir() / kEvictionStamp);
     return !last || cache.clock().now() - *last >= kEvictionInterval;
   }
+
+  std::optional<ClearedLock> clear_eviction_lock(const Cache& cache, bool force) const override {
+    fs::path path = cache.private_dir() / kEvictionLock;
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(path, ec))) return std::nullopt;
+    if (util::remove_lock_file(path, force)) return ClearedLock{path, true};
+    if (util::probe_lock(path) != util::LockState::absent) return ClearedLock{path, false};
+    return std::nullopt;
+  }
 };
 
 } // namespace

@@ -139,15 +139,8 @@ ClearLocksReport clear_locks(const Cache& cache, bool force) {
     consider(entry.key.relative_path().generic_string() + "/" + std::string(kFrameworkLockFile),
              judged->framework_lock);
   }
-  if (cache.is_directory()) {
-    std::error_code ec;
-    fs::path eviction_lock = cache.private_dir() / kEvictionLock;
-    if (fs::exists(fs::symlink_status(eviction_lock, ec))) consider_flock(eviction_lock);
-  } else {
-    const std::string key(kStoredEvictionLock);
-    consider(key, checked(storage::judge_lock(*cache.storage(), key, cache.stale_lock_age(),
-                                              std::chrono::system_clock::now())));
-  }
+  if (auto eviction = cache.keeping().clear_eviction_lock(cache, force))
+    (eviction->removed ? report.removed : report.held).push_back(std::move(eviction->where));
   return report;
 }
 

@@ -49,6 +49,19 @@ public:
 
   // Only `neuron_cache prune` evicts a shared store.
   bool evicts_after_write(const Cache&) const override { return false; }
+
+  // As an entry's lock object: only a live holder proved keeps it.
+  std::optional<ClearedLock> clear_eviction_lock(const Cache& cache, bool force) const override {
+    const std::string key(kStoredEvictionLock);
+    auto facts = storage::judge_lock(*cache.storage(), key, cache.stale_lock_age(), std::chrono::system_clock::now());
+    if (!facts) throw EnvironmentError(facts.error());
+    if (facts->state == storage::LockState::absent) return std::nullopt;
+    ClearedLock cleared{cache.storage()->describe(key), false};
+    if (facts->owner_proved_alive() && !force) return cleared;
+    if (auto s = cache.storage()->remove(key); !s) throw EnvironmentError(s.error());
+    cleared.removed = true;
+    return cleared;
+  }
 };
 
 } // namespace

@@ -356,7 +356,15 @@ TEST_F(StoredCacheTest, OneProcessEvictsARemoteAtATime) {
   // clear-locks keeps it while it is in force.
   auto cleared = clear_locks(*cache, false);
   EXPECT_TRUE(cleared.removed.empty());
-  ASSERT_EQ(cleared.held.size(), 1u);
+  const fs::path where = remote_storage()->describe(std::string(kStoredEvictionLock));
+  EXPECT_EQ(cleared.held, std::vector<fs::path>{where});
+  // With --force it goes, and the next pass runs.
+  auto forced = clear_locks(*cache, true);
+  EXPECT_EQ(forced.removed, std::vector<fs::path>{where});
+  EXPECT_TRUE(forced.held.empty());
+  EXPECT_FALSE(fs::exists(dir() / "remote" / kStoredEvictionLock));
+  EXPECT_TRUE(evict(*cache, {1, std::chrono::seconds(0)}, DryRun::no).ran);
+  EXPECT_FALSE(fs::exists(origin->entry_dir(old)));
 }
 
 } // namespace

@@ -14,7 +14,9 @@
 //    (stored_keeping.cpp).
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <npc/util/clock.hpp>
@@ -47,6 +49,14 @@ public:
                                      util::WallTime now) const = 0;
   // Whether a write is to be followed by an eviction pass now.
   [[nodiscard]] virtual bool evicts_after_write(const Cache& cache) const = 0;
+
+  // The eviction lock as clear-locks leaves it: removed unless a live
+  // holder is proved (any with `force`), or kept. Nothing when there is none.
+  struct ClearedLock {
+    std::filesystem::path where; // as users name it: a path, or a URL
+    bool removed = false;        // else held, and kept
+  };
+  [[nodiscard]] virtual std::optional<ClearedLock> clear_eviction_lock(const Cache& cache, bool force) const = 0;
 };
 
 [[nodiscard]] const KeepingWay& directory_keeping();
