@@ -261,8 +261,26 @@ Result<FileLock> FileLock::acquire(const fs::path& path, const LockHolder& me,
   }
 }
 
+namespace {
+
+// A lock file opened to test its flock, or an invalid descriptor (errno set)
+// for what no lock file can be: O_NONBLOCK, so that a FIFO put at its path
+// is never waited on, and refused with a device (never opened for long).
+// A folder opens as before: its flock is free, and it is no file to unlink.
+UniqueFd open_lock_file(const fs::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  struct stat st {};
+  if (fd.valid() && (::fstat(fd.get(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))) {
+    fd = UniqueFd();
+    errno = EINVAL;
+  }
+  return fd;
+}
+
+} // namespace
+
 LockState probe_lock(const fs::path& path, std::optional<LockHolder>* holder) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  UniqueFd fd = open_lock_file(path);
   if (!fd.valid()) return errno == ENOENT ? LockState::absent : LockState::held;
   if (holder != nullptr) {
     char buffer[512];
@@ -274,10 +292,10 @@ LockState probe_lock(const fs::path& path, std::optional<LockHolder>* holder) {
 }
 
 bool remove_lock_file(const fs::path& path, bool force) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  UniqueFd fd = open_lock_file(path);
   if (!fd.valid()) {
-    // Not openable (garbage such as a directory or a dangling symlink):
-    // remove only when forced.
+    // Not openable, or no regular file (garbage such as a directory, a
+    // dangling symlink or a FIFO): remove only when forced.
     return force && ::unlink(path.c_str()) == 0;
   }
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && !force) return false;

@@ -1,6 +1,7 @@
 // util/file_lock: flock-based locks with a holder record, within one process
 // and across forked processes.
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -235,6 +236,20 @@ TEST_F(FileLockTest, RemoveLockFile) {
   EXPECT_TRUE(fs::exists(lock_path()));
   EXPECT_TRUE(remove_lock_file(lock_path(), true));
   EXPECT_FALSE(fs::exists(lock_path()));
+}
+
+// A FIFO at a lock's path (put there by hand or another tool) is never
+// opened for a blocking read: judged held, as any file that is no lock, and
+// removed only when forced.
+TEST_F(FileLockTest, AFifoAtTheLockPathIsNeverWaitedOn) {
+  ASSERT_EQ(::mkfifo(lock_path().c_str(), 0600), 0);
+  std::optional<LockHolder> holder;
+  EXPECT_EQ(probe_lock(lock_path(), &holder), LockState::held);
+  EXPECT_FALSE(holder.has_value());
+  EXPECT_FALSE(remove_lock_file(lock_path(), false));
+  EXPECT_TRUE(fs::exists(fs::symlink_status(lock_path())));
+  EXPECT_TRUE(remove_lock_file(lock_path(), true));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(lock_path())));
 }
 
 TEST_F(FileLockTest, LockOfAChildKilledBySigkillIsFreeAtOnce) {

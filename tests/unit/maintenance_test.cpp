@@ -206,6 +206,19 @@ TEST_F(MaintenanceTest, AnUnreadableLockKeepsItsEntryListedAndClearLocksRemovesI
   EXPECT_EQ(state_of(d), EntryState::done);
 }
 
+// An older release's eviction lock that is a FIFO: clear-locks does not wait
+// on it; it is kept unless forced, as any eviction lock file it cannot judge.
+TEST_F(MaintenanceTest, ClearLocksNeverWaitsOnAFifoEvictionLock) {
+  fs::path eviction_lock = cache->private_dir() / kEvictionLock;
+  ASSERT_EQ(::mkfifo(eviction_lock.c_str(), 0600), 0);
+  ClearLocksReport kept = clear_locks(*cache, false);
+  EXPECT_TRUE(kept.removed.empty());
+  EXPECT_EQ(kept.held, std::vector<fs::path>{eviction_lock});
+  ClearLocksReport forced = clear_locks(*cache, true);
+  EXPECT_EQ(forced.removed, std::vector<fs::path>{eviction_lock});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(eviction_lock)));
+}
+
 TEST_F(MaintenanceTest, ClearLocksHandlesTheEvictionLock) {
   fs::path eviction_lock = cache->private_dir() / kEvictionLock;
   test::write_text(eviction_lock, "pid=999999 host=h start=1 tool=t\n");
